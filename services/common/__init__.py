@@ -1,0 +1,1 @@
+"""Pieces every deskbox service shares: logging, the error hierarchy, HTTP plumbing."""

@@ -1,0 +1,151 @@
+"""HTTP plumbing shared by the services: one middleware that turns every error into
+``{"error": {"code", "message"}}`` with an explicit status and logs one canonical line
+per request, optional bearer-token auth, and pydantic validation at the edge."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+import uuid
+from typing import Any, TypeVar
+
+import structlog
+from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
+from .errors import InvalidRequest, NotFoundError, ServiceError, Unauthorized
+from .logging import get_logger
+
+__all__ = [
+    "error_middleware",
+    "auth_middleware",
+    "read_body",
+    "read_query",
+    "json_ok",
+    "ModelT",
+]
+
+log = get_logger("deskbox.http")
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+# aiohttp's own HTTP errors (404 unknown route, 405, 413 body too large) keep their
+# status but get our body shape and a stable code.
+_HTTP_CODES = {
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+}
+
+
+def _error_response(status: int, code: str, message: str, details: Any = None) -> web.Response:
+    body: dict[str, Any] = {"code": code, "message": message}
+    if details is not None:
+        body["details"] = details
+    return web.json_response({"error": body}, status=status)
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
+    request_id = request.headers.get("X-Request-Id") or uuid.uuid4().hex[:12]
+    structlog.contextvars.bind_contextvars(request_id=request_id)
+    started = time.perf_counter()
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        response.headers["X-Request-Id"] = request_id
+        return response
+    except ServiceError as exc:
+        status = exc.status
+        resp = web.json_response(exc.to_json(), status=exc.status)
+        resp.headers["X-Request-Id"] = request_id
+        return resp
+    except web.HTTPException as exc:
+        status = exc.status
+        if exc.status < 400:
+            raise
+        code = _HTTP_CODES.get(exc.status, "http_error")
+        resp = _error_response(exc.status, code, exc.reason or code)
+        resp.headers["X-Request-Id"] = request_id
+        return resp
+    except Exception:
+        status = 500
+        log.exception("unhandled error")
+        return _error_response(500, "internal", "internal error; see the service log")
+    finally:
+        log.info(
+            "request",
+            method=request.method,
+            path=request.path,
+            status=status,
+            ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        structlog.contextvars.unbind_contextvars("request_id")
+
+
+def auth_middleware(token: str | None, open_paths: frozenset[str]):
+    """Bearer-token auth when ``token`` is set; ``open_paths`` (health probes) stay open."""
+
+    expected = f"Bearer {token}".encode() if token else None
+
+    @web.middleware
+    async def middleware(request: web.Request, handler) -> web.StreamResponse:
+        if expected is not None and request.path not in open_paths:
+            given = request.headers.get("Authorization", "").encode()
+            if not hmac.compare_digest(given, expected):
+                raise Unauthorized("missing or wrong bearer token (Authorization: Bearer <token>)")
+        return await handler(request)
+
+    return middleware
+
+
+def _validation_message(exc: ValidationError) -> tuple[str, list[dict[str, Any]]]:
+    details = []
+    parts = []
+    for err in exc.errors(include_url=False, include_context=False, include_input=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "body"
+        details.append({"field": loc, "message": err["msg"]})
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts), details
+
+
+def validate(model: type[ModelT], data: Any, *, context: dict[str, Any] | None = None) -> ModelT:
+    try:
+        return model.model_validate(data, context=context)
+    except ValidationError as exc:
+        message, details = _validation_message(exc)
+        raise InvalidRequest(message, code="validation_error", details=details) from exc
+
+
+async def read_body(request: web.Request, model: type[ModelT], *, context: dict[str, Any] | None = None) -> ModelT:
+    """Parse the JSON body into ``model`` or raise a 400 that says what is wrong."""
+    raw = await request.read()
+    if not raw:
+        raise InvalidRequest("request body is empty; send a JSON object", code="invalid_json")
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+    if not isinstance(data, dict):
+        raise InvalidRequest("request body must be a JSON object", code="invalid_json")
+    return validate(model, data, context=context)
+
+
+def read_query(request: web.Request, model: type[ModelT], *, context: dict[str, Any] | None = None) -> ModelT:
+    """Parse query parameters into ``model``; a repeated parameter is an error."""
+    data: dict[str, str] = {}
+    for key, value in request.query.items():
+        if key in data:
+            raise InvalidRequest(f"query parameter {key!r} given more than once", code="validation_error")
+        data[key] = value
+    return validate(model, data, context=context)
+
+
+def json_ok(data: Any, status: int = 200) -> web.Response:
+    return web.json_response(data, status=status)
+
+
+def not_found(what: str) -> NotFoundError:
+    return NotFoundError(what)

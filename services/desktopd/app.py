@@ -1,0 +1,242 @@
+"""desktopd's HTTP app: built in one factory, one handler per route, shared state under
+typed app keys, the backend opened and closed in a cleanup context."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from ..common.errors import InvalidRequest
+from ..common.web import auth_middleware, error_middleware, json_ok, read_body, read_query
+from .actions import Keys, Planner, Step, execute, plan_keyboard, plan_pointer
+from .backends.base import Backend, KeyEvent
+from .keys import UnknownKey, parse_key
+from .models import (
+    KeyboardEventsRequest,
+    KeyboardRequest,
+    PointerRequest,
+    ScreenshotQuery,
+    TabletEventsRequest,
+    TabletRequest,
+)
+from .screenshots import Screenshots
+
+__all__ = ["create_app", "DesktopdConfig", "BACKEND", "__version__"]
+
+__version__ = "0.1.0"
+
+
+@dataclass(frozen=True)
+class DesktopdConfig:
+    token: str | None = None
+
+
+BACKEND = web.AppKey("backend", Backend)
+SHOTS = web.AppKey("screenshots", Screenshots)
+INPUT_LOCK = web.AppKey("input_lock", asyncio.Lock)
+STARTED = web.AppKey("started", float)
+
+OPEN_PATHS = frozenset({"/api/v1/health", "/health"})
+
+
+def create_app(backend: Backend, config: DesktopdConfig | None = None) -> web.Application:
+    config = config or DesktopdConfig()
+    app = web.Application(
+        middlewares=[error_middleware, auth_middleware(config.token, OPEN_PATHS)],
+        client_max_size=1024 * 1024,
+    )
+    app[BACKEND] = backend
+    app[SHOTS] = Screenshots(backend)
+    app[INPUT_LOCK] = asyncio.Lock()
+    app[STARTED] = time.time()
+
+    async def backend_ctx(app: web.Application):
+        await backend.start()
+        yield
+        await backend.close()
+
+    app.cleanup_ctx.append(backend_ctx)
+    app.router.add_routes(
+        [
+            web.get("/api/v1/health", health),
+            web.get("/health", health),
+            web.get("/api/v1/displays", displays),
+            web.get("/api/v1/screenshot", screenshot),
+            web.post("/api/v1/pointer", pointer),
+            web.post("/api/v1/keyboard", keyboard),
+            web.get("/api/v1/tree", tree),
+            web.post("/api/v1/windows/{id}/focus", window_focus),
+            web.post("/api/v1/windows/{id}/close", window_close),
+            web.post("/api/v1/tablet", tablet),
+            web.post("/api/v1/tablet_event", tablet_event),
+            web.post("/api/v1/keyboard_event", keyboard_event),
+        ]
+    )
+    return app
+
+
+# -- observation --------------------------------------------------------------------
+
+
+async def health(request: web.Request) -> web.Response:
+    backend = request.app[BACKEND]
+    details = backend.health()
+    ok = details.get("error") is None
+    return json_ok(
+        {
+            "ok": ok,
+            "backend": backend.name,
+            "displays": len(backend.displays()),
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptime_s": round(time.time() - request.app[STARTED], 1),
+            "error": details.get("error"),
+        },
+        status=200 if ok else 503,
+    )
+
+
+def _display_json(d) -> dict:
+    return {
+        "id": d.id,
+        "name": d.name,
+        "bounds": [d.layout.x, d.layout.y, d.layout.w, d.layout.h],
+        "scale": d.scale,
+        "primary": d.primary,
+        "size": list(d.size),
+    }
+
+
+async def displays(request: web.Request) -> web.Response:
+    backend = request.app[BACKEND]
+    return json_ok({"displays": [_display_json(d) for d in await backend.refresh_displays()]})
+
+
+async def screenshot(request: web.Request) -> web.Response:
+    q = read_query(request, ScreenshotQuery)
+    planner = Planner(request.app[BACKEND])
+    display = planner.display(q.display)
+    shot = await request.app[SHOTS].take(display, q)
+    return web.Response(body=shot.body, content_type=shot.content_type, headers=shot.headers())
+
+
+async def tree(request: web.Request) -> web.Response:
+    backend = request.app[BACKEND]
+    windows = await backend.windows()
+    return json_ok(
+        {
+            "displays": [_display_json(d) for d in backend.displays()],
+            "windows": [w.to_json() for w in windows],
+            "focused": next((w.id for w in windows if w.focused), None),
+        }
+    )
+
+
+async def window_focus(request: web.Request) -> web.Response:
+    await request.app[BACKEND].focus_window(request.match_info["id"])
+    return json_ok({"ok": True, "id": request.match_info["id"], "action": "focus"})
+
+
+async def window_close(request: web.Request) -> web.Response:
+    await request.app[BACKEND].close_window(request.match_info["id"])
+    return json_ok({"ok": True, "id": request.match_info["id"], "action": "close"})
+
+
+# -- input --------------------------------------------------------------------------
+
+
+async def _run(request: web.Request, steps: list[Step]) -> None:
+    async with request.app[INPUT_LOCK]:
+        await execute(request.app[BACKEND], steps)
+
+
+async def pointer(request: web.Request) -> web.Response:
+    req = await read_body(request, PointerRequest)
+    backend = request.app[BACKEND]
+    steps = plan_pointer(Planner(backend), req)
+    started = time.perf_counter()
+    await _run(request, steps)
+    return json_ok(_receipt(backend, req.action, started))
+
+
+async def keyboard(request: web.Request) -> web.Response:
+    req = await read_body(request, KeyboardRequest)
+    backend = request.app[BACKEND]
+    steps = plan_keyboard(Planner(backend), req)
+    started = time.perf_counter()
+    await _run(request, steps)
+    return json_ok(_receipt(backend, req.action, started))
+
+
+def _receipt(backend: Backend, action: str, started: float) -> dict:
+    pos = backend.pointer_position()
+    return {
+        "ok": True,
+        "action": action,
+        "pointer": None if pos is None else {"display": pos[0], "x": pos[1], "y": pos[2]},
+        "ms": round((time.perf_counter() - started) * 1000, 2),
+    }
+
+
+# -- compatibility with the desktopd API existing clients call ---------------------
+
+
+_TABLET_TO_POINTER = {
+    "tap": ("click", 1, "left"),
+    "click": ("click", 1, "left"),
+    "double_tap": ("click", 2, "left"),
+    "right_click": ("click", 1, "right"),
+    "move": ("move", 1, "left"),
+    "down": ("down", 1, "left"),
+    "up": ("up", 1, "left"),
+}
+
+
+async def tablet(request: web.Request) -> web.Response:
+    req = await read_body(request, TabletRequest)
+    action, count, button = _TABLET_TO_POINTER[req.action]
+    preq = PointerRequest(action=action, display=req.display, x=req.x, y=req.y, count=count, button=button)
+    await _run(request, plan_pointer(Planner(request.app[BACKEND]), preq))
+    return web.Response(status=204)
+
+
+async def tablet_event(request: web.Request) -> web.Response:
+    req = await read_body(request, TabletEventsRequest)
+    planner = Planner(request.app[BACKEND])
+    steps: list[Step] = []
+    for event in req.events:
+        kind, count, button = {
+            "click": ("click", 1, event.button),
+            "double_click": ("click", 2, event.button),
+            "right_click": ("click", 1, "right"),
+        }.get(event.type, (event.type, 1, event.button))
+        extra = {"dy": event.dy, "dx": event.dx} if kind == "scroll" else {}
+        try:
+            preq = PointerRequest(action=kind, display=event.display, x=event.x, y=event.y, count=count, button=button, **extra)
+        except ValueError as exc:
+            raise InvalidRequest(f"bad tablet event {event.model_dump()}: {exc}", code="validation_error") from exc
+        steps += plan_pointer(planner, preq)
+    await _run(request, steps)
+    return web.Response(status=204)
+
+
+async def keyboard_event(request: web.Request) -> web.Response:
+    req = await read_body(request, KeyboardEventsRequest)
+    planner = Planner(request.app[BACKEND])
+    events: list[KeyEvent] = []
+    for event in req.events:
+        try:
+            key = parse_key(event.keysym)
+        except UnknownKey as exc:
+            raise InvalidRequest(str(exc), code="unknown_key") from exc
+        if event.state in ("down", "press"):
+            events.append(KeyEvent(key.keysym, True))
+        if event.state in ("up", "press"):
+            events.append(KeyEvent(key.keysym, False))
+    planner.check_keysyms(events)
+    await _run(request, [Keys(tuple(events))])
+    return web.Response(status=204)

@@ -1,0 +1,178 @@
+"""Long-lived virtual pointer and virtual keyboard on the desktopd connection.
+
+Facts from DESIGN.md that shape this: a headless Sway has no pointer until a virtual
+pointer exists, and clicks need a ``frame`` after each event; a fresh keyboard per
+request lost its first key, so one keyboard lives for the whole session and every
+keymap upload is followed by a roundtrip before keys are sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any, Sequence
+
+from ....common.errors import ActionFailed
+from ....geometry import Display, absolute_motion
+from ...keys import MODIFIER_KEYSYMS, UnknownKey
+from ..base import BUTTONS, KeyEvent
+from .client import WaylandClient
+from .keymap import MOD_MASKS, KeymapFull, SlotKeymap
+
+__all__ = ["VirtualPointer", "VirtualKeyboard"]
+
+_AXIS_VERTICAL, _AXIS_HORIZONTAL = 0, 1
+_AXIS_SOURCE_WHEEL = 0
+# One wheel notch, in the units libinput reports for a mouse wheel (degrees).
+_WHEEL_STEP = 15.0
+_KEYMAP_FORMAT_XKB_V1 = 1
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000) & 0xFFFFFFFF
+
+
+class VirtualPointer:
+    def __init__(self, client: WaylandClient) -> None:
+        self.client = client
+        seat = client.seat
+        self.proxy: Any = client.pointer_manager.create_virtual_pointer(seat)
+        client.flush()
+        self.position: tuple[int, float, float] | None = None
+        self.pressed: set[int] = set()
+
+    def move(self, displays: list[Display], display: Display, x: float, y: float) -> None:
+        ax, ay, ex, ey = absolute_motion(displays, display, x, y)
+        self.proxy.motion_absolute(_now_ms(), ax, ay, ex, ey)
+        self.proxy.frame()
+        self.client.flush()
+        self.position = (display.id, x, y)
+
+    def button(self, button: str, down: bool) -> None:
+        code = BUTTONS[button]
+        self.proxy.button(_now_ms(), code, 1 if down else 0)
+        self.proxy.frame()
+        self.client.flush()
+        (self.pressed.add if down else self.pressed.discard)(code)
+
+    def scroll(self, dx: float, dy: float) -> None:
+        t = _now_ms()
+        for axis, notches in ((_AXIS_VERTICAL, dy), (_AXIS_HORIZONTAL, dx)):
+            if not notches:
+                continue
+            self.proxy.axis_source(_AXIS_SOURCE_WHEEL)
+            steps = int(round(notches))
+            if steps and steps == notches:
+                self.proxy.axis_discrete(t, axis, _WHEEL_STEP * steps, steps)
+            else:
+                self.proxy.axis(t, axis, _WHEEL_STEP * notches)
+            self.proxy.frame()
+        self.client.flush()
+
+    def release_all(self) -> None:
+        for code in list(self.pressed):
+            self.proxy.button(_now_ms(), code, 0)
+            self.proxy.frame()
+        self.pressed.clear()
+        self.client.flush()
+
+
+class VirtualKeyboard:
+    def __init__(self, client: WaylandClient) -> None:
+        self.client = client
+        self.keymap = SlotKeymap()
+        self.proxy: Any = client.keyboard_manager.create_virtual_keyboard(client.seat)
+        self.held: dict[int, int] = {}  # keysym -> keycode
+        self._forced_shift = False
+        self._upload()
+
+    def _upload(self) -> None:
+        text = self.keymap.text().encode() + b"\0"
+        fd = os.memfd_create("deskbox-keymap", os.MFD_CLOEXEC)
+        try:
+            os.write(fd, text)
+            os.lseek(fd, 0, os.SEEK_SET)
+            self.proxy.keymap(_KEYMAP_FORMAT_XKB_V1, fd, len(text))
+            # The compositor has taken the keymap once it answered a sync after it.
+            self.client.roundtrip()
+        finally:
+            os.close(fd)
+
+    def _mods(self) -> int:
+        mask = 0
+        for keysym in self.held:
+            mod = MODIFIER_KEYSYMS.get(keysym)
+            if mod:
+                mask |= MOD_MASKS[mod]
+        if self._forced_shift:
+            mask |= MOD_MASKS["shift"]
+        return mask
+
+    def _send_mods(self) -> None:
+        self.proxy.modifiers(self._mods(), 0, 0, 0)
+
+    def check(self, keysyms: set[int]) -> None:
+        # Any keysym can be given a slot; only a set larger than the slots is refused,
+        # and type() splits text so that never happens for typing.
+        if len(keysyms) > self.keymap.capacity - 8:
+            raise UnknownKey(f"{len(keysyms)} distinct keys in one request exceed {self.keymap.capacity - 8}")
+
+    async def send(self, events: Sequence[KeyEvent]) -> None:
+        """Send key events, uploading a new keymap before a chunk whose characters
+        have no key yet."""
+        i = 0
+        n = len(events)
+        while i < n:
+            chunk_syms: set[int] = set()
+            j = i
+            budget = self.keymap.capacity - len(self.held) - 4
+            while j < n and (events[j].keysym in chunk_syms or len(chunk_syms) < budget):
+                chunk_syms.add(events[j].keysym)
+                j += 1
+            try:
+                changed = self.keymap.ensure(chunk_syms, pinned=set(self.held.values()))
+            except KeymapFull as exc:
+                raise ActionFailed(str(exc), code="keymap_full") from exc
+            if changed:
+                self._upload()
+            for event in events[i:j]:
+                self._key(event)
+            self.client.flush()
+            i = j
+            # Give the loop a turn between chunks so other requests' I/O is not starved.
+            await asyncio.sleep(0)
+
+    def _key(self, event: KeyEvent) -> None:
+        found = self.keymap.lookup(event.keysym)
+        if found is None:  # ensure() ran for this chunk, so this is a bug
+            raise ActionFailed(f"no key for keysym 0x{event.keysym:x}", code="keymap_error")
+        code, needs_shift = found
+        evdev = code - 8
+        is_modifier = event.keysym in MODIFIER_KEYSYMS
+        if event.down:
+            if event.keysym in self.held:
+                return
+            if needs_shift and not is_modifier:
+                self._forced_shift = True
+                self._send_mods()
+            self.proxy.key(_now_ms(), evdev, 1)
+            self.held[event.keysym] = code
+            if is_modifier:
+                self._send_mods()
+        else:
+            if event.keysym not in self.held:
+                return
+            self.proxy.key(_now_ms(), evdev, 0)
+            del self.held[event.keysym]
+            if is_modifier or self._forced_shift:
+                self._forced_shift = False
+                self._send_mods()
+
+    def release_all(self) -> None:
+        for keysym, code in list(self.held.items()):
+            self.proxy.key(_now_ms(), code - 8, 0)
+        self.held.clear()
+        self._forced_shift = False
+        self._send_mods()
+        self.client.flush()

@@ -1,0 +1,122 @@
+"""Screenshots: capture, crop, resize, encode; and a cache that only serves what the
+screen still shows (keyed on the backend's damage generation)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from PIL import Image, ImageDraw
+
+from ..common.errors import InvalidRequest
+from ..geometry import Display, resize_factor, scaled_size
+from .backends.base import Backend
+from .encode import CONTENT_TYPES, encode
+from .models import ScreenshotQuery
+
+__all__ = ["Screenshots", "Shot"]
+
+
+@dataclass(frozen=True, slots=True)
+class Shot:
+    body: bytes
+    content_type: str
+    size: tuple[int, int]
+    factor: float
+    region: tuple[int, int, int, int]
+    display: Display
+    cached: bool
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "X-Deskbox-Display": str(self.display.id),
+            "X-Deskbox-Width": str(self.size[0]),
+            "X-Deskbox-Height": str(self.size[1]),
+            "X-Deskbox-Scale": f"{self.factor:.6g}",
+            "X-Deskbox-Region": ",".join(str(v) for v in self.region),
+            "X-Deskbox-Display-Size": f"{self.display.size[0]}x{self.display.size[1]}",
+            "X-Deskbox-Cache": "hit" if self.cached else "miss",
+            "Cache-Control": "no-store",
+        }
+
+
+def _draw_cursor(image: Image.Image, x: float, y: float, scale: float) -> None:
+    """A plain arrow at the pointer's hotspot; headless Sway draws no cursor image."""
+    s = 1.5 * scale
+    pts = [(0, 0), (0, 16), (4, 12), (7, 19), (10, 18), (7, 11), (12, 11)]
+    poly = [(x + px * s, y + py * s) for px, py in pts]
+    draw = ImageDraw.Draw(image)
+    draw.polygon(poly, fill=(255, 255, 255), outline=(0, 0, 0))
+
+
+class Screenshots:
+    def __init__(self, backend: Backend, cache_size: int = 8) -> None:
+        self.backend = backend
+        self._encoded: OrderedDict[tuple, Shot] = OrderedDict()
+        self._frames: dict[int, tuple[int, Image.Image]] = {}
+        self._cache_size = cache_size
+
+    async def take(self, display: Display, q: ScreenshotQuery) -> Shot:
+        region = self._region(display, q)
+        factor = resize_factor((region[2], region[3]), width=q.width, scale=q.scale)
+        out_size = scaled_size((region[2], region[3]), factor)
+        if out_size[0] > 16384 or out_size[1] > 16384:
+            raise InvalidRequest(f"output size {out_size} is too large", code="validation_error")
+        pointer = self.backend.pointer_position() if q.cursor else None
+        generation = self.backend.frame_generation(display)
+        key = (display.id, display.size, q.format, q.quality, region, out_size, pointer)
+        if generation is not None:
+            hit = self._encoded.get(key)
+            if hit is not None and hit[0] == generation:
+                self._encoded.move_to_end(key)
+                return _replace_cached(hit[1])
+        image = await self._image(display, generation)
+        loop = asyncio.get_running_loop()
+        body = await loop.run_in_executor(None, self._render, image, display, region, out_size, q, pointer)
+        shot = Shot(body, CONTENT_TYPES[q.format], out_size, out_size[0] / region[2], region, display, False)
+        if generation is not None and generation == self.backend.frame_generation(display):
+            self._encoded[key] = (generation, shot)
+            while len(self._encoded) > self._cache_size:
+                self._encoded.popitem(last=False)
+        return shot
+
+    async def _image(self, display: Display, generation: int | None) -> Image.Image:
+        if generation is not None:
+            cached = self._frames.get(display.id)
+            if cached is not None and cached[0] == generation and cached[1].size == display.size:
+                return cached[1]
+        frame = await self.backend.capture(display, cursor=False)
+        image = frame.to_image()
+        if generation is not None and generation == self.backend.frame_generation(display):
+            self._frames[display.id] = (generation, image)
+        return image
+
+    @staticmethod
+    def _region(display: Display, q: ScreenshotQuery) -> tuple[int, int, int, int]:
+        w, h = display.size
+        if q.region is None:
+            return (0, 0, w, h)
+        x, y, rw, rh = q.region
+        if x + rw > w or y + rh > h:
+            raise InvalidRequest(
+                f"region {x},{y},{rw},{rh} is outside display {display.id} ({w}x{h} device pixels)",
+                code="out_of_bounds",
+            )
+        return (x, y, rw, rh)
+
+    @staticmethod
+    def _render(image, display, region, out_size, q, pointer) -> bytes:
+        x, y, w, h = region
+        if (x, y, w, h) != (0, 0, *image.size):
+            image = image.crop((x, y, x + w, y + h))
+        if pointer is not None and pointer[0] == display.id:
+            image = image.copy() if image.size == display.size else image
+            _draw_cursor(image, pointer[1] - x, pointer[2] - y, display.scale)
+        if out_size != (w, h):
+            image = image.resize(out_size, Image.Resampling.BILINEAR, reducing_gap=2.0)
+        return encode(image, q.format, q.quality)
+
+
+def _replace_cached(shot: Shot) -> Shot:
+    return Shot(shot.body, shot.content_type, shot.size, shot.factor, shot.region, shot.display, True)

@@ -1,0 +1,150 @@
+"""Every coordinate transform deskbox does lives here, and nowhere else.
+
+Spaces, as DESIGN.md names them:
+
+- **device pixels, display-local**: what a display's screenshot measures; what agents
+  read and send. Origin at the display's top-left corner.
+- **layout pixels**: the compositor's global space. A display of W x H device pixels at
+  scale S occupies W/S x H/S layout pixels starting at its ``origin``.
+- **scaled screenshot pixels**: a screenshot resized by a factor ``f`` (output px =
+  device px x f); the factor travels with the image so callers can convert back.
+
+Nobody else adds offsets or divides by scales: they call these functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+__all__ = [
+    "Rect",
+    "Display",
+    "device_to_layout",
+    "layout_to_device",
+    "layout_rect_to_device",
+    "display_at_layout_point",
+    "layout_extent",
+    "absolute_motion",
+    "side_by_side",
+    "resize_factor",
+    "scaled_size",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Rect:
+    x: float
+    y: float
+    w: float
+    h: float
+
+    def contains(self, x: float, y: float) -> bool:
+        return self.x <= x < self.x + self.w and self.y <= y < self.y + self.h
+
+    def intersect(self, other: "Rect") -> "Rect | None":
+        x0, y0 = max(self.x, other.x), max(self.y, other.y)
+        x1 = min(self.x + self.w, other.x + other.w)
+        y1 = min(self.y + self.h, other.y + other.h)
+        if x1 <= x0 or y1 <= y0:
+            return None
+        return Rect(x0, y0, x1 - x0, y1 - y0)
+
+    def as_list(self) -> list[int]:
+        return [round(self.x), round(self.y), round(self.w), round(self.h)]
+
+
+@dataclass(frozen=True, slots=True)
+class Display:
+    """One output: ``id`` is its index in the session, ``layout`` its place in the
+    compositor's space, ``size`` its pixel size (device pixels) and ``scale`` the
+    compositor scale (device px per layout px)."""
+
+    id: int
+    name: str
+    layout: Rect
+    scale: float
+    size: tuple[int, int]
+    primary: bool = False
+
+    @property
+    def pixel_rect(self) -> Rect:
+        return Rect(0, 0, self.size[0], self.size[1])
+
+
+def device_to_layout(display: Display, x: float, y: float) -> tuple[float, float]:
+    """Display-local device pixels -> compositor layout pixels."""
+    return display.layout.x + x / display.scale, display.layout.y + y / display.scale
+
+
+def layout_to_device(display: Display, lx: float, ly: float) -> tuple[float, float]:
+    """Compositor layout pixels -> display-local device pixels of ``display``."""
+    return (lx - display.layout.x) * display.scale, (ly - display.layout.y) * display.scale
+
+
+def layout_rect_to_device(display: Display, rect: Rect) -> Rect:
+    """A layout-space rectangle (a window's rect from the compositor) in the display's
+    device pixels. The result may extend past the display when the window does."""
+    x, y = layout_to_device(display, rect.x, rect.y)
+    return Rect(x, y, rect.w * display.scale, rect.h * display.scale)
+
+
+def display_at_layout_point(displays: Iterable[Display], lx: float, ly: float) -> Display | None:
+    for display in displays:
+        if display.layout.contains(lx, ly):
+            return display
+    return None
+
+
+def layout_extent(displays: Iterable[Display]) -> Rect:
+    """The bounding box of all displays in layout space."""
+    ds = list(displays)
+    if not ds:
+        return Rect(0, 0, 0, 0)
+    x0 = min(d.layout.x for d in ds)
+    y0 = min(d.layout.y for d in ds)
+    x1 = max(d.layout.x + d.layout.w for d in ds)
+    y1 = max(d.layout.y + d.layout.h for d in ds)
+    return Rect(x0, y0, x1 - x0, y1 - y0)
+
+
+# Absolute pointer devices (wlr virtual pointer, uinput tablets) take integer positions
+# within an integer extent that the compositor stretches over the whole layout. Using a
+# finer grid than layout pixels keeps device-pixel precision on scale-2 displays.
+ABSOLUTE_SUBDIVISION = 64
+
+
+def absolute_motion(displays: Iterable[Display], display: Display, x: float, y: float) -> tuple[int, int, int, int]:
+    """Device pixel (x, y) on ``display`` -> (ax, ay, x_extent, y_extent) for an
+    absolute pointer that spans the layout's bounding box. Targets the centre of the
+    device pixel so rounding never lands on a neighbour."""
+    extent = layout_extent(displays)
+    lx, ly = device_to_layout(display, x + 0.5, y + 0.5)
+    k = ABSOLUTE_SUBDIVISION
+    ax = int((lx - extent.x) * k)
+    ay = int((ly - extent.y) * k)
+    return ax, ay, int(extent.w * k), int(extent.h * k)
+
+
+def side_by_side(specs: Iterable[tuple[int, int, float]]) -> list[tuple[int, int]]:
+    """Layout origins for displays given as (device width, device height, scale),
+    placed left to right in the order given (DESIGN.md: `--output WxH@S`)."""
+    origins = []
+    x = 0.0
+    for w, _h, scale in specs:
+        origins.append((int(round(x)), 0))
+        x += w / scale
+    return origins
+
+
+def resize_factor(size: tuple[int, int], *, width: int | None = None, scale: float | None = None) -> float:
+    """The factor (output px / device px) a screenshot request asks for."""
+    if width is not None:
+        return width / size[0]
+    if scale is not None:
+        return scale
+    return 1.0
+
+
+def scaled_size(size: tuple[int, int], factor: float) -> tuple[int, int]:
+    return max(1, round(size[0] * factor)), max(1, round(size[1] * factor))
