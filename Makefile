@@ -1,0 +1,19 @@
+# deskbox: `make up` runs a session, `make test` runs every test, `make bench` measures.
+.PHONY: up test bench deps clean
+
+ARGS ?=
+
+deps:
+	@scripts/install-deps
+
+up: deps
+	.venv/bin/deskbox up $(ARGS)
+
+test: deps
+	.venv/bin/python -m pytest -p no:cacheprovider $(ARGS)
+
+bench: deps
+	.venv/bin/python -m bench $(ARGS)
+
+clean:
+	rm -rf .venv bench/results
