@@ -18,6 +18,7 @@ from .keys import UnknownKey, parse_key
 from .models import (
     KeyboardEventsRequest,
     KeyboardRequest,
+    MoveWindowRequest,
     PointerRequest,
     ScreenshotQuery,
     TabletEventsRequest,
@@ -71,6 +72,7 @@ def create_app(backend: Backend, config: DesktopdConfig | None = None) -> web.Ap
             web.get("/api/v1/tree", tree),
             web.post("/api/v1/windows/{id}/focus", window_focus),
             web.post("/api/v1/windows/{id}/close", window_close),
+            web.post("/api/v1/windows/{id}/move", window_move),
             web.post("/api/v1/tablet", tablet),
             web.post("/api/v1/tablet_event", tablet_event),
             web.post("/api/v1/keyboard_event", keyboard_event),
@@ -144,6 +146,14 @@ async def window_focus(request: web.Request) -> web.Response:
 async def window_close(request: web.Request) -> web.Response:
     await request.app[BACKEND].close_window(request.match_info["id"])
     return json_ok({"ok": True, "id": request.match_info["id"], "action": "close"})
+
+
+async def window_move(request: web.Request) -> web.Response:
+    req = await read_body(request, MoveWindowRequest)
+    backend = request.app[BACKEND]
+    display = Planner(backend).display(req.display)
+    await backend.move_window(request.match_info["id"], display)
+    return json_ok({"ok": True, "id": request.match_info["id"], "action": "move", "display": display.id})
 
 
 # -- input --------------------------------------------------------------------------

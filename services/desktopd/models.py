@@ -10,6 +10,7 @@ __all__ = [
     "ScreenshotQuery",
     "PointerRequest",
     "KeyboardRequest",
+    "MoveWindowRequest",
     "TabletRequest",
     "TabletEventsRequest",
     "KeyboardEventsRequest",
@@ -116,6 +117,10 @@ class KeyboardRequest(_Strict):
         elif not self.key:
             raise ValueError(f"{self.action} needs key")
         return self
+
+
+class MoveWindowRequest(_Strict):
+    display: int = Field(ge=0)
 
 
 class TabletRequest(_Strict):

@@ -385,3 +385,7 @@ def _url_host(host: str) -> str:
     if ":" in host:
         return f"[{host}]"
     return host
+
+
+if __name__ == "__main__":
+    main()

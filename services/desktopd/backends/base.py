@@ -121,6 +121,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     async def close_window(self, window_id: str) -> None: ...
 
+    async def move_window(self, window_id: str, display: Display) -> None:
+        from ...common.errors import ActionFailed
+
+        raise ActionFailed(f"the {self.name} backend cannot move windows between displays", code="unsupported")
+
     def pointer_position(self) -> tuple[int, float, float] | None:
         """(display id, x, y) of the last pointer position desktopd set, if known."""
         return None

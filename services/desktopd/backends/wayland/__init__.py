@@ -45,6 +45,30 @@ def displays_from_outputs(outputs: list[dict]) -> list[Display]:
     return displays
 
 
+# Chromium turns a keysym into one UTF-16 code unit, so a character beyond the Basic
+# Multilingual Plane (most emoji) typed as one keysym arrives truncated (U+1F600 became
+# U+F600 here). Typed as its two surrogate halves it arrives whole. GTK apps take the
+# full keysym, so only Chromium-family windows get the split.
+_BMP_KEYSYM_MAX = 0x0100FFFF
+_UTF16_KEY_APPS = ("chrom", "electron", "code", "brave", "vivaldi", "msedge")
+
+
+def split_astral(events: Sequence[KeyEvent]) -> list[KeyEvent]:
+    """Replace each key of a character beyond U+FFFF with its UTF-16 surrogate pair."""
+    out: list[KeyEvent] = []
+    for e in events:
+        if e.keysym <= _BMP_KEYSYM_MAX:
+            out.append(e)
+            continue
+        cp = e.keysym - 0x01000000 - 0x10000
+        high, low = 0x01000000 + 0xD800 + (cp >> 10), 0x01000000 + 0xDC00 + (cp & 0x3FF)
+        if e.down:
+            out += [KeyEvent(high, True), KeyEvent(high, False), KeyEvent(low, True)]
+        else:
+            out.append(KeyEvent(low, False))
+    return out
+
+
 class WaylandBackend(Backend):
     name = "wayland"
 
@@ -148,14 +172,17 @@ class WaylandBackend(Backend):
         self.pointer.scroll(dx, dy)
         self.damage.invalidate()
 
-    def check_keysyms(self, keysyms: set[int]) -> None:
-        assert self.keyboard is not None
-        self.keyboard.check(keysyms)
-
     async def keys(self, events: Sequence[KeyEvent]) -> None:
         assert self.keyboard is not None and self.damage is not None
+        if any(e.keysym > _BMP_KEYSYM_MAX for e in events) and await self._focused_app_uses_utf16():
+            events = split_astral(events)
         await self.keyboard.send(events)
         self.damage.invalidate()
+
+    async def _focused_app_uses_utf16(self) -> bool:
+        focused = next((w for w in await self.windows() if w.focused), None)
+        app = (focused.app_id or "").lower() if focused else ""
+        return any(name in app for name in _UTF16_KEY_APPS)
 
     def pointer_position(self) -> tuple[int, float, float] | None:
         return self.pointer.position if self.pointer else None
@@ -221,6 +248,10 @@ class WaylandBackend(Backend):
 
     async def close_window(self, window_id: str) -> None:
         await self._sway_command_on(window_id, "kill")
+
+    async def move_window(self, window_id: str, display: Display) -> None:
+        await self._sway_command_on(window_id, f"move container to output {display.name}")
+        await self._sway_command_on(window_id, "focus")
 
     def health(self) -> dict[str, Any]:
         return {"wayland_connected": self.client.dead is None, "error": self.client.dead}

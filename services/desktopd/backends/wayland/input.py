@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from ....common.errors import ActionFailed
 from ....geometry import Display, absolute_motion
-from ...keys import MODIFIER_KEYSYMS, UnknownKey
+from ...keys import MODIFIER_KEYSYMS
 from ..base import BUTTONS, KeyEvent
 from .client import WaylandClient
 from .keymap import MOD_MASKS, KeymapFull, SlotKeymap
@@ -112,23 +112,24 @@ class VirtualKeyboard:
     def _send_mods(self) -> None:
         self.proxy.modifiers(self._mods(), 0, 0, 0)
 
-    def check(self, keysyms: set[int]) -> None:
-        # Any keysym can be given a slot; only a set larger than the slots is refused,
-        # and type() splits text so that never happens for typing.
-        if len(keysyms) > self.keymap.capacity - 8:
-            raise UnknownKey(f"{len(keysyms)} distinct keys in one request exceed {self.keymap.capacity - 8}")
-
     async def send(self, events: Sequence[KeyEvent]) -> None:
         """Send key events, uploading a new keymap before a chunk whose characters
         have no key yet."""
         i = 0
         n = len(events)
         while i < n:
+            # The longest run of events whose slot characters fit in the keymap at once.
             chunk_syms: set[int] = set()
+            slotted = 0
             j = i
-            budget = self.keymap.capacity - len(self.held) - 4
-            while j < n and (events[j].keysym in chunk_syms or len(chunk_syms) < budget):
-                chunk_syms.add(events[j].keysym)
+            budget = self.keymap.capacity - len(self.held)
+            while j < n:
+                keysym = events[j].keysym
+                if keysym not in chunk_syms and self.keymap.needs_slot(keysym):
+                    if slotted == budget:
+                        break
+                    slotted += 1
+                chunk_syms.add(keysym)
                 j += 1
             try:
                 changed = self.keymap.ensure(chunk_syms, pinned=set(self.held.values()))

@@ -1,9 +1,15 @@
 """The XKB keymap desktopd's virtual keyboard uploads.
 
 The US layout sits on its usual keycodes so that shortcuts and DOM ``code`` values look
-like a real keyboard's. Every other keycode is a slot: a character that no base key
-produces (é, 中, ✓, 😀) is given a free slot, and the keymap is uploaded again before it
-is typed. Slots are reused least recently used first, never while their key is held.
+like a real keyboard's. Characters no base key produces (é, 中, ✓) get a slot, a
+keycode the US layout leaves unused, and the keymap is uploaded again before they are
+typed. Slots are reused least recently used first, never while their key is held.
+
+Which keycodes may be slots is a measured choice. Chromium derives a key's DOM ``code``
+and, for non-ASCII characters, its virtual key from the keycode, so a slot on a media or
+browser key (Back, Refresh, Sleep, volume) could trigger that action; slots therefore
+use keypad and international keys only. Keycodes above 255 reached Chromium as spaces
+or not at all (tried with evdev 0x300 and up), so slots stay below 256.
 """
 
 from __future__ import annotations
@@ -18,6 +24,11 @@ __all__ = ["SlotKeymap", "MOD_MASKS", "KeymapFull"]
 MOD_MASKS = {"shift": 1 << 0, "lock": 1 << 1, "ctrl": 1 << 2, "alt": 1 << 3, "numlock": 1 << 4, "super": 1 << 6}
 
 _XKB_MIN, _XKB_MAX = 8, 255
+# evdev codes: keypad 7..0 and operators (71-83), international keys (85-94), keypad
+# slash (98), keypad = and ± (117, 118), keypad comma and the Hangul/Hanja/Yen keys
+# (121-124). Left out after measuring: 84 (unassigned), 95 (keypad JP comma) and 101
+# (linefeed): Chromium dropped keys on them. xkb keycode = evdev code + 8.
+_SLOT_EVDEV = [*range(71, 84), *range(85, 95), 98, 117, 118, *range(121, 125)]
 _MODIFIER_MAP = {
     "Shift": ("Shift_L", "Shift_R"),
     "Lock": ("Caps_Lock",),
@@ -44,13 +55,16 @@ class SlotKeymap:
             if upper is not None:
                 self._base.setdefault(upper, (code, True))
         used = {code for code, _, _ in self._base_rows}
-        self._free: list[int] = [c for c in range(_XKB_MIN + 1, _XKB_MAX + 1) if c not in used]
+        self._free: list[int] = [e + 8 for e in _SLOT_EVDEV if e + 8 not in used]
         self._slots: OrderedDict[int, int] = OrderedDict()  # keysym -> keycode, LRU order
         self.serial = 0
 
     @property
     def capacity(self) -> int:
         return len(self._free)
+
+    def needs_slot(self, keysym: int) -> bool:
+        return keysym not in self._base
 
     def lookup(self, keysym: int) -> tuple[int, bool] | None:
         if keysym in self._base:
@@ -70,7 +84,7 @@ class SlotKeymap:
                 if k in self._slots:
                     self._slots.move_to_end(k)
             return False
-        if len(missing) + len([k for k in keysyms if k in self._slots]) > self.capacity - len(pinned):
+        if len([k for k in keysyms if k not in self._base]) > self.capacity - len(pinned):
             raise KeymapFull(f"{len(missing)} new characters at once exceed {self.capacity} free keys")
         in_use = set(self._slots.values())
         spare = [c for c in self._free if c not in in_use]

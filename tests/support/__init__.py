@@ -1,0 +1,244 @@
+"""Test support: a real deskbox session, a page server that records what pages receive,
+and a small synchronous HTTP client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from aiohttp import web
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = ROOT / "tests" / "pages"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def http(method: str, url: str, body: Any = None, *, raw: bytes | None = None,
+         headers: dict[str, str] | None = None, timeout: float = 30) -> Response:
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    if data is not None and "Content-Type" not in (headers or {}):
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return Response(resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read())
+    except urllib.error.HTTPError as err:
+        return Response(err.code, {k.lower(): v for k, v in err.headers.items()}, err.read())
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 10, interval: float = 0.05, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+class PageServer:
+    """Serves tests/pages on loopback and records the events pages POST to /events."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.events: list[dict] = []
+        self._cond = threading.Condition()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._ready = threading.Event()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, page: str) -> str:
+        return f"{self.base}/{page}"
+
+    def start(self) -> "PageServer":
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        app = web.Application()
+
+        async def record(request: web.Request) -> web.Response:
+            event = json.loads(await request.text())
+            with self._cond:
+                self.events.append(event)
+                self._cond.notify_all()
+            return web.Response(status=204)
+
+        app.router.add_post("/events", record)
+        app.router.add_static("/", PAGES)
+        runner = web.AppRunner(app, access_log=None)
+        self._loop.run_until_complete(runner.setup())
+        self._loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", self.port).start())
+        self._ready.set()
+        self._loop.run_forever()
+
+    def clear(self) -> None:
+        with self._cond:
+            self.events.clear()
+
+    def matching(self, **fields: Any) -> list[dict]:
+        with self._cond:
+            return [e for e in self.events if all(e.get(k) == v for k, v in fields.items())]
+
+    def wait_for(self, timeout: float = 10, **fields: Any) -> dict:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for event in self.events:
+                    if all(event.get(k) == v for k, v in fields.items()):
+                        return event
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    seen = [{k: e.get(k) for k in ("type", "target", "key", "value")} for e in self.events[-15:]]
+                    raise AssertionError(f"no event {fields} within {timeout}s; last events: {seen}")
+                self._cond.wait(left)
+
+    def settle(self, quiet: float = 0.3, timeout: float = 5) -> None:
+        """Wait until no new event arrived for ``quiet`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            count = len(self.events)
+        while time.monotonic() < deadline:
+            time.sleep(quiet)
+            with self._cond:
+                if len(self.events) == count:
+                    return
+                count = len(self.events)
+
+
+class Session:
+    """``deskbox up`` in a subprocess, stopped with SIGINT like a user would."""
+
+    def __init__(self, outputs: list[str], *, extra_env: dict[str, str] | None = None, browser: bool = True) -> None:
+        self.outputs = outputs
+        self.desktopd_port = free_port()
+        self.cdp_port = free_port()
+        self.state_file = Path(tempfile.mkdtemp(prefix="deskbox-test-")) / "state.json"
+        self.extra_env = extra_env or {}
+        self.browser = browser
+        self.proc: subprocess.Popen | None = None
+        self.state: dict = {}
+        self.log_path = self.state_file.parent / "up.log"
+
+    @property
+    def desktopd(self) -> str:
+        return f"http://127.0.0.1:{self.desktopd_port}"
+
+    @property
+    def cdp(self) -> str:
+        return f"http://127.0.0.1:{self.cdp_port}"
+
+    def start(self, timeout: float = 60) -> "Session":
+        argv = [sys.executable, "-m", "services.session.cli", "up", "--desktopd-port", str(self.desktopd_port),
+                "--cdp-port", str(self.cdp_port), "--state-file", str(self.state_file)]
+        for output in self.outputs:
+            argv += ["--output", output]
+        if not self.browser:
+            argv.append("--no-browser")
+        env = {**os.environ, **self.extra_env}
+        self.proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT)
+        try:
+            wait_until(lambda: self.state_file.exists() or self.proc.poll() is not None, timeout, what="deskbox up")
+        except AssertionError:
+            self.stop()
+            raise
+        if not self.state_file.exists():
+            raise AssertionError(f"deskbox up exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}")
+        self.state = json.loads(self.state_file.read_text())
+        return self
+
+    def stop(self, timeout: float = 30) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    # -- desktopd ----------------------------------------------------------------------
+
+    def get(self, path: str, **kw: Any) -> Response:
+        return http("GET", self.desktopd + path, **kw)
+
+    def post(self, path: str, body: Any = None, **kw: Any) -> Response:
+        return http("POST", self.desktopd + path, body, **kw)
+
+    def ok(self, path: str, body: Any = None) -> Any:
+        resp = self.post(path, body) if body is not None or path.endswith(("/focus", "/close")) else self.get(path)
+        assert resp.status == 200, f"{path} -> {resp.status} {resp.body[:500]!r}"
+        return resp.json()
+
+    def pointer(self, **body: Any) -> Any:
+        return self.ok("/api/v1/pointer", body)
+
+    def keyboard(self, **body: Any) -> Any:
+        return self.ok("/api/v1/keyboard", body)
+
+    def windows(self, app_id: str | None = None) -> list[dict]:
+        tree = self.ok("/api/v1/tree")
+        return [w for w in tree["windows"] if app_id is None or w["app_id"] == app_id]
+
+    def browser_window(self) -> dict:
+        return wait_until(lambda: next(iter(self.windows("chromium")), None), 20, what="a Chromium window")
+
+    # -- Chromium over its DevTools HTTP endpoints (no CDP client needed) ----------------
+
+    def tabs(self) -> list[dict]:
+        return [t for t in http("GET", self.cdp + "/json/list").json() if t["type"] == "page"]
+
+    def open_page(self, url: str) -> dict:
+        """Open ``url`` in a new tab, close the others, and wait until it is shown."""
+        old = self.tabs()
+        tab = http("PUT", self.cdp + "/json/new?" + urllib.parse.quote(url, safe=":/?=&")).json()
+        for t in old:
+            http("GET", self.cdp + f"/json/close/{t['id']}")
+        http("GET", self.cdp + f"/json/activate/{tab['id']}")
+        return tab
+
+
+def css_to_device(window: dict, layout: dict, x: float, y: float) -> tuple[float, float]:
+    """Where a CSS point of the page lands on the display, in device pixels: the viewport
+    is the bottom-right part of the window (Chromium's toolbar is above it)."""
+    wx, wy, ww, wh = window["bounds"]
+    dpr = layout["dpr"]
+    left = wx + ww - layout["innerWidth"] * dpr
+    top = wy + wh - layout["innerHeight"] * dpr
+    return left + x * dpr, top + y * dpr
