@@ -47,6 +47,13 @@ CHROMIUM_FLAGS = [
 ]
 
 
+def _output_arg(text: str) -> OutputSpec:
+    try:
+        return parse_output(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deskbox", description="A desktop for AI agents, driven over HTTP.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -61,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     up.add_argument(
-        "--output", action="append", type=parse_output, metavar="WxH[@S]",
+        "--output", action="append", type=_output_arg, metavar="WxH[@S]",
         help="a display: W x H device pixels (what its screenshots measure) at scale S (1 or 2). "
              "Repeat for more displays, placed left to right. Default: one 1920x1080 display",
     )
