@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from aiohttp import web
 
+from ..common.errors import ServiceError
 from ..common.logging import configure_logging, get_logger
 from ..common.net import parse_listen
 from .app import DesktopdConfig, create_app
@@ -28,8 +30,15 @@ def main(argv: list[str] | None = None) -> None:
     host, port = parse_listen(args.listen)
     backend = make_backend(args.backend, args.input)
     app = create_app(backend, DesktopdConfig(token=os.environ.get("DESKBOX_TOKEN") or None))
-    get_logger("deskbox.desktopd").info("serving", url=f"http://{host}:{port}", backend=backend.name)
-    web.run_app(app, host=host, port=port, print=None, access_log=None, handle_signals=True)
+    log = get_logger("deskbox.desktopd")
+    log.info("starting", url=f"http://{host}:{port}", backend=backend.name)
+    try:
+        web.run_app(app, host=host, port=port, print=None, access_log=None, handle_signals=True)
+    except ServiceError as exc:
+        # The backend could not start (no compositor, no uinput ...): say why and exit.
+        log.error("cannot start", code=exc.code, error=exc.message)
+        print(f"desktopd: {exc.message}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
