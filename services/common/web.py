@@ -14,7 +14,7 @@ import structlog
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from .errors import InvalidRequest, NotFoundError, ServiceError, Unauthorized
+from .errors import InvalidRequest, ServiceError, Unauthorized
 from .logging import get_logger
 
 __all__ = [
@@ -145,7 +145,3 @@ def read_query(request: web.Request, model: type[ModelT], *, context: dict[str, 
 
 def json_ok(data: Any, status: int = 200) -> web.Response:
     return web.json_response(data, status=status)
-
-
-def not_found(what: str) -> NotFoundError:
-    return NotFoundError(what)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from PIL import Image, ImageDraw
 
@@ -53,7 +53,8 @@ def _draw_cursor(image: Image.Image, x: float, y: float, scale: float) -> None:
 class Screenshots:
     def __init__(self, backend: Backend, cache_size: int = 8) -> None:
         self.backend = backend
-        self._encoded: OrderedDict[tuple, Shot] = OrderedDict()
+        # request key -> (damage generation it was taken at, shot)
+        self._encoded: OrderedDict[tuple, tuple[int, Shot]] = OrderedDict()
         self._frames: dict[int, tuple[int, Image.Image]] = {}
         self._cache_size = cache_size
 
@@ -70,7 +71,7 @@ class Screenshots:
             hit = self._encoded.get(key)
             if hit is not None and hit[0] == generation:
                 self._encoded.move_to_end(key)
-                return _replace_cached(hit[1])
+                return replace(hit[1], cached=True)
         image = await self._image(display, generation)
         loop = asyncio.get_running_loop()
         body = await loop.run_in_executor(None, self._render, image, display, region, out_size, q, pointer)
@@ -116,7 +117,3 @@ class Screenshots:
         if out_size != (w, h):
             image = image.resize(out_size, Image.Resampling.BILINEAR, reducing_gap=2.0)
         return encode(image, q.format, q.quality)
-
-
-def _replace_cached(shot: Shot) -> Shot:
-    return Shot(shot.body, shot.content_type, shot.size, shot.factor, shot.region, shot.display, True)

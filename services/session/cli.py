@@ -19,7 +19,6 @@ from pathlib import Path
 from aiohttp import ClientSession, ClientTimeout
 
 from ..common.logging import configure_logging, get_logger
-from ..common.net import parse_listen
 from .cursor import THEME_NAME, write_invisible_theme
 from .outputs import OutputSpec, parse_output, sway_output_lines
 from .supervisor import Child, ChildSpec, Supervisor

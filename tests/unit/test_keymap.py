@@ -2,8 +2,8 @@
 
 import pytest
 
-from services.desktopd.backends.wayland import split_astral
 from services.desktopd.backends.base import KeyEvent
+from services.desktopd.backends.wayland import split_astral
 from services.desktopd.backends.wayland.keymap import KeymapFull, SlotKeymap
 from services.desktopd.keys import keysym_for_char
 

@@ -171,7 +171,7 @@ class VirtualKeyboard:
                 self._send_mods()
 
     def release_all(self) -> None:
-        for keysym, code in list(self.held.items()):
+        for code in list(self.held.values()):
             self.proxy.key(_now_ms(), code - 8, 0)
         self.held.clear()
         self._forced_shift = False
