@@ -120,3 +120,15 @@ def test_focus_and_close_windows(single, pages, input_page):
     wait_until(lambda: [w["id"] for w in single.windows("chromium")] == [first["id"]], 15, what="the window to close")
     resp = single.post(f"/api/v1/windows/{second['id']}/focus")
     assert resp.status == 404
+
+
+def test_openapi_document_lists_every_route_with_its_schema(single):
+    doc = single.ok("/api/v1/openapi.json")
+    assert doc["openapi"].startswith("3.")
+    pointer = doc["paths"]["/api/v1/pointer"]["post"]
+    assert pointer["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/PointerRequest")
+    action = doc["components"]["schemas"]["PointerRequest"]["properties"]["action"]
+    assert set(action["enum"]) == {"move", "click", "down", "up", "drag", "scroll"}
+    shot_params = {p["name"] for p in doc["paths"]["/api/v1/screenshot"]["get"]["parameters"]}
+    assert {"display", "format", "quality", "width", "scale", "region", "cursor"} <= shot_params
+    assert "/api/v1/windows/{id}/focus" in doc["paths"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from ..common.errors import InvalidRequest
+from ..common.openapi import Route, add_routes, openapi_document
 from ..common.web import auth_middleware, error_middleware, json_ok, read_body, read_query
 from .actions import Keys, Planner, Step, execute, plan_keyboard, plan_pointer
 from .backends.base import Backend, KeyEvent
@@ -41,7 +42,7 @@ SHOTS = web.AppKey("screenshots", Screenshots)
 INPUT_LOCK = web.AppKey("input_lock", asyncio.Lock)
 STARTED = web.AppKey("started", float)
 
-OPEN_PATHS = frozenset({"/api/v1/health", "/health"})
+OPEN_PATHS = frozenset({"/api/v1/health", "/health", "/api/v1/openapi.json"})
 
 
 def create_app(backend: Backend, config: DesktopdConfig | None = None) -> web.Application:
@@ -61,23 +62,8 @@ def create_app(backend: Backend, config: DesktopdConfig | None = None) -> web.Ap
         await backend.close()
 
     app.cleanup_ctx.append(backend_ctx)
-    app.router.add_routes(
-        [
-            web.get("/api/v1/health", health),
-            web.get("/health", health),
-            web.get("/api/v1/displays", displays),
-            web.get("/api/v1/screenshot", screenshot),
-            web.post("/api/v1/pointer", pointer),
-            web.post("/api/v1/keyboard", keyboard),
-            web.get("/api/v1/tree", tree),
-            web.post("/api/v1/windows/{id}/focus", window_focus),
-            web.post("/api/v1/windows/{id}/close", window_close),
-            web.post("/api/v1/windows/{id}/move", window_move),
-            web.post("/api/v1/tablet", tablet),
-            web.post("/api/v1/tablet_event", tablet_event),
-            web.post("/api/v1/keyboard_event", keyboard_event),
-        ]
-    )
+    add_routes(app, ROUTES)
+    app.router.add_get("/api/v1/openapi.json", openapi)
     return app
 
 
@@ -250,3 +236,26 @@ async def keyboard_event(request: web.Request) -> web.Response:
     planner.check_keysyms(events)
     await _run(request, [Keys(tuple(events))])
     return web.Response(status=204)
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return json_ok(openapi_document("desktopd", __version__, ROUTES))
+
+
+ROUTES = [
+    Route("GET", "/api/v1/health", health, "Liveness and what this desktopd drives"),
+    Route("GET", "/health", health, "Alias of /api/v1/health"),
+    Route("GET", "/api/v1/displays", displays, "Displays: layout bounds, scale, device pixel size"),
+    Route("GET", "/api/v1/screenshot", screenshot, "One display as PNG, JPEG or WebP", query=ScreenshotQuery,
+          responses="image/*"),
+    Route("POST", "/api/v1/pointer", pointer, "Move, click, press, release, drag or scroll", body=PointerRequest),
+    Route("POST", "/api/v1/keyboard", keyboard, "Type text, press key combinations, hold keys", body=KeyboardRequest),
+    Route("GET", "/api/v1/tree", tree, "Windows with display-local bounds"),
+    Route("POST", "/api/v1/windows/{id}/focus", window_focus, "Focus a window"),
+    Route("POST", "/api/v1/windows/{id}/close", window_close, "Ask a window to close"),
+    Route("POST", "/api/v1/windows/{id}/move", window_move, "Move a window to a display", body=MoveWindowRequest),
+    Route("POST", "/api/v1/tablet", tablet, "Compatibility: tap at a point", body=TabletRequest),
+    Route("POST", "/api/v1/tablet_event", tablet_event, "Compatibility: pointer events", body=TabletEventsRequest),
+    Route("POST", "/api/v1/keyboard_event", keyboard_event, "Compatibility: key events by keysym name",
+          body=KeyboardEventsRequest),
+]
