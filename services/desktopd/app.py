@@ -181,22 +181,37 @@ def _receipt(backend: Backend, action: str, started: float) -> dict:
 # -- compatibility with the desktopd API existing clients call ---------------------
 
 
-_TABLET_TO_POINTER = {
-    "tap": ("click", 1, "left"),
-    "click": ("click", 1, "left"),
-    "double_tap": ("click", 2, "left"),
+# Compatibility action names -> (pointer action, click count, button or None to keep).
+_COMPAT_POINTER = {
+    "tap": ("click", 1, None),
+    "click": ("click", 1, None),
+    "double_tap": ("click", 2, None),
+    "double_click": ("click", 2, None),
     "right_click": ("click", 1, "right"),
-    "move": ("move", 1, "left"),
-    "down": ("down", 1, "left"),
-    "up": ("up", 1, "left"),
+    "move": ("move", 1, None),
+    "down": ("down", 1, None),
+    "up": ("up", 1, None),
+    "scroll": ("scroll", 1, None),
 }
+
+
+def _compat_pointer(planner: Planner, kind: str, **fields) -> list[Step]:
+    action, count, button = _COMPAT_POINTER[kind]
+    if button is not None:
+        fields["button"] = button
+    if action != "scroll":
+        fields.pop("dx", None), fields.pop("dy", None)
+    try:
+        req = PointerRequest(action=action, count=count, **fields)
+    except ValueError as exc:
+        raise InvalidRequest(f"bad {kind} event: {exc}", code="validation_error") from exc
+    return plan_pointer(planner, req)
 
 
 async def tablet(request: web.Request) -> web.Response:
     req = await read_body(request, TabletRequest)
-    action, count, button = _TABLET_TO_POINTER[req.action]
-    preq = PointerRequest(action=action, display=req.display, x=req.x, y=req.y, count=count, button=button)
-    await _run(request, plan_pointer(Planner(request.app[BACKEND]), preq))
+    planner = Planner(request.app[BACKEND])
+    await _run(request, _compat_pointer(planner, req.action, display=req.display, x=req.x, y=req.y))
     return web.Response(status=204)
 
 
@@ -204,18 +219,8 @@ async def tablet_event(request: web.Request) -> web.Response:
     req = await read_body(request, TabletEventsRequest)
     planner = Planner(request.app[BACKEND])
     steps: list[Step] = []
-    for event in req.events:
-        kind, count, button = {
-            "click": ("click", 1, event.button),
-            "double_click": ("click", 2, event.button),
-            "right_click": ("click", 1, "right"),
-        }.get(event.type, (event.type, 1, event.button))
-        extra = {"dy": event.dy, "dx": event.dx} if kind == "scroll" else {}
-        try:
-            preq = PointerRequest(action=kind, display=event.display, x=event.x, y=event.y, count=count, button=button, **extra)
-        except ValueError as exc:
-            raise InvalidRequest(f"bad tablet event {event.model_dump()}: {exc}", code="validation_error") from exc
-        steps += plan_pointer(planner, preq)
+    for e in req.events:
+        steps += _compat_pointer(planner, e.type, display=e.display, x=e.x, y=e.y, button=e.button, dx=e.dx, dy=e.dy)
     await _run(request, steps)
     return web.Response(status=204)
 
