@@ -32,7 +32,7 @@ def input_page(single, pages):
 def open_fixture(session: Session, pages: PageServer, page: str) -> dict:
     pages.clear()
     session.open_page(pages.url(page))
-    load = pages.wait_for(type="load", page=f"/{page}", timeout=20)
+    load = pages.wait_for(type="load", page="/" + page.split("?")[0], timeout=20)
     pages.settle(0.2)
     pages.clear()
     return load

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import open_fixture
 from tests.support import css_to_device
 
 pytestmark = pytest.mark.desktop
@@ -152,3 +153,20 @@ def test_text_with_more_distinct_characters_than_free_keys_types_exactly(single,
     click_on(single, input_page, "area")
     single.keyboard(action="type", text=text)
     pages.wait_for(type="input", target="area", value=text, timeout=30)
+
+
+def test_typing_a_long_text_arrives_whole(single, pages):
+    # 8 KiB in one request: the keyboard paces its events so the compositor never
+    # overflows Chromium's connection (a single burst of 5,000 characters got Chromium
+    # disconnected). Chromium itself takes seconds to insert this much into a textarea.
+    load = open_fixture(single, pages, "input.html?quiet")
+    r = load["rects"]["area"]
+    x, y = css_to_device(single.browser_window(), load, r["x"] + 10, r["y"] + 10)
+    pid = single.browser_window()["pid"]
+    single.pointer(action="click", x=x, y=y)
+    text = "".join(f"line {i:04d} of a long text, typed key by key.\n" for i in range(200))[: 8 * 1024]
+    single.keyboard(action="type", text=text)
+    single.keyboard(action="key", keys="f9")
+    report = pages.wait_for(type="report", timeout=120)
+    assert report["area"] == text
+    assert single.browser_window()["pid"] == pid

@@ -27,6 +27,12 @@ _AXIS_SOURCE_WHEEL = 0
 # One wheel notch, in the units libinput reports for a mouse wheel (degrees).
 _WHEEL_STEP = 15.0
 _KEYMAP_FORMAT_XKB_V1 = 1
+# Key events go out in small batches with a pause between them. Sent in one burst, a few
+# thousand characters overflowed the compositor's buffer towards Chromium, and the
+# compositor disconnected it (Chromium restarted with the text lost). A batch of 64
+# events (32 characters) is under 2 KB on the wire.
+KEY_BATCH = 64
+KEY_BATCH_PAUSE = 0.004
 
 
 def _now_ms() -> int:
@@ -137,12 +143,12 @@ class VirtualKeyboard:
                 raise ActionFailed(str(exc), code="keymap_full") from exc
             if changed:
                 self._upload()
-            for event in events[i:j]:
-                self._key(event)
-            self.client.flush()
+            for start in range(i, j, KEY_BATCH):
+                for event in events[start : min(j, start + KEY_BATCH)]:
+                    self._key(event)
+                self.client.flush()
+                await asyncio.sleep(KEY_BATCH_PAUSE)
             i = j
-            # Give the loop a turn between chunks so other requests' I/O is not starved.
-            await asyncio.sleep(0)
 
     def _key(self, event: KeyEvent) -> None:
         found = self.keymap.lookup(event.keysym)
