@@ -88,7 +88,8 @@ class Screenshots:
             if cached is not None and cached[0] == generation and cached[1].size == display.size:
                 return cached[1]
         frame = await self.backend.capture(display, cursor=False)
-        image = frame.to_image()
+        # Pixel-format conversion is a few ms of CPU: off the event loop.
+        image = await asyncio.get_running_loop().run_in_executor(None, frame.to_image)
         if generation is not None and generation == self.backend.frame_generation(display):
             self._frames[display.id] = (generation, image)
         return image
