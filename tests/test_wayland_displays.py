@@ -113,7 +113,7 @@ def test_click_lands_on_the_second_of_two_displays(dual, pages):
 def test_tree_lists_chromium_with_its_real_geometry(hidpi, pages):
     load = open_fixture(hidpi, pages, "input.html")
     window = hidpi.browser_window()
-    assert window["pid"] == hidpi.state["pids"]["chromium"]
+    assert window["pid"] == hidpi.chromium_pid()
     assert window["display_id"] == 0 and window["focused"] is True and window["workspace"] == "1"
     # Without borders the window fills the display; the page's viewport is as wide.
     assert window["bounds"] == [0, 0, 1280, 800] and window["layout_bounds"] == [0, 0, 640, 400]

@@ -32,18 +32,7 @@ DEFAULT_SWAY_CONFIG = PROJECT_ROOT / "sway" / "config"
 SESSION_USER = "deskbox"
 READY_TIMEOUT = 30.0
 
-CHROMIUM_FLAGS = [
-    "--ozone-platform=wayland",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--password-store=basic",
-    "--remote-debugging-address=127.0.0.1",
-]
+BRIDGE_SCRIPT = PROJECT_ROOT / "chromium_with_api.py"
 
 
 def _output_arg(text: str) -> OutputSpec:
@@ -78,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="address the HTTP services listen on")
     up.add_argument("--desktopd-port", type=int, default=int(os.environ.get("DESKTOPD_PORT", "8080")),
                     help="desktopd's port")
+    up.add_argument("--bridge-port", type=int, default=int(os.environ.get("BRIDGE_PORT", "8122")),
+                    help="the CDP bridge's port (chromium_with_api.py, which launches and relaunches Chromium)")
     up.add_argument("--cdp-port", type=int, default=int(os.environ.get("DESKBOX_CDP_PORT", "9222")),
                     help="Chromium's DevTools port, always on loopback")
     up.add_argument("--user", default=os.environ.get("DESKBOX_USER", SESSION_USER),
@@ -212,7 +203,7 @@ class Session:
             "XCURSOR_THEME": THEME_NAME,
             "XCURSOR_SIZE": "24",
         }
-        for key in ("DESKBOX_TOKEN", "DESKBOX_LOG_LEVEL", "TZ"):
+        for key in ("DESKBOX_TOKEN", "DESKBOX_LOG_LEVEL", "DESKBOX_CHROMIUM_FLAGS", "TZ"):
             if key in os.environ:
                 env[key] = os.environ[key]
         return env
@@ -268,6 +259,7 @@ class Session:
         args = self.args
         logs = self.runtime / "logs"
         desktopd_url = f"http://{_url_host(args.host)}:{args.desktopd_port}"
+        bridge_url = f"http://{_url_host(args.host)}:{args.bridge_port}"
         specs = [
             ChildSpec(
                 name="sway",
@@ -281,7 +273,7 @@ class Session:
                 name="desktopd",
                 argv=lambda: [sys.executable, "-m", "services.desktopd", "--listen", f"{args.host}:{args.desktopd_port}",
                               "--log-level", args.log_level],
-                env=self._desktopd_env,
+                env=self._service_env,
                 ready=lambda child: self._http_ready(child, desktopd_url + "/api/v1/health", "desktopd"),
                 needs=("sway",),
                 user=self.service_uid, group=self.gid if self.service_uid is not None else None,
@@ -292,33 +284,34 @@ class Session:
         if not args.no_browser:
             specs.append(
                 ChildSpec(
-                    name="chromium",
-                    argv=self._chromium_argv,
-                    env=self._session_env,
-                    ready=lambda child: self._http_ready(child, f"http://127.0.0.1:{args.cdp_port}/json/version", "chromium"),
+                    name="bridge",
+                    argv=self._bridge_argv,
+                    env=self._service_env,
+                    ready=lambda child: self._http_ready(child, f"{bridge_url}/health", "bridge"),
                     needs=("sway",),
-                    user=self.uid, group=self.gid, cwd=self.home,
-                    log_path=str(logs / "chromium.log"),
+                    user=self.service_uid, group=self.gid if self.service_uid is not None else None,
+                    cwd=str(PROJECT_ROOT),
+                    log_path=str(logs / "bridge.log"),
                 )
             )
         return specs
 
-    def _desktopd_env(self) -> dict[str, str]:
+    def _service_env(self) -> dict[str, str]:
         env = self._session_env()
         env["PYTHONPATH"] = str(PROJECT_ROOT)
         if self.service_uid is None:
             env["HOME"] = os.path.expanduser("~root")
         return env
 
-    def _chromium_argv(self) -> list[str]:
+    def _bridge_argv(self) -> list[str]:
         assert self.runtime is not None
-        extra = os.environ.get("DESKBOX_CHROMIUM_FLAGS", "").split()
         return [
-            self.args.chromium,
-            *CHROMIUM_FLAGS,
-            f"--remote-debugging-port={self.args.cdp_port}",
-            f"--user-data-dir={self.runtime / 'chromium-profile'}",
-            *extra,
+            sys.executable, str(BRIDGE_SCRIPT),
+            "--listen", f"{self.args.host}:{self.args.bridge_port}",
+            "--cdp-port", str(self.args.cdp_port),
+            "--chromium", self.args.chromium,
+            "--user-data-dir", str(self.runtime / "chromium-profile"),
+            "--log-level", self.args.log_level,
             *self.urls,
         ]
 
@@ -352,6 +345,7 @@ class Session:
         host = _url_host(args.host)
         state = {
             "desktopd": f"http://{host}:{args.desktopd_port}",
+            "bridge": None if args.no_browser else f"http://{host}:{args.bridge_port}",
             "cdp": None if args.no_browser else f"http://127.0.0.1:{args.cdp_port}",
             "runtime_dir": str(self.runtime),
             "wayland_display": "wayland-1",
@@ -369,6 +363,7 @@ class Session:
             f"  desktopd   {state['desktopd']}   (GET /api/v1/health, /api/v1/screenshot, POST /api/v1/pointer ...)",
         ]
         if state["cdp"]:
+            lines.append(f"  bridge     {state['bridge']}   (GET /layout, /tabs, /health)")
             lines.append(f"  chromium   CDP {state['cdp']}")
         for i, o in enumerate(self.outputs):
             lines.append(f"  display {i}  {o}")

@@ -26,6 +26,33 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "tests" / "pages"
 
 
+def load_jsonc(path: Path) -> Any:
+    """JSON with // comments (outside strings), as layout_schema.jsonc is written."""
+    out, in_string, escaped, i, text = [], False, False, 0, path.read_text()
+    while i < len(text):
+        ch = text[i]
+        if in_string:
+            out.append(ch)
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+            out.append(ch)
+        elif text.startswith("//", i):
+            i = text.find("\n", i)
+            if i == -1:
+                break
+            continue
+        else:
+            out.append(ch)
+        i += 1
+    return json.loads("".join(out))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -149,6 +176,7 @@ class Session:
         self.outputs = outputs
         self.desktopd_port = free_port()
         self.cdp_port = free_port()
+        self.bridge_port = free_port()
         self.state_file = Path(tempfile.mkdtemp(prefix="deskbox-test-")) / "state.json"
         self.extra_env = extra_env or {}
         self.browser = browser
@@ -161,12 +189,20 @@ class Session:
         return f"http://127.0.0.1:{self.desktopd_port}"
 
     @property
+    def bridge(self) -> str:
+        return f"http://127.0.0.1:{self.bridge_port}"
+
+    def chromium_pid(self) -> int:
+        return http("GET", self.bridge + "/health").json()["chromium_pid"]
+
+    @property
     def cdp(self) -> str:
         return f"http://127.0.0.1:{self.cdp_port}"
 
     def start(self, timeout: float = 60) -> "Session":
         argv = [sys.executable, "-m", "services.session.cli", "up", "--desktopd-port", str(self.desktopd_port),
-                "--cdp-port", str(self.cdp_port), "--state-file", str(self.state_file)]
+                "--cdp-port", str(self.cdp_port), "--bridge-port", str(self.bridge_port),
+                "--state-file", str(self.state_file)]
         for output in self.outputs:
             argv += ["--output", output]
         if not self.browser:

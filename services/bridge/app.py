@@ -1,0 +1,170 @@
+"""The CDP bridge's HTTP app (default 127.0.0.1:8122): Chromium's accessibility trees
+with layout boxes, its targets and tabs. It knows nothing about screens."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from aiohttp import ClientSession, ClientTimeout, web
+
+from ..cdp import CDPClosed, CDPError
+from ..common.errors import NotFoundError, Unavailable
+from ..common.openapi import Route, add_routes, openapi_document
+from ..common.web import auth_middleware, error_middleware, json_ok, read_body, read_query
+from .browser import Browser, TabGone
+from .chromium import Chromium, ChromiumConfig
+from .models import LayoutQuery, NavigateRequest, TabsRequest
+
+__all__ = ["create_app", "BridgeConfig"]
+
+__version__ = "0.1.0"
+
+
+@dataclass(frozen=True)
+class BridgeConfig:
+    chromium: ChromiumConfig
+    token: str | None = None
+
+
+CHROMIUM = web.AppKey("chromium", Chromium)
+BROWSER = web.AppKey("browser", Browser)
+OPEN_PATHS = frozenset({"/health", "/openapi.json"})
+
+
+def create_app(config: BridgeConfig) -> web.Application:
+    app = web.Application(middlewares=[error_middleware, auth_middleware(config.token, OPEN_PATHS)],
+                          client_max_size=1024 * 1024)
+    chromium = Chromium(config.chromium)
+    browser = Browser(chromium)
+    app[CHROMIUM] = chromium
+    app[BROWSER] = browser
+
+    async def chromium_ctx(app: web.Application):
+        await chromium.start()
+
+        async def reconnect() -> None:
+            await browser.connect()
+
+        chromium.on_restart = reconnect
+        await browser.connect()
+        yield
+        await browser.close()
+        await chromium.stop()
+
+    app.cleanup_ctx.append(chromium_ctx)
+    add_routes(app, ROUTES)
+    return app
+
+
+def _translate(exc: Exception) -> Exception:
+    if isinstance(exc, CDPClosed):
+        return Unavailable(f"Chromium connection lost: {exc}", code="browser_down")
+    return exc
+
+
+async def _pages(request: web.Request) -> list[dict]:
+    try:
+        return await request.app[BROWSER].page_targets()
+    except (CDPClosed, CDPError) as exc:
+        raise Unavailable(f"Chromium is not answering: {exc}", code="browser_down") from exc
+
+
+async def layout(request: web.Request) -> web.Response:
+    q = read_query(request, LayoutQuery)
+    browser = request.app[BROWSER]
+    pages = await _pages(request)
+    if q.tab is not None:
+        pages = [p for p in pages if p["targetId"] == q.tab]
+        if not pages:
+            raise NotFoundError(f"no tab {q.tab!r}; GET /tabs lists them", code="unknown_tab")
+
+    async def one(page: dict) -> dict:
+        tab = {"id": page["targetId"], "url": page["url"], "title": page["title"], "type": page["type"]}
+        try:
+            result = await browser.layout(page, interesting=q.interesting)
+        except (TabGone, CDPError, CDPClosed, Unavailable) as exc:
+            # One tab failing (closed or navigating mid-request) never fails the others.
+            return {**tab, "active": None, "error": str(exc), "layout": None}
+        return {**tab, "title": result["title"] or page["title"], "active": result["visibility"] == "visible",
+                "error": None, "layout": {k: result[k] for k in ("viewport", "window", "frames", "source", "nodes")}}
+
+    tabs = await asyncio.gather(*[one(p) for p in pages])
+    return json_ok({"tabs": tabs})
+
+
+async def targets(request: web.Request) -> web.Response:
+    return json_ok(await _json_list(request))
+
+
+async def tabs(request: web.Request) -> web.Response:
+    return json_ok([t for t in await _json_list(request) if t.get("type") == "page"])
+
+
+async def _json_list(request: web.Request) -> list[dict]:
+    chromium = request.app[CHROMIUM]
+    try:
+        async with ClientSession(timeout=ClientTimeout(total=5)) as http:
+            async with http.get(chromium.http_base + "/json/list") as resp:
+                return await resp.json()
+    except Exception as exc:
+        raise Unavailable(f"Chromium's DevTools endpoint is not answering: {exc}", code="browser_down") from exc
+
+
+async def health(request: web.Request) -> web.Response:
+    chromium = request.app[CHROMIUM]
+    up = chromium.up.is_set() and chromium.pid is not None
+    body = {"status": "ok" if up else "down", "chromium_pid": chromium.pid, "restarts": chromium.restarts,
+            "cdp_port": chromium.config.cdp_port, "version": __version__}
+    return json_ok(body, status=200 if up else 503)
+
+
+async def post_tabs(request: web.Request) -> web.Response:
+    req = await read_body(request, TabsRequest)
+    browser = request.app[BROWSER]
+    try:
+        if req.action == "new":
+            tab = await browser.new_tab(req.url or "about:blank")
+            return json_ok({"ok": True, "action": "new", **tab})
+        assert req.id is not None
+        if req.action == "activate":
+            await browser.activate(req.id)
+        else:
+            await browser.close_tab(req.id)
+    except (CDPClosed, CDPError) as exc:
+        raise _translate(exc) from exc
+    return json_ok({"ok": True, "action": req.action, "id": req.id})
+
+
+async def navigate(request: web.Request) -> web.Response:
+    req = await read_body(request, NavigateRequest)
+    browser = request.app[BROWSER]
+    pages = await _pages(request)
+    if req.tab is not None:
+        if not any(p["targetId"] == req.tab for p in pages):
+            raise NotFoundError(f"no tab {req.tab!r}", code="unknown_tab")
+        target = req.tab
+    else:
+        if not pages:
+            raise NotFoundError("there is no tab to navigate", code="unknown_tab")
+        target = pages[0]["targetId"]
+    try:
+        return json_ok({"ok": True, **await browser.navigate(target, req.url)})
+    except (TabGone, CDPClosed) as exc:
+        raise Unavailable(str(exc), code="browser_down") from exc
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return json_ok(openapi_document("CDP bridge", __version__, ROUTES))
+
+
+ROUTES = [
+    Route("GET", "/", layout, "Every tab's accessibility tree with boxes (same as /layout)", query=LayoutQuery),
+    Route("GET", "/layout", layout, "Every tab's accessibility tree with boxes and layout metrics", query=LayoutQuery),
+    Route("GET", "/targets", targets, "Chromium's DevTools target list"),
+    Route("GET", "/tabs", tabs, "The page targets"),
+    Route("POST", "/tabs", post_tabs, "Open, activate or close a tab", body=TabsRequest),
+    Route("POST", "/navigate", navigate, "Navigate a tab (default: the first)", body=NavigateRequest),
+    Route("GET", "/health", health, "Chromium's state"),
+    Route("GET", "/openapi.json", openapi, "This document"),
+]

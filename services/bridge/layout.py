@@ -1,0 +1,130 @@
+"""Joining Chromium's accessibility tree to layout boxes: pure functions over CDP replies.
+
+Facts measured on a page scrolled by 100 px (tests/pages/frames.html):
+``DOMSnapshot.captureSnapshot`` layout bounds are relative to their own document and do
+not move with scrolling; ``DOM.getBoxModel`` quads are relative to the viewport. An
+iframe's document has its own coordinates, starting at the iframe's content box (inside
+its border and padding). So a node's document-relative box (in the top document) is the
+sum of its own bounds and, for each iframe on the way, the iframe's content-box origin
+minus the iframe document's scroll offset; its viewport-relative box subtracts the top
+document's scroll offset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["SNAPSHOT_STYLES", "DocumentBoxes", "index_snapshot", "box_json"]
+
+# Computed styles requested with the snapshot: what locates an iframe's content box.
+SNAPSHOT_STYLES = ["border-left-width", "border-top-width", "padding-left", "padding-top"]
+
+
+@dataclass
+class DocumentBoxes:
+    """Layout boxes of one document, by backend DOM node id, in the top document's
+    coordinates (already offset for iframes)."""
+
+    url: str
+    frame_id: str | None
+    offset: tuple[float, float]
+    scroll: tuple[float, float]
+    boxes: dict[int, tuple[float, float, float, float]] = field(default_factory=dict)
+    # backend node id of an <iframe> -> its content-box origin in top-document coordinates
+    frame_origins: dict[int, tuple[float, float]] = field(default_factory=dict)
+    # backend node id of an <iframe> -> index of the document it holds (same process)
+    child_documents: dict[int, int] = field(default_factory=dict)
+
+
+def _px(value: str) -> float:
+    try:
+        return float(value.removesuffix("px")) if value else 0.0
+    except ValueError:
+        return 0.0
+
+
+def index_snapshot(snapshot: dict[str, Any], base_offset: tuple[float, float] = (0.0, 0.0)) -> list[DocumentBoxes]:
+    """Boxes of every document in one ``DOMSnapshot.captureSnapshot`` reply (requested
+    with ``computedStyles=SNAPSHOT_STYLES``). Documents are placed through their owner
+    iframes; ``base_offset`` places the snapshot's first document (an out-of-process
+    frame's position in its page)."""
+    strings: list[str] = snapshot.get("strings", [])
+    raw_docs: list[dict] = snapshot.get("documents", [])
+    docs: list[DocumentBoxes] = []
+    for raw in raw_docs:
+        frame = raw.get("frameId", -1)
+        docs.append(
+            DocumentBoxes(
+                url=strings[raw["documentURL"]] if raw.get("documentURL", -1) >= 0 else "",
+                frame_id=strings[frame] if isinstance(frame, int) and frame >= 0 else None,
+                offset=(0.0, 0.0),
+                scroll=(float(raw.get("scrollOffsetX", 0)), float(raw.get("scrollOffsetY", 0))),
+            )
+        )
+    placed = {0: base_offset} if raw_docs else {}
+    # Documents come parents first in practice, but do not rely on it: place in rounds.
+    pending = list(range(len(raw_docs)))
+    while pending:
+        progressed = False
+        for di in list(pending):
+            if di not in placed:
+                continue
+            pending.remove(di)
+            progressed = True
+            _index_document(raw_docs[di], strings, docs[di], placed[di])
+            for owner, child in docs[di].child_documents.items():
+                if child < len(docs) and child not in placed:
+                    ox, oy = docs[di].frame_origins.get(owner, (0.0, 0.0))
+                    sx, sy = docs[child].scroll
+                    placed[child] = (ox - sx, oy - sy)
+        if not progressed:  # documents with no known owner: leave them at the origin
+            for di in pending:
+                _index_document(raw_docs[di], strings, docs[di], (0.0, 0.0))
+            break
+    return docs
+
+
+def _index_document(raw: dict, strings: list[str], doc: DocumentBoxes, offset: tuple[float, float]) -> None:
+    doc.offset = offset
+    ox, oy = offset
+    nodes = raw.get("nodes", {})
+    backend_ids: list[int] = nodes.get("backendNodeId", [])
+    layout = raw.get("layout", {})
+    content_docs = nodes.get("contentDocumentIndex", {})
+    owner_of = dict(zip(content_docs.get("index", []), content_docs.get("value", [])))
+    styles = layout.get("styles", [])
+    names = nodes.get("nodeName", [])
+    for li, (node_index, bounds) in enumerate(zip(layout.get("nodeIndex", []), layout.get("bounds", []))):
+        if node_index >= len(backend_ids) or len(bounds) < 4:
+            continue
+        backend = backend_ids[node_index]
+        x, y, w, h = bounds[:4]
+        # Several layout objects can belong to one node (text fragments): keep the union.
+        box = (x + ox, y + oy, w, h)
+        if backend in doc.boxes:
+            box = _union(doc.boxes[backend], box)
+        doc.boxes[backend] = box
+        # Frame owners, including those whose document lives in another process.
+        name = strings[names[node_index]] if node_index < len(names) else ""
+        if node_index in owner_of or name in ("IFRAME", "FRAME"):
+            style = [strings[s] if 0 <= s < len(strings) else "" for s in (styles[li] if li < len(styles) else [])]
+            bl, bt, pl, pt = (_px(v) for v in (style + ["", "", "", ""])[:4])
+            doc.frame_origins[backend] = (x + ox + bl + pl, y + oy + bt + pt)
+            if node_index in owner_of:
+                doc.child_documents[backend] = owner_of[node_index]
+
+
+def _union(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, float, float, float]:
+    x0, y0 = min(a[0], b[0]), min(a[1], b[1])
+    x1, y1 = max(a[0] + a[2], b[0] + b[2]), max(a[1] + a[3], b[1] + b[3])
+    return (x0, y0, x1 - x0, y1 - y0)
+
+
+def box_json(box: tuple[float, float, float, float], scroll: tuple[float, float]) -> tuple[dict, dict]:
+    """(document-relative ``bounds`` with its ``borderBox``, viewport-relative box)."""
+    x, y, w, h = box
+    doc = {"x": x, "y": y, "width": w, "height": h}
+    bounds = {**doc, "borderBox": dict(doc)}
+    viewport = {"x": x - scroll[0], "y": y - scroll[1], "width": w, "height": h}
+    return bounds, viewport

@@ -1,0 +1,209 @@
+"""The CDP bridge against a real Chromium: boxes equal what the page measures, in the
+frame each field claims, through scrolling, iframes and shadow roots; and it survives
+Chromium dying."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import jsonschema
+import pytest
+
+from tests.support import ROOT, Session, http, load_jsonc, wait_until
+
+pytestmark = pytest.mark.desktop
+
+SCHEMA = load_jsonc(ROOT / "layout_schema.jsonc")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    session = Session(["1280x800"]).start()
+    session.browser_window()
+    yield session
+    session.stop()
+
+
+def get_layout(session: Session, query: str = "", *, sample: int | None = None) -> dict:
+    """GET /layout, validated against layout_schema.jsonc (every node, or for huge pages
+    the first ``sample`` nodes: jsonschema takes seconds per ten thousand nodes)."""
+    resp = http("GET", session.bridge + "/layout" + query, timeout=120)
+    assert resp.status == 200, resp.body[:500]
+    body = resp.json()
+    if sample is None:
+        jsonschema.validate(body, SCHEMA)
+    else:
+        for tab in body["tabs"]:
+            trimmed = {**tab, "layout": tab["layout"] and {**tab["layout"], "nodes": tab["layout"]["nodes"][:sample]}}
+            jsonschema.validate({"tabs": [trimmed]}, SCHEMA)
+    return body
+
+
+def tab_layout(session: Session, tab_id: str, query: str = "", *, sample: int | None = None) -> dict:
+    body = get_layout(session, f"?tab={tab_id}" + query, sample=sample)
+    (tab,) = body["tabs"]
+    assert tab["error"] is None, tab["error"]
+    return tab
+
+
+TEXT_ROLES = {"StaticText", "InlineTextBox"}
+
+
+def by_name(tab: dict, name: str) -> list[dict]:
+    """Nodes of elements with that accessible name (not the text nodes inside them)."""
+    return [n for n in tab["layout"]["nodes"]
+            if (n.get("name") or {}).get("value") == name and n["role"]["value"] not in TEXT_ROLES]
+
+
+def one(tab: dict, name: str) -> dict:
+    found = [n for n in by_name(tab, name) if not n["ignored"]]
+    assert len(found) == 1, f"{name!r}: {len(found)} nodes"
+    return found[0]
+
+
+def assert_box(box: dict, x: float, y: float, w: float, h: float) -> None:
+    assert abs(box["x"] - x) <= 1 and abs(box["y"] - y) <= 1, (box, (x, y))
+    assert abs(box["width"] - w) <= 1 and abs(box["height"] - h) <= 1, (box, (w, h))
+
+
+@pytest.fixture
+def frames(browser, pages):
+    pages.clear()
+    tab = browser.open_page(pages.url("frames.html"))
+    report = pages.wait_for(type="load", page="/frames.html", timeout=20)
+    # The cross-origin frame's renderer must have attached before its boxes are asked.
+    wait_until(lambda: len(tab_layout(browser, tab["id"])["layout"]["frames"]) == 3, 20, what="all three frames")
+    return tab, report
+
+
+def test_health_names_the_chromium_process(browser):
+    health = http("GET", browser.bridge + "/health").json()
+    assert health["status"] == "ok" and health["chromium_pid"] == browser.browser_window()["pid"]
+
+
+def test_boxes_equal_what_the_page_measures(browser, frames):
+    tab, report = frames
+    layout = tab_layout(browser, tab["id"])
+    rects = report["rects"]
+    for element, name in [("top", "Top button"), ("far", "Far link"), ("field", "Field"), ("shadowed", "In shadow")]:
+        r = rects[element]
+        node = one(layout, name)
+        assert_box(node["bounds"], r["x"], r["y"], r["w"], r["h"])
+        assert_box(node["bounds"]["borderBox"], r["x"], r["y"], r["w"], r["h"])
+        assert_box(node["viewportBounds"], r["x"], r["y"], r["w"], r["h"])  # not scrolled
+
+
+def test_hidden_and_zero_size_elements_have_no_bounds(browser, frames):
+    tab, _ = frames
+    layout = tab_layout(browser, tab["id"])
+    assert all(n["bounds"] is None for n in by_name(layout, "Hidden"))
+    zero = by_name(layout, "Zero")
+    assert zero and all(n["bounds"] is None and n["viewportBounds"] is None for n in zero)
+
+
+def test_same_and_cross_origin_iframes_are_merged_with_their_offsets(browser, frames):
+    tab, report = frames
+    layout = tab_layout(browser, tab["id"])
+    inner = sorted((n for n in by_name(layout, "Inner button") if not n["ignored"]), key=lambda n: n["bounds"]["x"])
+    assert len(inner) == 2
+    for node, frame_element in zip(inner, ["same", "cross"]):
+        r = report["rects"][frame_element]
+        # The frame's document starts inside its 5 px border and 3 px padding.
+        assert_box(node["bounds"], r["x"] + 8 + 30, r["y"] + 8 + 50, 110, 32)
+    kinds = {f["url"].split("?from=")[-1]: f["outOfProcess"] for f in layout["layout"]["frames"][1:]}
+    assert kinds == {"same": False, "cross": True}
+    assert len({n["nodeId"] for n in layout["layout"]["nodes"]}) == len(layout["layout"]["nodes"])
+
+
+def test_a_scrolled_page_keeps_document_boxes_and_moves_viewport_boxes(browser, pages, frames):
+    tab, report = frames
+    resp = http("POST", browser.bridge + "/navigate", {"tab": tab["id"], "url": pages.url("frames.html#far")})
+    assert resp.status == 200
+    layout = wait_until(lambda: (t := tab_layout(browser, tab["id"]))["layout"]["window"]["scrollY"] > 0 and t,
+                        what="the page to scroll")
+    scroll_y = layout["layout"]["window"]["scrollY"]
+    assert layout["layout"]["viewport"]["visualViewport"]["y"] == scroll_y
+    far, top = report["rects"]["far"], report["rects"]["top"]
+    far_node, top_node = one(layout, "Far link"), one(layout, "Top button")
+    assert_box(far_node["bounds"], far["x"], far["y"], far["w"], far["h"])
+    assert_box(far_node["viewportBounds"], far["x"], far["y"] - scroll_y, far["w"], far["h"])
+    assert_box(top_node["viewportBounds"], top["x"], top["y"] - scroll_y, top["w"], top["h"])
+    inner = min((n for n in by_name(layout, "Inner button") if not n["ignored"]), key=lambda n: n["bounds"]["x"])
+    same = report["rects"]["same"]
+    assert_box(inner["viewportBounds"], same["x"] + 38, same["y"] + 58 - scroll_y, 110, 32)
+
+
+def test_tab_filter_interesting_nodes_and_bad_parameters(browser, frames):
+    tab, _ = frames
+    full = tab_layout(browser, tab["id"])
+    interesting = tab_layout(browser, tab["id"], "&interesting=1")
+    assert not any(n["ignored"] for n in interesting["layout"]["nodes"])
+    assert len(interesting["layout"]["nodes"]) < len(full["layout"]["nodes"])
+    resp = http("GET", browser.bridge + "/layout?tab=NOSUCHTAB")
+    assert resp.status == 404 and resp.json()["error"]["code"] == "unknown_tab"
+    resp = http("GET", browser.bridge + "/layout?interesting=maybe")
+    assert resp.status == 400 and resp.json()["error"]["code"] == "validation_error"
+    resp = http("GET", browser.bridge + "/layout?colour=red")
+    assert resp.status == 400
+
+
+def test_tabs_can_be_opened_activated_closed_and_navigated(browser, pages, frames):
+    tab, _ = frames
+    created = http("POST", browser.bridge + "/tabs", {"action": "new", "url": pages.url("input.html")}).json()
+    assert any(t["id"] == created["id"] for t in http("GET", browser.bridge + "/tabs").json())
+    assert wait_until(lambda: tab_layout(browser, created["id"])["active"], what="the new tab in front")
+    http("POST", browser.bridge + "/tabs", {"action": "activate", "id": tab["id"]})
+    assert wait_until(lambda: tab_layout(browser, tab["id"])["active"] and not tab_layout(browser, created["id"])["active"],
+                      what="the first tab in front again")
+    assert http("POST", browser.bridge + "/navigate", {"tab": created["id"], "url": pages.url("big.html?n=50")}).status == 200
+    wait_until(lambda: "big.html" in tab_layout(browser, created["id"])["url"], what="navigation")
+    assert http("POST", browser.bridge + "/tabs", {"action": "close", "id": created["id"]}).status == 200
+    wait_until(lambda: all(t["id"] != created["id"] for t in http("GET", browser.bridge + "/tabs").json()), what="close")
+    bad = http("POST", browser.bridge + "/tabs", {"action": "close"})
+    assert bad.status == 400 and bad.json()["error"]["code"] == "validation_error"
+    assert http("POST", browser.bridge + "/tabs", {"action": "close", "id": "NOSUCHTAB"}).status == 404
+    assert http("POST", browser.bridge + "/navigate", {"tab": "NOSUCHTAB", "url": "about:blank"}).status == 404
+
+
+def test_concurrent_layouts_agree(browser, frames):
+    tab, _ = frames
+    results: list[dict] = []
+
+    def fetch() -> None:
+        results.append(tab_layout(browser, tab["id"]))
+
+    threads = [threading.Thread(target=fetch) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 6
+    first = [(n["nodeId"], n["bounds"]) for n in results[0]["layout"]["nodes"]]
+    assert all([(n["nodeId"], n["bounds"]) for n in r["layout"]["nodes"]] == first for r in results)
+
+
+def test_a_20000_node_page_completes(browser, pages):
+    pages.clear()
+    tab = browser.open_page(pages.url("big.html?n=20000"))
+    report = pages.wait_for(type="load", page="/big.html", timeout=60)
+    assert report["count"] >= 20000
+    layout = tab_layout(browser, tab["id"], sample=500)
+    boxed = [n for n in layout["layout"]["nodes"] if n["bounds"] is not None]
+    assert len(layout["layout"]["nodes"]) > 20000 and len(boxed) > 10000
+    button = one(layout, "Button 9996")
+    assert button["bounds"]["y"] > 10000  # far down the page, document-relative
+
+
+def test_killing_chromium_recovers_with_its_tabs(browser, pages, frames):
+    tab, _ = frames
+    old = http("GET", browser.bridge + "/health").json()["chromium_pid"]
+    os.killpg(old, signal.SIGKILL)
+    wait_until(lambda: (h := http("GET", browser.bridge + "/health", timeout=5)).status == 200
+               and h.json()["chromium_pid"] not in (None, old), 60, what="Chromium relaunched")
+    body = wait_until(lambda: (b := get_layout(browser)) and any("frames.html" in t["url"] and t["layout"]
+                                                                  for t in b["tabs"]) and b, 60,
+                      what="the frames tab back with a layout")
+    restored = next(t for t in body["tabs"] if "frames.html" in t["url"])
+    assert one(restored, "Top button")["bounds"] is not None
