@@ -21,11 +21,12 @@ class SessionFailed(RuntimeError):
 
 
 class BenchSession:
-    def __init__(self, url: str, *, output: str, desktopd_port: int, cdp_port: int) -> None:
+    def __init__(self, url: str, *, output: str, desktopd_port: int, cdp_port: int, bridge_port: int) -> None:
         self.url = url
         self.output = output
         self.desktopd_port = desktopd_port
         self.cdp_port = cdp_port
+        self.bridge_port = bridge_port
         self.tmp = Path(tempfile.mkdtemp(prefix="deskbox-bench-"))
         self.state_file = self.tmp / "state.json"
         self.log_path = self.tmp / "up.log"
@@ -45,6 +46,10 @@ class BenchSession:
             "--cdp-port", str(self.cdp_port),
             "--state-file", str(self.state_file),
         ]
+        # Newer `deskbox up` also serves a CDP bridge; keep it off its default port, which
+        # other sessions on this machine use.
+        if "--bridge-port" in self._help():
+            argv += ["--bridge-port", str(self.bridge_port)]
         self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while not self.state_file.exists():
@@ -55,6 +60,10 @@ class BenchSession:
             time.sleep(0.1)
         self.state = json.loads(self.state_file.read_text())
         return self.state
+
+    def _help(self) -> str:
+        result = subprocess.run([*self._deskbox(), "up", "--help"], cwd=ROOT, capture_output=True, text=True)
+        return result.stdout
 
     def log_tail(self, n: int = 3000) -> str:
         try:

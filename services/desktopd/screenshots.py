@@ -3,7 +3,6 @@ screen still shows (keyed on the backend's damage generation)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
@@ -11,8 +10,8 @@ from PIL import Image, ImageDraw
 
 from ..common.errors import InvalidRequest
 from ..geometry import Display, resize_factor, scaled_size
-from .backends.base import Backend
-from .encode import CONTENT_TYPES, encode
+from .backends.base import Backend, Frame
+from .encode import CONTENT_TYPES, encode, encode_raw
 from .models import ScreenshotQuery
 
 __all__ = ["Screenshots", "Shot"]
@@ -51,11 +50,13 @@ def _draw_cursor(image: Image.Image, x: float, y: float, scale: float) -> None:
 
 
 class Screenshots:
+    """Takes screenshots and keeps the encoded result of each recent request while the
+    screen has not changed (keyed on the backend's damage generation)."""
+
     def __init__(self, backend: Backend, cache_size: int = 8) -> None:
         self.backend = backend
         # request key -> (damage generation it was taken at, shot)
         self._encoded: OrderedDict[tuple, tuple[int, Shot]] = OrderedDict()
-        self._frames: dict[int, tuple[int, Image.Image]] = {}
         self._cache_size = cache_size
 
     async def take(self, display: Display, q: ScreenshotQuery) -> Shot:
@@ -72,27 +73,17 @@ class Screenshots:
             if hit is not None and hit[0] == generation:
                 self._encoded.move_to_end(key)
                 return replace(hit[1], cached=True)
-        image = await self._image(display, generation)
-        loop = asyncio.get_running_loop()
-        body = await loop.run_in_executor(None, self._render, image, display, region, out_size, q, pointer)
+
+        def render(frame: Frame) -> bytes:
+            return _render(frame, display, region, out_size, q, pointer)
+
+        body = await self.backend.capture_with(display, render)
         shot = Shot(body, CONTENT_TYPES[q.format], out_size, out_size[0] / region[2], region, display, False)
         if generation is not None and generation == self.backend.frame_generation(display):
             self._encoded[key] = (generation, shot)
             while len(self._encoded) > self._cache_size:
                 self._encoded.popitem(last=False)
         return shot
-
-    async def _image(self, display: Display, generation: int | None) -> Image.Image:
-        if generation is not None:
-            cached = self._frames.get(display.id)
-            if cached is not None and cached[0] == generation and cached[1].size == display.size:
-                return cached[1]
-        frame = await self.backend.capture(display, cursor=False)
-        # Pixel-format conversion is a few ms of CPU: off the event loop.
-        image = await asyncio.get_running_loop().run_in_executor(None, frame.to_image)
-        if generation is not None and generation == self.backend.frame_generation(display):
-            self._frames[display.id] = (generation, image)
-        return image
 
     @staticmethod
     def _region(display: Display, q: ScreenshotQuery) -> tuple[int, int, int, int]:
@@ -107,14 +98,21 @@ class Screenshots:
             )
         return (x, y, rw, rh)
 
-    @staticmethod
-    def _render(image, display, region, out_size, q, pointer) -> bytes:
-        x, y, w, h = region
-        if (x, y, w, h) != (0, 0, *image.size):
-            image = image.crop((x, y, x + w, y + h))
-        if pointer is not None and pointer[0] == display.id:
-            image = image.copy() if image.size == display.size else image
-            _draw_cursor(image, pointer[1] - x, pointer[2] - y, display.scale)
-        if out_size != (w, h):
-            image = image.resize(out_size, Image.Resampling.BILINEAR, reducing_gap=2.0)
-        return encode(image, q.format, q.quality)
+
+def _render(frame: Frame, display: Display, region, out_size, q: ScreenshotQuery, pointer) -> bytes:
+    """Runs in a worker thread, on the frame as captured (possibly the shared buffer)."""
+    x, y, w, h = region
+    whole = (x, y, w, h) == (0, 0, frame.width, frame.height)
+    drawn = pointer is not None and pointer[0] == display.id
+    if whole and not drawn and out_size == (w, h):
+        # The common request: encoded straight from the compositor's pixels.
+        return encode_raw(frame.data, (frame.width, frame.height), frame.stride, frame.mode, q.format, q.quality,
+                          y_invert=frame.y_invert)
+    image = frame.to_image()
+    if not whole:
+        image = image.crop((x, y, x + w, y + h))
+    if drawn:
+        _draw_cursor(image, pointer[1] - x, pointer[2] - y, display.scale)
+    if out_size != (w, h):
+        image = image.resize(out_size, Image.Resampling.BILINEAR, reducing_gap=2.0)
+    return encode(image, q.format, q.quality)

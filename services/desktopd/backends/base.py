@@ -8,14 +8,17 @@ backend, so a backend method either applies fully or raises a ServiceError.
 from __future__ import annotations
 
 import abc
+import asyncio
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence, TypeVar
 
 from PIL import Image
 
 from ...geometry import Display, Rect
 
 __all__ = ["Backend", "Frame", "Window", "KeyEvent", "BUTTONS"]
+
+T = TypeVar("T")
 
 # Linux input button codes, used by the Wayland and uinput backends; X11 maps them.
 BUTTONS = {"left": 0x110, "right": 0x111, "middle": 0x112, "back": 0x116, "forward": 0x115}
@@ -29,7 +32,7 @@ class Frame:
     height: int
     stride: int
     mode: str
-    data: bytes
+    data: bytes | memoryview
     y_invert: bool = False
 
     def to_image(self) -> Image.Image:
@@ -89,6 +92,13 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     async def capture(self, display: Display, *, cursor: bool) -> Frame: ...
+
+    async def capture_with(self, display: Display, consume: Callable[[Frame], T]) -> T:
+        """Capture and run ``consume`` on the frame in a worker thread. Backends with a
+        reusable capture buffer override this to hand over the buffer without a copy;
+        ``consume`` must not keep the frame's data beyond its return."""
+        frame = await self.capture(display, cursor=False)
+        return await asyncio.get_running_loop().run_in_executor(None, consume, frame)
 
     def frame_generation(self, display: Display) -> int | None:
         """A counter that changes whenever the display's content may have changed, or

@@ -110,6 +110,9 @@ class UinputInput(Backend):
     async def capture(self, display: Display, *, cursor: bool) -> Frame:
         return await self.inner.capture(display, cursor=cursor)
 
+    async def capture_with(self, display: Display, consume):
+        return await self.inner.capture_with(display, consume)
+
     def frame_generation(self, display: Display) -> int | None:
         return self.inner.frame_generation(display)
 

@@ -151,6 +151,10 @@ class WaylandBackend(Backend):
         assert self.screencopy is not None
         return await self.screencopy.capture(self._output(display), cursor=cursor)
 
+    async def capture_with(self, display: Display, consume):
+        assert self.screencopy is not None
+        return await self.screencopy.capture(self._output(display), cursor=False, consume=consume)
+
     def frame_generation(self, display: Display) -> int | None:
         assert self.damage is not None
         return self.damage.stable(display.name)

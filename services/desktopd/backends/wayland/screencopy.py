@@ -11,7 +11,7 @@ forever, by design).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from ....common.errors import ActionFailed, Unavailable
 from ....common.logging import get_logger
@@ -29,6 +29,7 @@ _FOURCC_ABGR8888 = 0x34324241
 _RAW_MODES = {_ARGB8888: "BGRX", _XRGB8888: "BGRX", _FOURCC_XBGR8888: "RGBX", _FOURCC_ABGR8888: "RGBX"}
 _Y_INVERT = 1
 CAPTURE_TIMEOUT = 5.0
+T = TypeVar("T")
 
 
 class _FrameRequest:
@@ -110,7 +111,10 @@ class Screencopy:
         self._buffers: dict[str, dict] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def capture(self, output: OutputInfo, *, cursor: bool) -> Frame:
+    async def capture(self, output: OutputInfo, *, cursor: bool, consume: Callable[[Frame], T] | None = None):
+        """The next frame of ``output``. With ``consume``, the frame's pixels are the
+        shared buffer itself (no copy) and ``consume`` runs on it in a worker thread
+        while the buffer is held; its result is returned. Without, a copied Frame."""
         name = output.name or str(output.global_name)
         lock = self._locks.setdefault(name, asyncio.Lock())
         async with lock:
@@ -127,9 +131,16 @@ class Screencopy:
             buf = request.buffer
             assert buf is not None and request.shm_info is not None
             fmt = request.shm_info[0]
-            # Copy out while holding the lock: the buffer is reused by the next capture.
-            data = buf.map[:]
-            return Frame(buf.width, buf.height, buf.stride, _RAW_MODES[fmt], data, bool(request.flags & _Y_INVERT))
+            y_invert = bool(request.flags & _Y_INVERT)
+            if consume is None:
+                # Copy out while holding the lock: the buffer is reused by the next capture.
+                return Frame(buf.width, buf.height, buf.stride, _RAW_MODES[fmt], buf.map[:], y_invert)
+            view = memoryview(buf.map)
+            try:
+                shared = Frame(buf.width, buf.height, buf.stride, _RAW_MODES[fmt], view, y_invert)
+                return await asyncio.get_running_loop().run_in_executor(None, consume, shared)
+            finally:
+                view.release()
 
     def close(self) -> None:
         for buffers in self._buffers.values():
