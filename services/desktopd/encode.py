@@ -80,12 +80,12 @@ def encode_raw(
     conversion costs ~4 ms and a fresh 8 MB image per 1080p capture). Other formats are
     encoded from the converted image as ``encode`` would."""
     orientation = -1 if y_invert else 1
-    if fmt == "png" and rawmode in ("BGRX", "RGBX"):
+    if fmt == "png" and rawmode in ("BGRX", "RGBX") and not y_invert:
         # A zero-copy view: Pillow calls the four bytes R, G, B, X whatever they hold;
         # the packer then reads them back in the frame's real order.
         view = Image.frombuffer("RGBX", size, data, "raw", "RGBX", stride, orientation)
         return _png(view, 2, "BGR" if rawmode == "BGRX" else "RGB", 3, PNG_LEVEL, PNG_BANDS)
-    image = Image.frombuffer("RGB", size, data, "raw", rawmode, stride, orientation)
+    image = Image.frombytes("RGB", size, data, "raw", rawmode, stride, orientation)
     return encode(image, fmt, quality)
 
 

@@ -37,7 +37,9 @@ class Frame:
 
     def to_image(self) -> Image.Image:
         orientation = -1 if self.y_invert else 1
-        return Image.frombuffer("RGB", (self.width, self.height), self.data, "raw", self.mode, self.stride, orientation)
+        # frombytes, not frombuffer: for raw "RGBX" Pillow's frombuffer maps the buffer
+        # as an RGBX image instead of decoding to the RGB asked for.
+        return Image.frombytes("RGB", (self.width, self.height), self.data, "raw", self.mode, self.stride, orientation)
 
 
 @dataclass(slots=True)
