@@ -5,12 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -21,6 +16,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from aiohttp import web
+
+from services.session.spawn import SpawnedSession
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "tests" / "pages"
@@ -169,20 +166,25 @@ class PageServer:
                 count = len(self.events)
 
 
-class Session:
-    """``deskbox up`` in a subprocess, stopped with SIGINT like a user would."""
+class Session(SpawnedSession):
+    """``deskbox up`` on free ports, with helpers for the tests."""
 
     def __init__(self, outputs: list[str], *, extra_env: dict[str, str] | None = None, browser: bool = True) -> None:
         self.outputs = outputs
         self.desktopd_port = free_port()
         self.cdp_port = free_port()
         self.bridge_port = free_port()
-        self.state_file = Path(tempfile.mkdtemp(prefix="deskbox-test-")) / "state.json"
-        self.extra_env = extra_env or {}
-        self.browser = browser
-        self.proc: subprocess.Popen | None = None
-        self.state: dict = {}
-        self.log_path = self.state_file.parent / "up.log"
+        args = ["--desktopd-port", str(self.desktopd_port), "--cdp-port", str(self.cdp_port),
+                "--bridge-port", str(self.bridge_port)]
+        for output in outputs:
+            args += ["--output", output]
+        if not browser:
+            args.append("--no-browser")
+        super().__init__(args, env=extra_env, prefix="deskbox-test-")
+
+    def start(self, timeout: float = 60) -> "Session":
+        super().start(timeout)
+        return self
 
     @property
     def desktopd(self) -> str:
@@ -198,36 +200,6 @@ class Session:
     @property
     def cdp(self) -> str:
         return f"http://127.0.0.1:{self.cdp_port}"
-
-    def start(self, timeout: float = 60) -> "Session":
-        argv = [sys.executable, "-m", "services.session.cli", "up", "--desktopd-port", str(self.desktopd_port),
-                "--cdp-port", str(self.cdp_port), "--bridge-port", str(self.bridge_port),
-                "--state-file", str(self.state_file)]
-        for output in self.outputs:
-            argv += ["--output", output]
-        if not self.browser:
-            argv.append("--no-browser")
-        env = {**os.environ, **self.extra_env}
-        self.proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT)
-        try:
-            wait_until(lambda: self.state_file.exists() or self.proc.poll() is not None, timeout, what="deskbox up")
-        except AssertionError:
-            self.stop()
-            raise
-        if not self.state_file.exists():
-            raise AssertionError(f"deskbox up exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}")
-        self.state = json.loads(self.state_file.read_text())
-        return self
-
-    def stop(self, timeout: float = 30) -> int | None:
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait()
 
     # -- desktopd ----------------------------------------------------------------------
 
