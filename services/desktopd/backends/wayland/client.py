@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import mmap
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pywayland.client import Display as WlDisplay
@@ -35,7 +35,6 @@ class OutputInfo:
     proxy: Any
     name: str | None = None
     xdg: Any = None
-    extra: dict = field(default_factory=dict)
 
 
 class ShmBuffer:
