@@ -15,6 +15,7 @@ test: deps
 
 bench: deps
 	.venv/bin/python -m bench $(ARGS)
+	.venv/bin/python -m bench.bridge
 
 clean:
 	rm -rf .venv bench/results
