@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+import orjson
 from aiohttp import ClientSession, ClientTimeout, web
 
 from ..cdp import CDPClosed, CDPError
@@ -79,18 +80,20 @@ async def layout(request: web.Request) -> web.Response:
         if not pages:
             raise NotFoundError(f"no tab {q.tab!r}; GET /tabs lists them", code="unknown_tab")
 
-    async def one(page: dict) -> dict:
+    async def one(page: dict) -> bytes:
         tab = {"id": page["targetId"], "url": page["url"], "title": page["title"], "type": page["type"]}
         try:
-            result = await browser.layout(page, interesting=q.interesting)
+            snapshot = await browser.layout(page)
+            layout = await snapshot.json(q.interesting)
         except (TabGone, CDPError, CDPClosed, Unavailable) as exc:
             # One tab failing (closed or navigating mid-request) never fails the others.
-            return {**tab, "active": None, "error": str(exc), "layout": None}
-        return {**tab, "title": result["title"] or page["title"], "active": result["visibility"] == "visible",
-                "error": None, "layout": {k: result[k] for k in ("viewport", "window", "frames", "source", "nodes")}}
+            return orjson.dumps({**tab, "active": None, "error": str(exc), "layout": None})
+        meta = orjson.dumps({**tab, "title": snapshot.title or page["title"], "active": snapshot.visible, "error": None})
+        # The layout is spliced in as the bytes serialized once per snapshot.
+        return meta[:-1] + b',"layout":' + layout + b"}"
 
     tabs = await asyncio.gather(*[one(p) for p in pages])
-    return json_ok({"tabs": tabs})
+    return web.Response(body=b'{"tabs":[' + b",".join(tabs) + b"]}", content_type="application/json")
 
 
 async def targets(request: web.Request) -> web.Response:

@@ -15,6 +15,8 @@ import json
 import time
 from dataclasses import dataclass, field
 
+import orjson
+
 from ..cdp import CDPClosed, CDPConnection, CDPError
 from ..common.errors import ActionFailed, NotFoundError, Unavailable
 from ..common.logging import get_logger
@@ -72,7 +74,7 @@ class Tab:
     session_id: str | None = None
     oopifs: dict[str, FrameSession] = field(default_factory=dict)
     inflight: asyncio.Future | None = None
-    cached: dict | None = None
+    cached: "Snapshot | None" = None
     cached_key: tuple | None = None
     cached_at: float = 0.0
 
@@ -222,23 +224,22 @@ class Browser:
 
     # -- layout -----------------------------------------------------------------------
 
-    async def layout(self, target: dict, *, interesting: bool) -> dict:
+    async def layout(self, target: dict) -> "Snapshot":
         """One tab's layout; concurrent callers share the gathering."""
         target_id = target["targetId"]
         tab = self.tabs.setdefault(target_id, Tab(target_id))
         if tab.inflight is None or tab.inflight.done():
             tab.inflight = asyncio.ensure_future(self._layout(tab, target))
-        result = await asyncio.shield(tab.inflight)
-        return _filtered(result, interesting)
+        return await asyncio.shield(tab.inflight)
 
-    async def _layout(self, tab: Tab, target: dict) -> dict:
+    async def _layout(self, tab: Tab, target: dict) -> "Snapshot":
         conn = await self.ensure()
         session = await self._session(tab.target_id)
         metrics = await _evaluate_json(conn, session, _METRICS_EXPRESSION)
         key = (target.get("url"), metrics)
         if tab.cached is not None and tab.cached_key == key and time.monotonic() - tab.cached_at < CACHE_MAX_AGE:
             return tab.cached
-        layout = await self._gather(conn, tab, session, metrics)
+        layout = Snapshot(await self._gather(conn, tab, session, metrics))
         # Re-read the counter: a change during gathering means this layout may mix states.
         after = await _evaluate_json(conn, session, _METRICS_EXPRESSION)
         if after == metrics:
@@ -377,10 +378,34 @@ def _dom_fallback(frame_id, docs, scroll, main_frame) -> list[dict]:
     return nodes
 
 
-def _filtered(layout: dict, interesting: bool) -> dict:
-    if not interesting:
-        return layout
-    return {**layout, "nodes": [n for n in layout["nodes"] if not n.get("ignored")]}
+class Snapshot:
+    """One gathered layout, with its JSON serialized once per variant (all nodes, or
+    the non-ignored ones) so a repeated request on an unchanged page is a lookup."""
+
+    LAYOUT_KEYS = ("viewport", "window", "frames", "source")
+
+    def __init__(self, layout: dict) -> None:
+        self.layout = layout
+        self._json: dict[bool, bytes] = {}
+
+    @property
+    def title(self) -> str:
+        return self.layout["title"]
+
+    @property
+    def visible(self) -> bool:
+        return self.layout["visibility"] == "visible"
+
+    async def json(self, interesting: bool) -> bytes:
+        if interesting not in self._json:
+            self._json[interesting] = await asyncio.to_thread(self._serialize, interesting)
+        return self._json[interesting]
+
+    def _serialize(self, interesting: bool) -> bytes:
+        nodes = self.layout["nodes"]
+        if interesting:
+            nodes = [n for n in nodes if not n.get("ignored")]
+        return orjson.dumps({**{k: self.layout[k] for k in self.LAYOUT_KEYS}, "nodes": nodes})
 
 
 async def _safe(awaitable):
