@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 
 import jsonschema
 import pytest
@@ -207,3 +208,21 @@ def test_killing_chromium_recovers_with_its_tabs(browser, pages, frames):
                       what="the frames tab back with a layout")
     restored = next(t for t in body["tabs"] if "frames.html" in t["url"])
     assert one(restored, "Top button")["bounds"] is not None
+
+
+def test_a_tab_closed_during_a_layout_fails_alone(browser, pages, frames):
+    tab, _ = frames
+    big = http("POST", browser.bridge + "/tabs", {"action": "new", "url": pages.url("big.html?n=5000")}).json()
+    pages.wait_for(type="load", page="/big.html", timeout=60)
+    http("POST", browser.bridge + "/tabs", {"action": "activate", "id": tab["id"]})
+    results: list[dict] = []
+    reader = threading.Thread(target=lambda: results.append(get_layout(browser, sample=200)))
+    reader.start()
+    time.sleep(0.3)
+    http("POST", browser.bridge + "/tabs", {"action": "close", "id": big["id"]})
+    reader.join()
+    (body,) = results
+    by_id = {t["id"]: t for t in body["tabs"]}
+    assert by_id[tab["id"]]["error"] is None and one(by_id[tab["id"]], "Top button")["bounds"] is not None
+    closed = by_id.get(big["id"])
+    assert closed is None or closed["error"] is not None or closed["layout"]["nodes"]

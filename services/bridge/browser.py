@@ -33,7 +33,8 @@ _WATCH_SOURCE = r"""
 (() => {
   const key = Symbol.for('deskbox.changes');
   if (window[key]) return;
-  const state = {n: 0};
+  // n: changes so far; doc: this document's identity (a navigation makes a new one).
+  const state = {n: 0, doc: Math.random().toString(36).slice(2)};
   Object.defineProperty(window, key, {value: state, enumerable: false});
   const bump = () => { state.n++; };
   new MutationObserver(bump).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
@@ -47,7 +48,7 @@ _METRICS_EXPRESSION = r"""
 (() => {
   const s = window[Symbol.for('deskbox.changes')];
   return JSON.stringify({
-    changes: s ? s.n : -1, outerWidth, outerHeight, innerWidth, innerHeight,
+    changes: s ? s.n : -1, doc: s ? s.doc : null, url: location.href, outerWidth, outerHeight, innerWidth, innerHeight,
     devicePixelRatio, scrollX, scrollY, screenX, screenY,
     visibility: document.visibilityState, title: document.title,
   });
@@ -55,6 +56,7 @@ _METRICS_EXPRESSION = r"""
 """
 
 CACHE_MAX_AGE = 5.0
+NAVIGATION_RETRIES = 2
 
 
 class TabGone(Exception):
@@ -235,18 +237,26 @@ class Browser:
     async def _layout(self, tab: Tab, target: dict) -> "Snapshot":
         conn = await self.ensure()
         session = await self._session(tab.target_id)
-        metrics = await _evaluate_json(conn, session, _METRICS_EXPRESSION)
-        key = (target.get("url"), metrics)
-        if tab.cached is not None and tab.cached_key == key and time.monotonic() - tab.cached_at < CACHE_MAX_AGE:
-            return tab.cached
-        layout = Snapshot(await self._gather(conn, tab, session, metrics))
-        # Re-read the counter: a change during gathering means this layout may mix states.
-        after = await _evaluate_json(conn, session, _METRICS_EXPRESSION)
-        if after == metrics:
-            tab.cached, tab.cached_key, tab.cached_at = layout, key, time.monotonic()
-        else:
-            tab.cached = None
-        return layout
+        for _attempt in range(NAVIGATION_RETRIES + 1):
+            metrics = await _evaluate_json(conn, session, _METRICS_EXPRESSION)
+            key = (target.get("url"), metrics)
+            if tab.cached is not None and tab.cached_key == key and time.monotonic() - tab.cached_at < CACHE_MAX_AGE:
+                return tab.cached
+            layout = Snapshot(await self._gather(conn, tab, session, metrics))
+            after = await _evaluate_json(conn, session, _METRICS_EXPRESSION)
+            if (after["doc"], after["url"]) != (metrics["doc"], metrics["url"]):
+                # The tab navigated while its parts were gathered: they may come from two
+                # documents. Gather again from the new one.
+                tab.cached = None
+                continue
+            if after == metrics:
+                tab.cached, tab.cached_key, tab.cached_at = layout, key, time.monotonic()
+            else:
+                # Same document, changed meanwhile (a ticking page): consistent enough to
+                # answer, not to answer again from cache.
+                tab.cached = None
+            return layout
+        raise TabGone(f"the tab kept navigating during {NAVIGATION_RETRIES + 1} attempts to read it")
 
     async def _gather(self, conn: CDPConnection, tab: Tab, session: str, metrics: dict) -> dict:
         ax_main, snapshot, page_metrics, frame_tree, window = await asyncio.gather(
