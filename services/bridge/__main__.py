@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 
@@ -50,6 +51,10 @@ def main(argv: list[str] | None = None) -> None:
     except ServiceError as exc:
         print(f"chromium_with_api.py: {exc.message}", file=sys.stderr)
         sys.exit(1)
+    finally:
+        if args.user_data_dir is None:
+            # The profile was ours, made for this run.
+            shutil.rmtree(profile, ignore_errors=True)
 
 
 if __name__ == "__main__":
