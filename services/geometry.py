@@ -8,12 +8,19 @@ Spaces, as DESIGN.md names them:
   scale S occupies W/S x H/S layout pixels starting at its ``origin``.
 - **scaled screenshot pixels**: a screenshot resized by a factor ``f`` (output px =
   device px x f); the factor travels with the image so callers can convert back.
+- **region pixels**: a screenshot cropped to a region of the display, origin at the
+  region's top-left corner.
+- **X root pixels**: an X server's whole-pixel root window space.
+- **CSS pixels**, document- or viewport-relative, for the CDP bridge: a node's box in its
+  own document, placed in the tab's top document through each enclosing iframe's
+  content box, and in the viewport by subtracting the top document's scroll offset.
 
 Nobody else adds offsets or divides by scales: they call these functions.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -29,6 +36,12 @@ __all__ = [
     "side_by_side",
     "resize_factor",
     "scaled_size",
+    "device_to_region",
+    "device_to_root_pixel",
+    "content_box_origin",
+    "frame_document_offset",
+    "offset_box",
+    "document_to_viewport",
 ]
 
 
@@ -66,10 +79,6 @@ class Display:
     scale: float
     size: tuple[int, int]
     primary: bool = False
-
-    @property
-    def pixel_rect(self) -> Rect:
-        return Rect(0, 0, self.size[0], self.size[1])
 
 
 def device_to_layout(display: Display, x: float, y: float) -> tuple[float, float]:
@@ -148,3 +157,43 @@ def resize_factor(size: tuple[int, int], *, width: int | None = None, scale: flo
 
 def scaled_size(size: tuple[int, int], factor: float) -> tuple[int, int]:
     return max(1, round(size[0] * factor)), max(1, round(size[1] * factor))
+
+
+def device_to_region(region: tuple[int, int, int, int], x: float, y: float) -> tuple[float, float]:
+    """Display device pixels -> pixels of a screenshot cropped to ``region`` (x, y, w, h)."""
+    return x - region[0], y - region[1]
+
+
+def device_to_root_pixel(display: Display, x: float, y: float) -> tuple[int, int]:
+    """Display device pixels -> the X root pixel the point falls in."""
+    lx, ly = device_to_layout(display, x, y)
+    return math.floor(lx), math.floor(ly)
+
+
+# -- CSS pixels (CDP bridge) -----------------------------------------------------------
+
+Point = tuple[float, float]
+Box = tuple[float, float, float, float]
+
+
+def content_box_origin(border_box: Box, offset: Point, border: Point, padding: Point) -> Point:
+    """Where an element's content box starts in the top document: its border box (in its
+    own document) moved by that document's ``offset``, then inside border and padding.
+    For an iframe this is where the framed document's origin lies, before its scroll."""
+    return (border_box[0] + offset[0] + border[0] + padding[0], border_box[1] + offset[1] + border[1] + padding[1])
+
+
+def frame_document_offset(content_origin: Point, frame_scroll: Point) -> Point:
+    """A framed document's offset in the top document: the owner's content-box origin
+    less the framed document's own scroll."""
+    return content_origin[0] - frame_scroll[0], content_origin[1] - frame_scroll[1]
+
+
+def offset_box(box: Box, offset: Point) -> Box:
+    """A box in its own document -> the same box in the top document."""
+    return box[0] + offset[0], box[1] + offset[1], box[2], box[3]
+
+
+def document_to_viewport(box: Box, scroll: Point) -> Box:
+    """A top-document box -> viewport-relative, given the top document's scroll offset."""
+    return box[0] - scroll[0], box[1] - scroll[1], box[2], box[3]

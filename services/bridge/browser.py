@@ -20,6 +20,7 @@ import orjson
 from ..cdp import CDPClosed, CDPConnection, CDPError
 from ..common.errors import ActionFailed, NotFoundError, Unavailable
 from ..common.logging import get_logger
+from ..geometry import frame_document_offset
 from .chromium import Chromium
 from .layout import SNAPSHOT_STYLES, box_json, index_snapshot
 
@@ -340,11 +341,12 @@ class Browser:
             log.info("out-of-process frame skipped", frame=frame.target_id, error=str(exc))
             return None
         first = (snapshot.get("documents") or [{}])[0]
-        sx, sy = float(first.get("scrollOffsetX", 0)), float(first.get("scrollOffsetY", 0))
-        docs = index_snapshot(snapshot, (origin[0] - sx, origin[1] - sy))
+        scroll = (float(first.get("scrollOffsetX", 0)), float(first.get("scrollOffsetY", 0)))
+        offset = frame_document_offset(origin, scroll)
+        docs = index_snapshot(snapshot, offset)
         merged = {b: box for doc in docs for b, box in doc.boxes.items()}
         info = {"frameId": frame.target_id, "url": docs[0].url if docs else frame.url, "parentFrameId": None,
-                "outOfProcess": True, "offset": {"x": origin[0] - sx, "y": origin[1] - sy}}
+                "outOfProcess": True, "offset": {"x": offset[0], "y": offset[1]}}
         return info, merged, (ax or {}).get("nodes")
 
 

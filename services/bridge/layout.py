@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..geometry import content_box_origin, document_to_viewport, frame_document_offset, offset_box
+
 __all__ = ["SNAPSHOT_STYLES", "DocumentBoxes", "index_snapshot", "box_json"]
 
 # Computed styles requested with the snapshot: what locates an iframe's content box.
@@ -75,9 +77,8 @@ def index_snapshot(snapshot: dict[str, Any], base_offset: tuple[float, float] = 
             _index_document(raw_docs[di], strings, docs[di], placed[di])
             for owner, child in docs[di].child_documents.items():
                 if child < len(docs) and child not in placed:
-                    ox, oy = docs[di].frame_origins.get(owner, (0.0, 0.0))
-                    sx, sy = docs[child].scroll
-                    placed[child] = (ox - sx, oy - sy)
+                    origin = docs[di].frame_origins.get(owner, (0.0, 0.0))
+                    placed[child] = frame_document_offset(origin, docs[child].scroll)
         if not progressed:  # documents with no known owner: leave them at the origin
             for di in pending:
                 _index_document(raw_docs[di], strings, docs[di], (0.0, 0.0))
@@ -87,7 +88,6 @@ def index_snapshot(snapshot: dict[str, Any], base_offset: tuple[float, float] = 
 
 def _index_document(raw: dict, strings: list[str], doc: DocumentBoxes, offset: tuple[float, float]) -> None:
     doc.offset = offset
-    ox, oy = offset
     nodes = raw.get("nodes", {})
     backend_ids: list[int] = nodes.get("backendNodeId", [])
     layout = raw.get("layout", {})
@@ -99,9 +99,9 @@ def _index_document(raw: dict, strings: list[str], doc: DocumentBoxes, offset: t
         if node_index >= len(backend_ids) or len(bounds) < 4:
             continue
         backend = backend_ids[node_index]
-        x, y, w, h = bounds[:4]
+        own = tuple(bounds[:4])
         # Several layout objects can belong to one node (text fragments): keep the union.
-        box = (x + ox, y + oy, w, h)
+        box = offset_box(own, offset)
         if backend in doc.boxes:
             box = _union(doc.boxes[backend], box)
         doc.boxes[backend] = box
@@ -110,7 +110,7 @@ def _index_document(raw: dict, strings: list[str], doc: DocumentBoxes, offset: t
         if node_index in owner_of or name in ("IFRAME", "FRAME"):
             style = [strings[s] if 0 <= s < len(strings) else "" for s in (styles[li] if li < len(styles) else [])]
             bl, bt, pl, pt = (_px(v) for v in (style + ["", "", "", ""])[:4])
-            doc.frame_origins[backend] = (x + ox + bl + pl, y + oy + bt + pt)
+            doc.frame_origins[backend] = content_box_origin(own, offset, (bl, bt), (pl, pt))
             if node_index in owner_of:
                 doc.child_documents[backend] = owner_of[node_index]
 
@@ -123,8 +123,9 @@ def _union(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, float, fl
 
 def box_json(box: tuple[float, float, float, float], scroll: tuple[float, float]) -> tuple[dict, dict]:
     """(document-relative ``bounds`` with its ``borderBox``, viewport-relative box)."""
-    x, y, w, h = box
-    doc = {"x": x, "y": y, "width": w, "height": h}
-    bounds = {**doc, "borderBox": dict(doc)}
-    viewport = {"x": x - scroll[0], "y": y - scroll[1], "width": w, "height": h}
-    return bounds, viewport
+    doc = _rect_json(box)
+    return {**doc, "borderBox": dict(doc)}, _rect_json(document_to_viewport(box, scroll))
+
+
+def _rect_json(box: tuple[float, float, float, float]) -> dict:
+    return {"x": box[0], "y": box[1], "width": box[2], "height": box[3]}

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from PIL import Image, ImageDraw
 
 from ..common.errors import InvalidRequest
-from ..geometry import Display, resize_factor, scaled_size
+from ..geometry import Display, device_to_region, resize_factor, scaled_size
 from .backends.base import Backend, Frame
 from .encode import CONTENT_TYPES, encode, encode_raw
 from .models import ScreenshotQuery
@@ -112,7 +112,7 @@ def _render(frame: Frame, display: Display, region, out_size, q: ScreenshotQuery
     if not whole:
         image = image.crop((x, y, x + w, y + h))
     if drawn:
-        _draw_cursor(image, pointer[1] - x, pointer[2] - y, display.scale)
+        _draw_cursor(image, *device_to_region(region, pointer[1], pointer[2]), display.scale)
     if out_size != (w, h):
         image = image.resize(out_size, Image.Resampling.BILINEAR, reducing_gap=2.0)
     return encode(image, q.format, q.quality)

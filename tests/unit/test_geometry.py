@@ -4,11 +4,17 @@ from services.geometry import (
     Display,
     Rect,
     absolute_motion,
+    content_box_origin,
     device_to_layout,
+    device_to_region,
+    device_to_root_pixel,
     display_at_layout_point,
+    document_to_viewport,
+    frame_document_offset,
     layout_extent,
     layout_rect_to_device,
     layout_to_device,
+    offset_box,
     resize_factor,
     scaled_size,
     side_by_side,
@@ -53,3 +59,19 @@ def test_resize_factor_and_sizes():
     assert scaled_size((1920, 1080), 0.5) == (960, 540)
     assert Rect(0, 0, 10, 10).intersect(Rect(5, 5, 10, 10)) == Rect(5, 5, 5, 5)
     assert Rect(0, 0, 10, 10).intersect(Rect(20, 20, 1, 1)) is None
+
+
+def test_region_and_x_root_pixels():
+    assert device_to_region((100, 50, 300, 200), 130, 70) == (30, 20)
+    assert device_to_root_pixel(RIGHT, 101, 3) == (1330, 1)
+
+
+def test_css_boxes_through_an_iframe_and_the_viewport():
+    # An iframe at (40, 120) in a document itself offset by (0, 0), 5 px border, 3 px padding.
+    origin = content_box_origin((40, 120, 416, 216), (0, 0), (5, 5), (3, 3))
+    assert origin == (48, 128)
+    offset = frame_document_offset(origin, (0, 10))  # the framed document scrolled by 10
+    assert offset == (48, 118)
+    box = offset_box((30, 50, 110, 32), offset)
+    assert box == (78, 168, 110, 32)
+    assert document_to_viewport(box, (0, 100)) == (78, 68, 110, 32)

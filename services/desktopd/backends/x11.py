@@ -10,7 +10,6 @@ keeps both correct without stalling the event loop on a round trip.
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import select
 import time
@@ -28,7 +27,14 @@ from Xlib.protocol import event as xevent
 
 from ...common.errors import ActionFailed, NotFoundError, ServiceError, Unavailable
 from ...common.logging import get_logger
-from ...geometry import Display, Rect, device_to_layout, display_at_layout_point, layout_rect_to_device
+from ...geometry import (
+    Display,
+    Rect,
+    device_to_layout,
+    device_to_root_pixel,
+    display_at_layout_point,
+    layout_rect_to_device,
+)
 from ..keys import MODIFIER_KEYSYMS
 from .base import Backend, Frame, KeyEvent, Window
 
@@ -337,9 +343,8 @@ class X11Backend(Backend):
 
     def _move(self, display: Display, x: float, y: float) -> None:
         assert self._x is not None
-        lx, ly = device_to_layout(display, x, y)
-        # X positions are whole root pixels: the one the device point falls in.
-        xtest.fake_input(self._x, X.MotionNotify, detail=0, root=self._root.id, x=math.floor(lx), y=math.floor(ly))
+        rx, ry = device_to_root_pixel(display, x, y)
+        xtest.fake_input(self._x, X.MotionNotify, detail=0, root=self._root.id, x=rx, y=ry)
         self._x.sync()
 
     async def pointer_button(self, button: str, down: bool) -> None:
