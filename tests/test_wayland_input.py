@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import open_fixture
-from tests.support import css_to_device
+from tests.support import css_to_device, wait_until
 
 pytestmark = pytest.mark.desktop
 
@@ -163,10 +163,15 @@ def test_typing_a_long_text_arrives_whole(single, pages):
     r = load["rects"]["area"]
     x, y = css_to_device(single.browser_window(), load, r["x"] + 10, r["y"] + 10)
     pid = single.browser_window()["pid"]
-    single.pointer(action="click", x=x, y=y)
+    # The text goes where focus is: make sure the click put it in the textarea.
+    wait_until(lambda: single.pointer(action="click", x=x, y=y) and pages.matching(type="focus", target="area"),
+               10, interval=1.0, what="the textarea focused")
     text = "".join(f"line {i:04d} of a long text, typed key by key.\n" for i in range(200))[: 8 * 1024]
     single.keyboard(action="type", text=text)
     single.keyboard(action="key", keys="f9")
-    report = pages.wait_for(type="report", timeout=120)
+    try:
+        report = pages.wait_for(type="report", timeout=120)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; Chromium pid then {pid}, now {single.browser_window()['pid']}") from None
     assert report["area"] == text
     assert single.browser_window()["pid"] == pid
