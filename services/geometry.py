@@ -11,6 +11,8 @@ Spaces, as DESIGN.md names them:
 - **region pixels**: a screenshot cropped to a region of the display, origin at the
   region's top-left corner.
 - **X root pixels**: an X server's whole-pixel root window space.
+- **window-relative layout pixels**: AT-SPI extents of native apps under Wayland, from
+  the window's top-left corner (DESIGN.md: no global positions on Wayland).
 - **CSS pixels**, document- or viewport-relative, for the CDP bridge: a node's box in its
   own document, placed in the tab's top document through each enclosing iframe's
   content box, and in the viewport by subtracting the top document's scroll offset.
@@ -42,6 +44,13 @@ __all__ = [
     "frame_document_offset",
     "offset_box",
     "document_to_viewport",
+    "PagePlacement",
+    "page_placement",
+    "css_to_display",
+    "native_to_display",
+    "device_rect",
+    "visible_part",
+    "rect_center",
 ]
 
 
@@ -197,3 +206,60 @@ def offset_box(box: Box, offset: Point) -> Box:
 def document_to_viewport(box: Box, scroll: Point) -> Box:
     """A top-document box -> viewport-relative, given the top document's scroll offset."""
     return box[0] - scroll[0], box[1] - scroll[1], box[2], box[3]
+
+
+# -- Page and native-app geometry on a display (scene aggregator) -----------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PagePlacement:
+    """Where a tab's viewport sits on its display: ``viewport`` in display-local device
+    pixels, and ``css_scale`` device pixels per CSS pixel (the page's devicePixelRatio,
+    which already includes the page zoom and the output scale)."""
+
+    viewport: Rect
+    css_scale: float
+
+
+def page_placement(window: Rect, inner_css: tuple[float, float], device_pixel_ratio: float) -> PagePlacement:
+    """The viewport of a browser window whose display-local device-pixel bounds are
+    ``window``: the viewport (``innerWidth`` x ``innerHeight`` CSS px) fills the window's
+    bottom-right corner; the browser's own UI is above it. Anchoring at the bottom edge,
+    rather than adding a top chrome height, keeps Chromium's client-side decoration
+    margins (counted in its outer size but not drawn inside the tile) out of the sum."""
+    w = inner_css[0] * device_pixel_ratio
+    h = inner_css[1] * device_pixel_ratio
+    return PagePlacement(Rect(window.x + window.w - w, window.y + window.h - h, w, h), device_pixel_ratio)
+
+
+def css_to_display(placement: PagePlacement, box: Box) -> Rect:
+    """A viewport-relative CSS box -> display-local device pixels."""
+    s = placement.css_scale
+    return Rect(placement.viewport.x + box[0] * s, placement.viewport.y + box[1] * s, box[2] * s, box[3] * s)
+
+
+def native_to_display(window: Rect, scale: float, extents: Box) -> Rect:
+    """A native app's window-relative extents (layout px) -> display-local device px,
+    given the window's display-local device-pixel bounds and its display's scale."""
+    return Rect(window.x + extents[0] * scale, window.y + extents[1] * scale, extents[2] * scale, extents[3] * scale)
+
+
+def device_rect(rect: Rect) -> tuple[int, int, int, int]:
+    """Whole device pixels covering ``rect``'s edges rounded to the nearest pixel, so
+    abutting boxes stay abutting."""
+    x0, y0 = round(rect.x), round(rect.y)
+    return x0, y0, round(rect.x + rect.w) - x0, round(rect.y + rect.h) - y0
+
+
+def visible_part(rect: Rect, *clips: Rect) -> Rect | None:
+    """``rect`` cut to every clip (display, viewport, window); None when nothing is left."""
+    out: Rect | None = rect
+    for clip in clips:
+        if out is None:
+            return None
+        out = out.intersect(clip)
+    return out
+
+
+def rect_center(rect: Rect) -> Point:
+    return rect.x + rect.w / 2, rect.y + rect.h / 2

@@ -35,7 +35,9 @@ except ImportError:  # pragma: no cover - isal is a declared dependency
 
 __all__ = ["encode", "encode_png", "encode_raw", "CONTENT_TYPES", "DEFAULT_QUALITY", "PNG_LEVEL", "PNG_BANDS"]
 
-CONTENT_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}
+# "rgb": packed 8-bit RGB rows, no header (the size travels in response headers); for
+# clients that analyse pixels (the scene aggregator's change detection), not for people.
+CONTENT_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp", "rgb": "application/octet-stream"}
 DEFAULT_QUALITY = {"jpeg": 85, "webp": 80}
 
 # ISA-L level 1 (of 0..3): level 0 is no faster and ~18% larger; level 2 saves 1% for a
@@ -61,6 +63,8 @@ def encode(image: Image.Image, fmt: str, quality: int | None = None) -> bytes:
     if fmt == "webp":
         q = quality or DEFAULT_QUALITY["webp"]
         return _pillow(image, "WEBP", quality=q, method=0)
+    if fmt == "rgb":
+        return image.tobytes("raw", "RGB") if image.mode == "RGB" else image.convert("RGB").tobytes()
     raise ValueError(f"unknown format {fmt}")
 
 

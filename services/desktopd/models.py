@@ -27,7 +27,7 @@ class _Strict(BaseModel):
 
 class ScreenshotQuery(_Strict):
     display: int = Field(0, ge=0)
-    format: Literal["png", "jpeg", "jpg", "webp"] = "png"
+    format: Literal["png", "jpeg", "jpg", "webp", "rgb"] = "png"
     quality: int | None = Field(None, ge=1, le=100)
     width: int | None = Field(None, ge=1, le=16384)
     scale: float | None = Field(None, gt=0, le=4)

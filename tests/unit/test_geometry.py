@@ -75,3 +75,47 @@ def test_css_boxes_through_an_iframe_and_the_viewport():
     box = offset_box((30, 50, 110, 32), offset)
     assert box == (78, 168, 110, 32)
     assert document_to_viewport(box, (0, 100)) == (78, 68, 110, 32)
+
+
+# -- page and native-app geometry on a display --------------------------------------
+
+from services.geometry import (  # noqa: E402
+    css_to_display,
+    device_rect,
+    native_to_display,
+    page_placement,
+    visible_part,
+)
+
+
+def test_the_viewport_fills_the_bottom_right_of_the_browser_window():
+    # A 1280x800 window whose page viewport is 1280x713 CSS px at dpr 1: the browser's
+    # own UI takes the top 87 px (Chromium draws its CSD margins outside the tile).
+    p = page_placement(Rect(0, 0, 1280, 800), (1280, 713), 1.0)
+    assert p.viewport == Rect(0, 87, 1280, 713)
+    assert css_to_display(p, (100, 100, 200, 80)) == Rect(100, 187, 200, 80)
+
+
+def test_page_zoom_and_output_scale_multiply_through_device_pixel_ratio():
+    # Window on a scale-2 display at x=640 device px; page zoom 150% -> dpr 3.
+    p = page_placement(Rect(640, 0, 1280, 1600), (1280 / 3, 1426 / 3), 3.0)
+    assert p.viewport.x == 640 and round(p.viewport.y, 6) == 174
+    box = css_to_display(p, (10, 20, 30, 40))
+    assert (round(box.x, 6), round(box.y, 6), box.w, box.h) == (670, 234, 90, 120)
+
+
+def test_native_extents_are_window_relative_layout_pixels():
+    assert native_to_display(Rect(640, 0, 640, 800), 1.0, (10, 20, 30, 40)) == Rect(650, 20, 30, 40)
+    assert native_to_display(Rect(1280, 0, 1280, 1600), 2.0, (10, 20, 30, 40)) == Rect(1300, 40, 60, 80)
+
+
+def test_device_rect_rounds_edges_so_neighbours_stay_adjacent():
+    a, b = Rect(0.4, 0, 10.2, 5), Rect(10.6, 0, 10, 5)
+    ax, _, aw, _ = device_rect(a)
+    bx, _, _, _ = device_rect(b)
+    assert ax + aw == bx == 11
+
+
+def test_visible_part_cuts_to_every_clip():
+    assert visible_part(Rect(0, 0, 100, 100), Rect(50, 0, 100, 100), Rect(0, 50, 75, 100)) == Rect(50, 50, 25, 50)
+    assert visible_part(Rect(0, 0, 10, 10), Rect(20, 20, 5, 5)) is None

@@ -1,0 +1,259 @@
+"""The scene aggregator's HTTP app: one factory, one handler per route, state under typed
+app keys, every client and background task opened and closed in a cleanup context."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import math
+import os
+import time
+from dataclasses import dataclass
+
+import orjson
+from aiohttp import WSMsgType, web
+from PIL import Image
+
+from ..common.errors import InvalidRequest
+from ..common.logging import get_logger
+from ..common.openapi import Route, add_routes, openapi_document
+from ..common.web import auth_middleware, error_middleware, json_ok, read_body, read_query
+from ..geometry import device_rect
+from .act import Actor
+from .engine import Scene, SceneEngine
+from .models import ActRequest, MarkedScreenshotQuery, ResolveRequest, SceneQuery, StreamQuery, TextQuery, VlmRequest
+from .resolve import resolve as resolve_match
+from .sources import Bridge, Desktop
+from .text import CHARS_PER_TOKEN, scene_text
+
+__all__ = ["create_app", "SceneConfig", "ENGINE", "__version__"]
+
+__version__ = "0.1.0"
+log = get_logger("deskbox.scene")
+
+
+@dataclass(frozen=True)
+class SceneConfig:
+    desktopd: str = "http://127.0.0.1:8080"
+    bridge: str | None = "http://127.0.0.1:8122"
+    atspi: bool = True
+    ocr: bool = False
+    token: str | None = None
+    watch: bool = True
+
+
+ENGINE = web.AppKey("engine", SceneEngine)
+ACTOR = web.AppKey("actor", Actor)
+DESKTOP = web.AppKey("desktop", Desktop)
+STARTED = web.AppKey("started", float)
+
+OPEN_PATHS = frozenset({"/api/v1/health", "/health", "/api/v1/openapi.json"})
+
+
+def create_app(config: SceneConfig | None = None) -> web.Application:
+    config = config or SceneConfig()
+    app = web.Application(
+        middlewares=[error_middleware, auth_middleware(config.token, OPEN_PATHS)],
+        client_max_size=1024 * 1024,
+    )
+    desktop = Desktop(config.desktopd, config.token)
+    bridge = Bridge(config.bridge, config.token) if config.bridge else None
+    native = None
+    if config.atspi:
+        from .native import NativeSource
+
+        native = NativeSource()
+    ocr = None
+    if config.ocr:
+        from .ocr import OcrChain
+
+        ocr = OcrChain.default(enabled=True)
+    engine = SceneEngine(desktop, bridge, native, ocr)
+    app[ENGINE] = engine
+    app[DESKTOP] = desktop
+    app[ACTOR] = Actor(engine, desktop, bridge)
+    app[STARTED] = time.time()
+
+    async def clients_ctx(app: web.Application):
+        await desktop.start()
+        if bridge is not None:
+            await bridge.start()
+        yield
+        await desktop.close()
+        if bridge is not None:
+            await bridge.close()
+        if native is not None:
+            await native.close()
+
+    async def watch_ctx(app: web.Application):
+        task = asyncio.create_task(engine.watch()) if config.watch else None
+        yield
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    app.cleanup_ctx.append(clients_ctx)
+    app.cleanup_ctx.append(watch_ctx)
+    add_routes(app, ROUTES)
+    app.router.add_get("/api/v1/scene/stream", stream)
+    app.router.add_get("/api/v1/openapi.json", openapi)
+    return app
+
+
+# -- observation --------------------------------------------------------------------
+
+
+async def health(request: web.Request) -> web.Response:
+    engine = request.app[ENGINE]
+    last = engine.last
+    return json_ok({
+        "ok": True,
+        "version": __version__,
+        "pid": os.getpid(),
+        "uptime_s": round(time.time() - request.app[STARTED], 1),
+        "last_scene": {"seq": last.seq, "age_s": round(time.time() - last.timestamp, 2),
+                       "sources": last.sources} if last else None,
+    })
+
+
+async def get_scene(request: web.Request) -> web.Response:
+    q = read_query(request, SceneQuery)
+    scene = await request.app[ENGINE].scene(q.mode)
+    _check_filters(scene, q.display, q.window)
+    return web.Response(body=orjson.dumps(scene.to_json(interactive=q.interactive, display=q.display,
+                                                        window=q.window)),
+                        content_type="application/json")
+
+
+def _check_filters(scene: Scene, display: int | None, window: str | None) -> None:
+    if display is not None and all(d.id != display for d in scene.displays):
+        raise InvalidRequest(f"no display {display}; the scene has {[d.id for d in scene.displays]}",
+                             code="unknown_display")
+    if window is not None and scene.window(window) is None:
+        raise InvalidRequest(f"no window {window!r}; GET /api/v1/scene lists windows under apps",
+                             code="unknown_window")
+
+
+async def get_text(request: web.Request) -> web.Response:
+    q = read_query(request, TextQuery)
+    if q.max_chars is not None and q.max_tokens is not None:
+        raise InvalidRequest("give max_chars or max_tokens, not both")
+    scene = await request.app[ENGINE].scene(q.mode)
+    _check_filters(scene, q.display, q.window)
+    budget = q.max_chars if q.max_chars is not None else (
+        math.floor(q.max_tokens * CHARS_PER_TOKEN) if q.max_tokens is not None else None)
+    elements = [e for e in scene.ax if (not q.interactive or e.interactive)
+                and (q.display is None or e.display_id == q.display)
+                and (q.window is None or e.window_id == q.window)]
+    ocr = [o for o in scene.ocr if q.display is None or o.display_id == q.display]
+    text = scene_text(scene, elements, ocr, max_chars=budget, offscreen=q.offscreen)
+    return web.Response(text=text, content_type="text/plain", headers={"X-Deskbox-Scene-Seq": str(scene.seq)})
+
+
+async def post_vlm(request: web.Request) -> web.Response:
+    req = await read_body(request, VlmRequest)
+    request.app[ENGINE].set_vlm(req.vlm_scene, req.vlm_elements)
+    return json_ok({"ok": True})
+
+
+async def screenshot(request: web.Request) -> web.Response:
+    q = read_query(request, MarkedScreenshotQuery)
+    engine = request.app[ENGINE]
+    params = {"display": str(q.display), "format": "png" if q.marks else q.format}
+    if not q.marks:
+        body, headers = await request.app[DESKTOP].screenshot(params)
+        return web.Response(body=body, content_type=headers.get("Content-Type", "image/png"))
+    scene = await engine.scene("active")
+    _check_filters(scene, q.display, None)
+    body, _ = await request.app[DESKTOP].screenshot(params)
+    marks = [(e.id, device_rect(e.bbox)) for e in scene.ax
+             if e.display_id == q.display and e.bbox is not None and e.visibility in ("visible", "partial")
+             and (q.all or e.interactive)]
+    from .marks import draw_marks
+
+    def render() -> bytes:
+        image = Image.open(io.BytesIO(body)).convert("RGB")
+        out = draw_marks(image, marks)
+        buf = io.BytesIO()
+        if q.format == "jpeg":
+            out.save(buf, "JPEG", quality=85)
+        else:
+            out.save(buf, "PNG", compress_level=1)
+        return buf.getvalue()
+
+    data = await asyncio.to_thread(render)
+    return web.Response(body=data, content_type=f"image/{q.format}",
+                        headers={"X-Deskbox-Scene-Seq": str(scene.seq), "X-Deskbox-Marks": str(len(marks))})
+
+
+async def act(request: web.Request) -> web.Response:
+    req = await read_body(request, ActRequest)
+    return json_ok(await request.app[ACTOR].act(req))
+
+
+async def post_resolve(request: web.Request) -> web.Response:
+    req = await read_body(request, ResolveRequest)
+    scene = await request.app[ENGINE].scene("active")
+    diagonals = {d.id: math.hypot(*d.size) for d in scene.displays}
+    best, runner, ambiguous = resolve_match(req.role, req.name, req.bbox, elements=scene.ax, ocr=scene.ocr,
+                                            diagonals=diagonals, display=req.display)
+    return json_ok({
+        "match": best.to_json() if best else None,
+        "runner_up": runner.to_json() if runner else None,
+        "ambiguous": ambiguous,
+        "scene_seq": scene.seq,
+    })
+
+
+async def stream(request: web.Request) -> web.StreamResponse:
+    """``WS /api/v1/scene/stream``: the current scene at once, then every new one."""
+    q = read_query(request, StreamQuery)
+    engine = request.app[ENGINE]
+    ws = web.WebSocketResponse(heartbeat=30)
+    await ws.prepare(request)
+    queue = engine.subscribe()
+    try:
+        scene = await engine.scene("idle")
+        await ws.send_bytes(orjson.dumps(scene.to_json(interactive=q.interactive, display=q.display, window=q.window)))
+        receiver = asyncio.ensure_future(ws.receive())
+        while not ws.closed:
+            getter = asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait({getter, receiver}, return_when=asyncio.FIRST_COMPLETED)
+            if receiver in done:
+                getter.cancel()
+                msg = receiver.result()
+                if msg.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
+                    break
+                receiver = asyncio.ensure_future(ws.receive())
+                continue
+            scene = getter.result()
+            await ws.send_bytes(orjson.dumps(scene.to_json(interactive=q.interactive, display=q.display,
+                                                           window=q.window)))
+        receiver.cancel()
+    finally:
+        engine.unsubscribe(queue)
+    return ws
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return json_ok(openapi_document("deskbox scene aggregator", __version__, ROUTES))
+
+
+ROUTES = [
+    Route("GET", "/api/v1/health", health, "Liveness and the newest scene's age and sources"),
+    Route("GET", "/health", health, "Alias of /api/v1/health"),
+    Route("GET", "/api/v1/scene", get_scene, "The Scene JSON (display-local device pixels, stable ids)",
+          query=SceneQuery),
+    Route("GET", "/api/v1/scene/text", get_text, "The scene as compact prompt text, within a budget",
+          query=TextQuery, responses="text/plain"),
+    Route("POST", "/api/v1/scene/vlm", post_vlm, "Set vlm_scene / vlm_elements, carried into later scenes",
+          body=VlmRequest),
+    Route("POST", "/api/v1/act", act, "Act on an element by id with real input; answers with a receipt",
+          body=ActRequest),
+    Route("POST", "/api/v1/resolve", post_resolve, "Best current element for a role, name and place",
+          body=ResolveRequest),
+    Route("GET", "/api/v1/screenshot", screenshot, "A display's screenshot, with element ids drawn on (marks=1)",
+          query=MarkedScreenshotQuery, responses="image/*"),
+]

@@ -1,0 +1,449 @@
+"""The scene engine: builds Scenes from desktopd, the CDP bridge, AT-SPI and OCR; keeps
+ids stable; watches frames for change; shares work between concurrent requests; pushes
+new scenes to subscribers.
+
+Modes (DESIGN.md): ``idle`` returns the last scene while the watcher has seen no change
+on any display; ``active`` re-reads what can have changed (the bridge always, since it
+keeps its own trees warm and answers unchanged pages from cache; AT-SPI and OCR only
+where frames changed); ``agent-turn`` re-reads everything, even on an unchanged frame."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from PIL import Image
+
+from ..common.errors import Unavailable
+from ..common.logging import get_logger
+from ..geometry import Display, Rect, device_rect, page_placement, visible_part
+from .elements import Element, native_elements, page_elements
+from .frames import FrameSignature, changed_regions, signature
+from .ids import IdRegistry
+from .sources import Bridge, Desktop, Frame, Tree, Window
+
+__all__ = ["SceneEngine", "Scene", "Mode", "OcrItem"]
+
+Mode = Literal["idle", "active", "agent-turn"]
+SCENE_VERSION = 1
+log = get_logger("deskbox.scene")
+
+WATCH_IDLE_S = 1.0
+WATCH_ACTIVE_S = 0.25
+WATCH_ACTIVE_FOR_S = 5.0
+
+
+@dataclass(slots=True)
+class OcrItem:
+    id: str
+    text: str
+    bbox: tuple[int, int, int, int]
+    conf: float
+    display_id: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "text": self.text, "bbox": list(self.bbox), "conf": round(self.conf, 3),
+                "display_id": self.display_id}
+
+
+@dataclass(slots=True)
+class Scene:
+    seq: int
+    timestamp: float
+    mode: Mode
+    displays: list[Display]
+    windows: list[Window]
+    focused_window: Window | None
+    apps: list[dict[str, Any]]
+    ax: list[Element]
+    ocr: list[OcrItem]
+    vlm_scene: Any
+    vlm_elements: Any
+    sources: dict[str, str | None]
+    signatures: dict[int, FrameSignature] = field(default_factory=dict)
+    build_ms: float = 0.0
+
+    def window(self, window_id: str | None) -> Window | None:
+        return next((w for w in self.windows if w.id == window_id), None)
+
+    def to_json(self, *, interactive: bool = False, display: int | None = None,
+                window: str | None = None) -> dict[str, Any]:
+        ax = [e for e in self.ax if _keep(e, interactive, display, window)]
+        ocr = [o for o in self.ocr if display is None or o.display_id == display]
+        if window is not None:
+            w = self.window(window)
+            ocr = [o for o in ocr if w is not None and w.bounds is not None and w.display_id == o.display_id
+                   and visible_part(Rect(*o.bbox), w.bounds) is not None]
+        focused = self.focused_window
+        return {
+            "version": SCENE_VERSION,
+            "seq": self.seq,
+            "timestamp": round(self.timestamp, 3),
+            "mode": self.mode,
+            "displays": [_display_json(d) for d in self.displays if display is None or d.id == display],
+            "focused_window": _focused_json(focused, self.apps) if focused is not None else None,
+            "apps": self.apps,
+            "ax": [e.to_json() for e in ax],
+            "ocr": [o.to_json() for o in ocr],
+            "vlm_scene": self.vlm_scene,
+            "vlm_elements": self.vlm_elements,
+            "sources": self.sources,
+            "build_ms": round(self.build_ms, 1),
+        }
+
+
+def _keep(e: Element, interactive: bool, display: int | None, window: str | None) -> bool:
+    if interactive and not e.interactive:
+        return False
+    if display is not None and e.display_id != display:
+        return False
+    if window is not None and e.window_id != window:
+        return False
+    return True
+
+
+def _display_json(d: Display) -> dict[str, Any]:
+    return {"id": d.id, "name": d.name, "bounds": [0, 0, d.size[0], d.size[1]], "size": list(d.size),
+            "layout_bounds": d.layout.as_list(), "scale": d.scale, "primary": d.primary}
+
+
+def _focused_json(w: Window, apps: list[dict]) -> dict[str, Any]:
+    app = next((a["name"] for a in apps if a["pid"] == w.pid), w.app_id)
+    return {"id": w.id, "app": app, "pid": w.pid, "title": w.title, "display_id": w.display_id,
+            "bounds": w.bounds_list}
+
+
+def _process_name(pid: int | None) -> str | None:
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _apps(windows: list[Window]) -> list[dict[str, Any]]:
+    by_pid: dict[Any, dict[str, Any]] = {}
+    for w in windows:
+        key = w.pid if w.pid is not None else f"app:{w.app_id}"
+        app = by_pid.get(key)
+        if app is None:
+            app = by_pid[key] = {"name": _process_name(w.pid) or w.app_id, "pid": w.pid, "app_id": w.app_id,
+                                 "windows": []}
+        app["windows"].append(w.to_json())
+    return list(by_pid.values())
+
+
+class SceneEngine:
+    def __init__(self, desktop: Desktop, bridge: Bridge | None, atspi: Any = None, ocr: Any = None) -> None:
+        self.desktop = desktop
+        self.bridge = bridge
+        self.atspi = atspi  # services.scene.native.NativeSource or None
+        self.ocr = ocr  # services.scene.ocr.OcrChain or None
+        self.ids = IdRegistry("a")
+        self.text_ids = IdRegistry("t")
+        self.last: Scene | None = None
+        self.by_id: dict[str, Element] = {}
+        self.vlm_scene: Any = None
+        self.vlm_elements: Any = None
+        self._seq = 0
+        self._dirty = True
+        self._native_cache: list[Any] | None = None
+        self._ocr_cache: dict[int, list[OcrItem]] = {}
+        self._watch_sigs: dict[int, FrameSignature] = {}
+        self._task: asyncio.Task | None = None
+        self._task_started = 0.0
+        self._task_full = False
+        self._subscribers: set[asyncio.Queue] = set()
+        self._browser_pid: int | None = None
+        self.last_change = time.monotonic()
+
+    # -- requests ---------------------------------------------------------------------
+
+    async def scene(self, mode: Mode) -> Scene:
+        """A scene in ``mode``; concurrent requests share one build where that gives the
+        same answer (an agent-turn never takes a build that began before it arrived)."""
+        arrived = time.monotonic()
+        if mode == "idle" and self.last is not None and not self._dirty:
+            return self.last
+        while True:
+            task = self._task
+            if task is not None and not task.done():
+                if mode != "agent-turn" or (self._task_full and self._task_started >= arrived):
+                    return await asyncio.shield(task)
+                await asyncio.wait([task])
+                continue
+            self._task_started = time.monotonic()
+            self._task_full = mode == "agent-turn"
+            self._task = asyncio.create_task(self._build("agent-turn" if mode == "agent-turn" else "active", mode))
+            return await asyncio.shield(self._task)
+
+    def set_vlm(self, scene: Any, elements: Any) -> None:
+        self.vlm_scene, self.vlm_elements = scene, elements
+        if self.last is not None:
+            self.last.vlm_scene, self.last.vlm_elements = scene, elements
+
+    def subscribe(self) -> asyncio.Queue:
+        q: asyncio.Queue = asyncio.Queue(maxsize=2)
+        self._subscribers.add(q)
+        return q
+
+    def unsubscribe(self, q: asyncio.Queue) -> None:
+        self._subscribers.discard(q)
+
+    async def frame_signatures(self, displays: list[int]) -> dict[int, FrameSignature]:
+        frames = await asyncio.gather(*[self.desktop.frame(d) for d in displays])
+        return {f.display_id: _sign(f) for f in frames}
+
+    # -- building ---------------------------------------------------------------------
+
+    async def _build(self, depth: Literal["active", "agent-turn"], mode: Mode) -> Scene:
+        started = time.perf_counter()
+        full = depth == "agent-turn"
+        tree = await self.desktop.tree()
+        prev = self.last
+        sources: dict[str, str | None] = {"desktopd": None, "cdp": None, "atspi": None, "ocr": None}
+
+        frames_task = asyncio.gather(*[self.desktop.frame(d.id) for d in tree.displays])
+        layouts_task = asyncio.ensure_future(self._layouts()) if self.bridge is not None else None
+        frames: list[Frame] = await frames_task
+        sigs = {f.display_id: _sign(f) for f in frames}
+        changed = {f.display_id: changed_regions(prev.signatures.get(f.display_id) if prev else None,
+                                                 sigs[f.display_id])
+                   for f in frames}
+        any_change = any(changed.values())
+
+        native_task = None
+        if self.atspi is not None and (full or any_change or self._native_cache is None):
+            native_task = asyncio.ensure_future(self.atspi.snapshot())
+        ocr_task = None
+        if self.ocr is not None and self.ocr.enabled:
+            ocr_task = asyncio.ensure_future(self._ocr(frames, changed, full))
+
+        elements: list[Element] = []
+        keep_tabs: set[str] = set()
+        cdp_failed = False
+        if layouts_task is not None:
+            try:
+                tabs = await layouts_task
+            except Unavailable as exc:
+                tabs, cdp_failed = [], True
+                sources["cdp"] = exc.message
+            cdp, keep_tabs, tab_errors = self._page_elements(tabs, tree)
+            if tab_errors:
+                sources["cdp"] = "; ".join(tab_errors)
+            elements += cdp
+        else:
+            sources["cdp"] = "no bridge configured"
+
+        native_failed = False
+        if native_task is not None:
+            try:
+                self._native_cache = await native_task
+            except Exception as exc:  # AT-SPI is best effort: the scene still has the rest
+                native_failed = True
+                sources["atspi"] = f"{type(exc).__name__}: {exc}"
+                log.warning("atspi failed", error=str(exc))
+        elif self.atspi is None:
+            sources["atspi"] = "disabled"
+        if self._native_cache:
+            elements += self._native_elements(self._native_cache, tree)
+
+        ocr_items: list[OcrItem] = []
+        if ocr_task is not None:
+            try:
+                ocr_items = await ocr_task
+            except Exception as exc:
+                sources["ocr"] = f"{type(exc).__name__}: {exc}"
+        else:
+            sources["ocr"] = "disabled"
+
+        # Ids: live elements keep theirs; the ones of a source that could not be read this
+        # time are kept alive (absence of evidence is not a removal).
+        seen = []
+        for e in elements:
+            e.id = self.ids.assign(e.display_id, e.key)
+            seen.append((e.display_id, e.key))
+
+        def keep(full_key: tuple) -> bool:
+            key = full_key[1]
+            if key[0] == "cdp":
+                return cdp_failed or key[1] in keep_tabs
+            return native_failed
+
+        prev_by_key = {(e.display_id, e.key): e for e in (prev.ax if prev else [])}
+
+        def describe(full_key: tuple):
+            e = prev_by_key.get(full_key)
+            return (e.role, e.name) if e else (None, None)
+
+        self.ids.retire_absent(seen, keep=keep, describe=describe)
+        self._seq += 1
+        scene = Scene(
+            seq=self._seq,
+            timestamp=time.time(),
+            mode=mode,
+            displays=tree.displays,
+            windows=tree.windows,
+            focused_window=next((w for w in tree.windows if w.focused), None),
+            apps=_apps(tree.windows),
+            ax=elements,
+            ocr=ocr_items,
+            vlm_scene=self.vlm_scene,
+            vlm_elements=self.vlm_elements,
+            sources=sources,
+            signatures=sigs,
+        )
+        scene.build_ms = (time.perf_counter() - started) * 1000
+        if prev is None or any_change:
+            self.last_change = time.monotonic()
+        self.last = scene
+        self.by_id = {e.id: e for e in elements}
+        self._watch_sigs = dict(sigs)
+        self._dirty = False
+        self._publish(scene)
+        return scene
+
+    async def _layouts(self) -> list[dict]:
+        assert self.bridge is not None
+        return await self.bridge.layouts()
+
+    def _page_elements(self, tabs: list[dict], tree: Tree) -> tuple[list[Element], set[str], list[str]]:
+        """Elements of each browser window's front tab. Returns them, the ids of tabs that
+        exist (their elements live even when not in front) and per-tab errors."""
+        browser_windows = [w for w in tree.windows if w.app_id and "chrom" in w.app_id.lower()]
+        displays = {d.id: d for d in tree.displays}
+        out: list[Element] = []
+        alive: set[str] = set()
+        errors: list[str] = []
+        front = []
+        for tab in tabs:
+            alive.add(tab["id"])
+            if tab.get("error"):
+                if tab.get("active") is not False:
+                    errors.append(f"tab {tab['id']}: {tab['error']}")
+                continue
+            if tab.get("active") and tab.get("layout"):
+                front.append(tab)
+        used: set[str] = set()
+        for tab in front:
+            window = _window_for_tab(tab, browser_windows, used)
+            if window is None or window.bounds is None or window.display_id not in displays:
+                errors.append(f"tab {tab['id']}: no browser window on a display shows it")
+                continue
+            used.add(window.id)
+            display = displays[window.display_id]
+            metrics = tab["layout"].get("window") or {}
+            try:
+                placement = page_placement(window.bounds, (metrics["innerWidth"], metrics["innerHeight"]),
+                                           metrics["devicePixelRatio"])
+            except KeyError as exc:
+                errors.append(f"tab {tab['id']}: layout has no {exc} to place it")
+                continue
+            clip = visible_part(window.bounds, Rect(0, 0, *display.size))
+            if clip is None:
+                continue
+            out += page_elements(tab["layout"], tab_id=tab["id"], placement=placement, window_clip=clip,
+                                 display_id=display.id, window_id=window.id)
+        return out, alive, errors
+
+    def _native_elements(self, nodes: list[Any], tree: Tree) -> list[Element]:
+        displays = {d.id: d for d in tree.displays}
+        by_window: dict[str, tuple[Window, list[Any]]] = {}
+        for node in nodes:
+            window = _window_for_native(node, tree.windows)
+            if window is None or window.bounds is None or window.display_id not in displays:
+                continue
+            by_window.setdefault(window.id, (window, []))[1].append(node)
+        out: list[Element] = []
+        for window, group in by_window.values():
+            display = displays[window.display_id]
+            clip = visible_part(window.bounds, Rect(0, 0, *display.size))
+            if clip is None:
+                continue
+            out += native_elements(group, window=window.bounds, scale=display.scale, clip=clip,
+                                   display_id=display.id, window_id=window.id)
+        return out
+
+    async def _ocr(self, frames: list[Frame], changed: dict[int, list[Rect]], full: bool) -> list[OcrItem]:
+        assert self.ocr is not None
+        items: list[OcrItem] = []
+        for frame in frames:
+            regions = [(0, 0, frame.width, frame.height)] if full else [device_rect(r) for r in changed[frame.display_id]]
+            if not regions and frame.display_id in self._ocr_cache:
+                items += self._ocr_cache[frame.display_id]
+                continue
+            image = Image.frombytes("RGB", (frame.width, frame.height), frame.rgb)
+            words = await asyncio.to_thread(self.ocr.update, frame.display_id, image, regions)
+            got = []
+            for w in words:
+                key = (w.text, round(w.bbox[0] / 16), round(w.bbox[1] / 16))
+                got.append(OcrItem(self.text_ids.assign(frame.display_id, key), w.text, tuple(w.bbox), w.conf,
+                                   frame.display_id))
+            self._ocr_cache[frame.display_id] = got
+            items += got
+        seen = [(o.display_id, (o.text, round(o.bbox[0] / 16), round(o.bbox[1] / 16))) for o in items]
+        self.text_ids.retire_absent(seen)
+        return items
+
+    def _publish(self, scene: Scene) -> None:
+        for q in list(self._subscribers):
+            if q.full():
+                try:
+                    q.get_nowait()  # a slow subscriber gets the newest scene, not a backlog
+                except asyncio.QueueEmpty:
+                    pass
+            q.put_nowait(scene)
+
+    # -- watching ---------------------------------------------------------------------
+
+    async def watch(self) -> None:
+        """Polls every display's frame (1 Hz idle, 4 Hz for a while after a change); a
+        change marks the scene dirty and, when someone is subscribed, builds a new one."""
+        while True:
+            fast = time.monotonic() - self.last_change < WATCH_ACTIVE_FOR_S
+            await asyncio.sleep(WATCH_ACTIVE_S if fast else WATCH_IDLE_S)
+            try:
+                tree_displays = [d.id for d in (self.last.displays if self.last else [])] or [0]
+                sigs = await self.frame_signatures(tree_displays)
+            except Exception as exc:
+                log.debug("watch: frame failed", error=str(exc))
+                continue
+            if any(self._watch_sigs.get(d) is None or changed_regions(self._watch_sigs[d], s)
+                   for d, s in sigs.items()):
+                self._watch_sigs = sigs
+                self._dirty = True
+                self.last_change = time.monotonic()
+                if self._subscribers:
+                    try:
+                        await self.scene("active")
+                    except Exception as exc:
+                        log.warning("watch: scene failed", error=str(exc))
+
+
+def _sign(frame: Frame) -> FrameSignature:
+    return signature(frame.rgb, frame.width, frame.height)
+
+
+def _window_for_tab(tab: dict, windows: list[Window], used: set[str]) -> Window | None:
+    candidates = [w for w in windows if w.id not in used]
+    if not candidates:
+        return None
+    title = tab.get("title") or ""
+    for w in candidates:
+        if title and w.title and w.title.startswith(title):
+            return w
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def _window_for_native(node: Any, windows: list[Window]) -> Window | None:
+    same_pid = [w for w in windows if w.pid == node.pid]
+    if len(same_pid) == 1:
+        return same_pid[0]
+    for w in same_pid:
+        if node.frame and w.title and (w.title == node.frame or w.title.startswith(node.frame)):
+            return w
+    return same_pid[0] if same_pid else None

@@ -1,0 +1,84 @@
+"""Stable element ids: ``a<display>-<seq>`` for accessibility elements and
+``t<display>-<seq>`` for OCR text.
+
+An id names one logical element, keyed on its source's own identity (a backend DOM node
+id within its document, an AT-SPI object path, OCR text and place), and stays the same
+across scenes while that element lives. Once an element is gone its id is retired:
+it is never handed to anything else during the service's lifetime, and asking for it
+says it is stale rather than unknown."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Hashable, Iterable
+
+__all__ = ["IdRegistry", "Retired"]
+
+
+@dataclass(frozen=True, slots=True)
+class Retired:
+    """What a retired id used to name, so an error can say what went away."""
+
+    id: str
+    role: str | None
+    name: str | None
+
+
+class IdRegistry:
+    """Assigns ids for one kind of element (``prefix`` "a" or "t").
+
+    Keys are per display: the same element moved to another display is a new element
+    there (its id's display part must say where it is)."""
+
+    def __init__(self, prefix: str, *, retired_memory: int = 100_000) -> None:
+        self.prefix = prefix
+        self._next: dict[int, int] = {}
+        self._live: dict[tuple[int, Hashable], str] = {}
+        self._retired: dict[str, Retired] = {}
+        self._retired_memory = retired_memory
+
+    def assign(self, display_id: int, key: Hashable) -> str:
+        """The id of the element ``key`` on ``display_id``: its existing one while it
+        lives, else a fresh one."""
+        full = (display_id, key)
+        found = self._live.get(full)
+        if found is not None:
+            return found
+        seq = self._next.get(display_id, 1)
+        self._next[display_id] = seq + 1
+        new = f"{self.prefix}{display_id}-{seq}"
+        self._live[full] = new
+        return new
+
+    def retire_absent(self, seen: Iterable[tuple[int, Hashable]], *, keep: "callable | None" = None,
+                      describe: "callable | None" = None) -> list[str]:
+        """Retire every live key not in ``seen`` unless ``keep(key)`` says its source
+        could not be read this time (absence of evidence is not a removal). Returns the
+        retired ids. ``describe(key)`` gives (role, name) for stale-id errors."""
+        seen = set(seen)
+        gone = []
+        for full, ident in list(self._live.items()):
+            if full in seen or (keep is not None and keep(full)):
+                continue
+            del self._live[full]
+            role, name = describe(full) if describe else (None, None)
+            self._retired[ident] = Retired(ident, role, name)
+            gone.append(ident)
+        while len(self._retired) > self._retired_memory:
+            self._retired.pop(next(iter(self._retired)))
+        return gone
+
+    def retired(self, ident: str) -> Retired | None:
+        return self._retired.get(ident)
+
+    def issued(self, ident: str) -> bool:
+        """Whether ``ident`` looks like one this registry has handed out (live or not)."""
+        if not ident.startswith(self.prefix):
+            return False
+        display, sep, seq = ident[len(self.prefix):].partition("-")
+        if not sep or not display.isdigit() or not seq.isdigit():
+            return False
+        return int(seq) < self._next.get(int(display), 1)
+
+    def live_count(self) -> int:
+        return len(self._live)

@@ -1,0 +1,101 @@
+"""Requests the aggregator accepts: the only place they are validated, and the source of
+its OpenAPI document."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+__all__ = [
+    "SceneQuery",
+    "TextQuery",
+    "StreamQuery",
+    "ActRequest",
+    "ACTIONS",
+    "ResolveRequest",
+    "VlmRequest",
+    "MarkedScreenshotQuery",
+]
+
+ACTIONS = ("click", "double_click", "right_click", "hover", "focus", "type", "set_value", "scroll_into_view")
+MAX_TEXT = 64 * 1024
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _flag(value: object) -> object:
+    if isinstance(value, str) and value.lower() in ("0", "1", "true", "false", "yes", "no"):
+        return value.lower() in ("1", "true", "yes")
+    return value
+
+
+# Query flags: 0/1, true/false, yes/no.
+Flag = Annotated[bool, BeforeValidator(_flag)]
+
+
+class _Filters(_Strict):
+    interactive: Flag = False
+    display: int | None = Field(None, ge=0)
+    window: str | None = Field(None, max_length=64)
+
+
+class SceneQuery(_Filters):
+    mode: Literal["idle", "active", "agent-turn"] = "active"
+
+
+class StreamQuery(_Filters):
+    pass
+
+
+class TextQuery(SceneQuery):
+    max_chars: int | None = Field(None, ge=500, le=2_000_000)
+    max_tokens: int | None = Field(None, ge=150, le=500_000)
+    offscreen: Flag = True
+
+
+class ActRequest(_Strict):
+    target: str = Field(min_length=2, max_length=32, pattern=r"^[at]\d+-\d+$")
+    action: Literal["click", "double_click", "right_click", "hover", "focus", "type", "set_value",
+                    "scroll_into_view"] = "click"
+    text: str | None = Field(None, max_length=MAX_TEXT)
+    settle_ms: int = Field(1500, ge=0, le=10_000)
+
+    @model_validator(mode="after")
+    def _check(self) -> "ActRequest":
+        if self.action == "type" and not self.text:
+            raise ValueError("type needs text")
+        if self.action == "set_value" and self.text is None:
+            raise ValueError('set_value needs text ("" clears the field)')
+        if self.action not in ("type", "set_value") and self.text is not None:
+            raise ValueError(f"{self.action} takes no text")
+        return self
+
+
+class ResolveRequest(_Strict):
+    role: str | None = Field(None, max_length=64)
+    name: str | None = Field(None, max_length=1000)
+    bbox: tuple[float, float, float, float] | None = None
+    display: int | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> "ResolveRequest":
+        if self.role is None and not self.name and self.bbox is None:
+            raise ValueError("give at least one of role, name, bbox")
+        if self.bbox is not None and (self.bbox[2] < 0 or self.bbox[3] < 0):
+            raise ValueError("bbox is [x, y, w, h] with w, h >= 0")
+        return self
+
+
+class VlmRequest(_Strict):
+    vlm_scene: Any = None
+    vlm_elements: list[Any] | None = Field(None, max_length=10_000)
+
+
+class MarkedScreenshotQuery(_Strict):
+    display: int = Field(0, ge=0)
+    marks: Flag = False
+    format: Literal["png", "jpeg"] = "png"
+    all: Flag = False  # mark every element with a box, not only interactive ones

@@ -1,0 +1,157 @@
+"""The aggregator's view of the other services: desktopd and the CDP bridge over their
+HTTP APIs (never their internals). Their failures are translated here into our errors."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import ClientError, ClientSession, ClientTimeout
+
+from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, ServiceError, Unavailable
+from ..geometry import Display, Rect
+
+__all__ = ["Desktop", "Bridge", "Frame", "Window", "Tree"]
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    id: str
+    app_id: str | None
+    pid: int | None
+    title: str | None
+    bounds: Rect | None  # display-local device pixels
+    display_id: int | None
+    focused: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "app_id": self.app_id, "pid": self.pid, "title": self.title,
+                "bounds": self.bounds_list, "display_id": self.display_id, "focused": self.focused}
+
+    @property
+    def bounds_list(self) -> list[int] | None:
+        from ..geometry import device_rect
+
+        return list(device_rect(self.bounds)) if self.bounds is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    displays: list[Display]
+    windows: list[Window]
+    focused: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One display's pixels as packed RGB rows."""
+
+    display_id: int
+    width: int
+    height: int
+    rgb: bytes
+
+
+class _Service:
+    name = "service"
+
+    def __init__(self, base: str, token: str | None, timeout: float = 30.0) -> None:
+        self.base = base
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._timeout = ClientTimeout(total=timeout)
+        self._http: ClientSession | None = None
+
+    async def start(self) -> None:
+        self._http = ClientSession(timeout=self._timeout, headers=self._headers, json_serialize=lambda o: orjson.dumps(o).decode())
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+
+    async def _request(self, method: str, path: str, *, params: dict | None = None, json: Any = None,
+                       raw: bool = False):
+        assert self._http is not None
+        try:
+            async with self._http.request(method, self.base + path, params=params, json=json) as resp:
+                body = await resp.read()
+                if resp.status >= 400:
+                    raise self._error(resp.status, body, path)
+                if raw:
+                    return body, resp.headers
+                if resp.status == 204 or not body:
+                    return None
+                return orjson.loads(body)
+        except ServiceError:
+            raise
+        except (ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
+            raise Unavailable(f"{self.name} at {self.base} is not answering ({path}): {exc!r}",
+                              code=f"{self.name}_unavailable") from exc
+
+    def _error(self, status: int, body: bytes, path: str) -> ServiceError:
+        try:
+            err = orjson.loads(body)["error"]
+            code, message = err.get("code", "error"), err.get("message", "")
+        except Exception:
+            code, message = "error", body[:200].decode(errors="replace")
+        message = f"{self.name} {path}: {message}"
+        if status == 404:
+            return NotFoundError(message, code=code)
+        if status in (400, 422):
+            return InvalidRequest(message, code=code)
+        if status == 409:
+            return ActionFailed(message, code=code)
+        return Unavailable(message, code=code)
+
+
+class Desktop(_Service):
+    name = "desktopd"
+
+    async def tree(self) -> Tree:
+        data = await self._request("GET", "/api/v1/tree")
+        displays = [
+            Display(d["id"], d["name"], Rect(*d["bounds"]), d["scale"], tuple(d["size"]), bool(d.get("primary"))) for d in data["displays"]
+        ]
+        windows = [
+            Window(w["id"], w.get("app_id"), w.get("pid"), w.get("title"),
+                   Rect(*w["bounds"]) if w.get("bounds") else None, w.get("display_id"), bool(w.get("focused")))
+            for w in data["windows"]
+        ]
+        return Tree(displays, windows, data.get("focused"))
+
+    async def frame(self, display_id: int) -> Frame:
+        body, headers = await self._request("GET", "/api/v1/screenshot",
+                                            params={"display": str(display_id), "format": "rgb"}, raw=True)
+        return Frame(display_id, int(headers["X-Deskbox-Width"]), int(headers["X-Deskbox-Height"]), body)
+
+    async def screenshot(self, params: dict[str, str]) -> tuple[bytes, dict[str, str]]:
+        body, headers = await self._request("GET", "/api/v1/screenshot", params=params, raw=True)
+        return body, dict(headers)
+
+    async def pointer(self, **request: Any) -> None:
+        await self._request("POST", "/api/v1/pointer", json=request)
+
+    async def keyboard(self, **request: Any) -> None:
+        await self._request("POST", "/api/v1/keyboard", json=request)
+
+    async def health(self) -> dict:
+        return await self._request("GET", "/api/v1/health")
+
+
+class Bridge(_Service):
+    name = "bridge"
+
+    async def layouts(self) -> list[dict]:
+        data = await self._request("GET", "/layout", params={"interesting": "1"})
+        return data["tabs"]
+
+    async def health(self) -> dict:
+        return await self._request("GET", "/health")
+
+    async def element(self, action: str, ref: dict[str, Any]) -> dict:
+        """Ask the bridge to do something to one DOM node that is not input (scroll it
+        into view, give it focus)."""
+        return await self._request("POST", "/element", json={"action": action, "tab": ref["tab"],
+                                                             "nodeId": ref["nodeId"],
+                                                             "backendDOMNodeId": ref["backendDOMNodeId"]})

@@ -1,0 +1,178 @@
+"""The aggregator's pure logic: id assignment, turning bridge nodes into elements,
+the prompt text and its budget, and semantic references. No services run here."""
+
+from __future__ import annotations
+
+from services.geometry import Display, PagePlacement, Rect
+from services.scene.elements import page_elements
+from services.scene.engine import OcrItem, Scene
+from services.scene.ids import IdRegistry
+from services.scene.resolve import resolve
+from services.scene.sources import Window
+from services.scene.text import scene_text
+
+# -- ids -------------------------------------------------------------------------------
+
+
+def test_an_element_keeps_its_id_while_it_lives_and_new_ones_get_new_ids():
+    ids = IdRegistry("a")
+    first = [ids.assign(0, k) for k in ("x", "y", "z")]
+    assert first == ["a0-1", "a0-2", "a0-3"]
+    assert [ids.assign(0, k) for k in ("x", "y", "z")] == first
+    assert ids.assign(0, "new") == "a0-4"
+    assert ids.assign(1, "x") == "a1-1"  # another display: its own counter
+
+
+def test_retired_ids_are_never_reused_and_say_what_they_were():
+    ids = IdRegistry("a")
+    a, b = ids.assign(0, "a"), ids.assign(0, "b")
+    gone = ids.retire_absent([(0, "a")], describe=lambda key: ("button", "Bee"))
+    assert gone == [b]
+    assert ids.retired(b).name == "Bee" and ids.issued(b)
+    # The same key coming back is a new element: a new id, never the old one.
+    assert ids.assign(0, "b") not in (a, b)
+    assert not ids.issued("a0-99") and not ids.issued("t0-1") and not ids.issued("a0-x")
+
+
+def test_a_source_that_could_not_be_read_keeps_its_ids_alive():
+    ids = IdRegistry("a")
+    kept = ids.assign(0, ("atspi", "k"))
+    ids.retire_absent([], keep=lambda full: full[1][0] == "atspi")
+    assert ids.assign(0, ("atspi", "k")) == kept
+
+
+# -- page elements ---------------------------------------------------------------------
+
+
+def _node(node_id, role, name="", *, bounds=None, parent=None, props=(), ignored=False, backend=None, value=None):
+    n = {"nodeId": node_id, "ignored": ignored, "role": {"type": "role", "value": role},
+         "name": {"type": "computedString", "value": name},
+         "properties": [{"name": k, "value": {"type": "boolean", "value": v}} for k, v in props],
+         "backendDOMNodeId": backend if backend is not None else int(node_id), "frameId": "F"}
+    if parent:
+        n["parentId"] = parent
+    if value is not None:
+        n["value"] = {"type": "string", "value": value}
+    if bounds is not None:
+        x, y, w, h = bounds
+        n["bounds"] = {"x": x, "y": y + 500, "width": w, "height": h}  # document frame: scrolled by 500
+        n["viewportBounds"] = {"x": x, "y": y, "width": w, "height": h}
+    else:
+        n["bounds"] = None
+        n["viewportBounds"] = None
+    return n
+
+
+LAYOUT = {"nodes": [
+    _node("1", "RootWebArea", "Page", bounds=(0, 0, 800, 600), props=[("focusable", True)]),
+    _node("2", "generic", bounds=(0, 0, 800, 600), parent="1"),
+    _node("3", "button", "Submit", bounds=(100, 100, 80, 30), parent="2", props=[("focusable", True)]),
+    _node("4", "StaticText", "Submit", bounds=(105, 105, 60, 20), parent="3"),
+    _node("5", "textbox", "Email", bounds=(100, 200, 200, 30), props=[("focusable", True), ("focused", True)],
+          value="a@b"),
+    _node("6", "button", "Hidden"),
+    _node("7", "link", "Below", bounds=(100, 900, 50, 20), props=[("focusable", True)]),
+    _node("8", "button", "Edge", bounds=(780, 10, 40, 20)),
+    _node("9", "button", "Ignored", bounds=(1, 1, 1, 1), ignored=True),
+    _node("10", "StaticText", "Some prose", bounds=(10, 300, 300, 20), parent="2"),
+]}
+
+
+def _elements(scale=1.0):
+    placement = PagePlacement(Rect(0, 87, 800 * scale, 600 * scale), scale)
+    return page_elements(LAYOUT, tab_id="T", placement=placement, window_clip=Rect(0, 0, 800 * scale, 700 * scale),
+                         display_id=0, window_id="w1")
+
+
+def test_page_nodes_become_elements_without_structure_or_repeated_text():
+    by_name = {e.name: e for e in _elements()}
+    assert set(by_name) == {"Submit", "Email", "Hidden", "Below", "Edge", "Some prose"}
+    assert by_name["Some prose"].role == "text" and not by_name["Some prose"].interactive
+
+
+def test_boxes_are_display_pixels_from_the_viewport_frame():
+    by_name = {e.name: e for e in _elements()}
+    assert by_name["Submit"].bbox == Rect(100, 187, 80, 30)  # viewport y 100 + 87 chrome
+    doubled = {e.name: e for e in _elements(scale=2.0)}
+    assert doubled["Submit"].bbox == Rect(200, 287, 160, 60)
+
+
+def test_visibility_is_marked_not_guessed():
+    by_name = {e.name: e for e in _elements()}
+    assert by_name["Submit"].visibility == "visible"
+    assert by_name["Hidden"].visibility == "hidden" and by_name["Hidden"].bbox is None
+    assert by_name["Below"].visibility == "offscreen"
+    assert by_name["Edge"].visibility == "partial"
+
+
+def test_states_and_actions_follow_the_node():
+    by_name = {e.name: e for e in _elements()}
+    email = by_name["Email"]
+    assert email.value == "a@b" and "focused" in email.states
+    assert email.actions == ["click", "type", "set_value", "focus"]
+    assert by_name["Submit"].actions == ["click", "focus"]
+    assert by_name["Submit"].key == ("cdp", "T", "F", 3)
+
+
+# -- text ------------------------------------------------------------------------------
+
+
+def _scene(elements, ocr=()):
+    for i, e in enumerate(elements, 1):
+        e.id = f"a0-{i}"
+    window = Window("w1", "chromium", 1, "Page - Chromium", Rect(0, 0, 800, 700), 0, True)
+    return Scene(seq=3, timestamp=0.0, mode="active", displays=[Display(0, "HEADLESS-1", Rect(0, 0, 800, 700), 1.0,
+                                                                        (800, 700), True)],
+                 windows=[window], focused_window=window, apps=[], ax=list(elements), ocr=list(ocr),
+                 vlm_scene=None, vlm_elements=None, sources={})
+
+
+def test_text_has_one_line_per_element_with_id_role_name_box_and_states():
+    scene = _scene(_elements())
+    text = scene_text(scene, scene.ax, [], max_chars=None)
+    lines = text.splitlines()
+    assert lines[1].startswith("# display 0 HEADLESS-1 800x700")
+    assert lines[2].startswith('## window w1 chromium "Page - Chromium" [0,0,800,700] focused')
+    submit = next(e for e in scene.ax if e.name == "Submit")
+    assert f'{submit.id} button "Submit" [100,187,80,30]' in lines
+    assert any(line.endswith("offscreen") and '"Below"' in line for line in lines)
+    assert not any('"Hidden"' in line for line in lines)  # no box, nothing to show
+
+
+def test_a_budget_keeps_visible_interactive_elements_and_says_what_it_cut():
+    many = [e for _ in range(10) for e in _elements()]  # 60 elements, ~2.6k characters
+    scene = _scene(many)
+    full = scene_text(scene, scene.ax, [], max_chars=None)
+    assert scene_text(scene, scene.ax, [], max_chars=len(full)) == full  # fits: nothing cut
+    cut = scene_text(scene, scene.ax, [], max_chars=1000)
+    assert len(cut) <= 1000
+    assert cut.splitlines()[-1].startswith("# truncated: ")
+    assert '"Submit"' in cut and '"Email"' in cut and "Some prose" not in cut
+
+
+# -- resolve ---------------------------------------------------------------------------
+
+
+def test_a_recorded_step_resolves_to_the_nearest_matching_element():
+    scene = _scene(_elements())
+    best, runner, ambiguous = resolve("button", "Submit", (130, 190, 80, 30), elements=scene.ax, ocr=[],
+                                      diagonals={0: 1063.0})
+    assert best.name == "Submit" and best.kind == "ax" and not ambiguous
+    assert runner is not None and runner.score < best.score
+
+
+def test_two_equal_candidates_are_reported_as_ambiguous():
+    elements = _elements()
+    twin = _elements()
+    for e in twin:
+        e.key = ("twin",) + e.key
+    scene = _scene(elements + twin)
+    best, runner, ambiguous = resolve("button", "Submit", None, elements=scene.ax, ocr=[], diagonals={0: 1063.0})
+    assert best.name == runner.name == "Submit" and ambiguous
+
+
+def test_text_only_on_screen_resolves_through_ocr():
+    scene = _scene(_elements(), [OcrItem("t0-1", "Total: 42", (300, 500, 90, 20), 0.9, 0)])
+    best, _, _ = resolve(None, "Total: 42", (300, 500, 90, 20), elements=scene.ax, ocr=scene.ocr,
+                         diagonals={0: 1063.0})
+    assert best.id == "t0-1" and best.kind == "ocr"
