@@ -16,6 +16,7 @@ test: deps
 bench: deps
 	.venv/bin/python -m bench $(ARGS)
 	.venv/bin/python -m bench.bridge
+	.venv/bin/python -m bench.scene
 
 clean:
 	rm -rf .venv bench/results

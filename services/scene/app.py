@@ -196,9 +196,8 @@ async def act(request: web.Request) -> web.Response:
 async def post_resolve(request: web.Request) -> web.Response:
     req = await read_body(request, ResolveRequest)
     scene = await request.app[ENGINE].scene("active")
-    diagonals = {d.id: math.hypot(*d.size) for d in scene.displays}
     best, runner, ambiguous = resolve_match(req.role, req.name, req.bbox, elements=scene.ax, ocr=scene.ocr,
-                                            diagonals=diagonals, display=req.display)
+                                            display=req.display)
     return json_ok({
         "match": best.to_json() if best else None,
         "runner_up": runner.to_json() if runner else None,

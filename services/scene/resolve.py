@@ -4,8 +4,9 @@ and whether the choice is ambiguous. Accessibility elements are tried first; OCR
 only when no accessibility element matches well.
 
 Scores are in 0..1: a weighted mean of role agreement, name similarity and closeness of
-box centres (distance relative to the display's diagonal), over the parts the request
-gives."""
+box centres, over the parts the request gives. Closeness is judged against the size of
+the recorded box: a neighbour one button-width away scores low, so two look-alike
+buttons side by side are told apart by place."""
 
 from __future__ import annotations
 
@@ -63,18 +64,20 @@ def _role_score(want: str, have: str | None) -> float:
     return 1.0 if want_n == have.lower() else 0.0
 
 
-def _place_score(want: tuple[float, float, float, float], have: Rect | None, diagonal: float) -> float:
+_MIN_REACH = 40.0  # device px: the scale of "near" for a recorded point or a tiny box
+
+
+def _place_score(want: tuple[float, float, float, float], have: Rect | None) -> float:
     if have is None:
         return 0.0
     wx, wy = want[0] + want[2] / 2, want[1] + want[3] / 2
     hx, hy = rect_center(have)
-    d = math.hypot(wx - hx, wy - hy) / max(diagonal, 1.0)
-    # Full marks within ~2% of the diagonal, falling to 0 at a quarter of it.
-    return max(0.0, min(1.0, 1.0 - (d - 0.02) / 0.23))
+    reach = max(_MIN_REACH, math.hypot(want[2], want[3]))
+    return math.exp(-math.hypot(wx - hx, wy - hy) / reach)
 
 
 def _score(role: str | None, name: str | None, bbox, cand_role: str | None, cand_name: str,
-           cand_box: Rect | None, diagonal: float) -> float:
+           cand_box: Rect | None) -> float:
     total = weight = 0.0
     if role:
         total += _WEIGHTS["role"] * _role_score(role, cand_role)
@@ -83,22 +86,22 @@ def _score(role: str | None, name: str | None, bbox, cand_role: str | None, cand
         total += _WEIGHTS["name"] * name_similarity(name, cand_name)
         weight += _WEIGHTS["name"]
     if bbox is not None:
-        total += _WEIGHTS["place"] * _place_score(bbox, cand_box, diagonal)
+        total += _WEIGHTS["place"] * _place_score(bbox, cand_box)
         weight += _WEIGHTS["place"]
     return total / weight if weight else 0.0
 
 
 def resolve(role: str | None, name: str | None, bbox, *, elements: Iterable[Element], ocr: Iterable[OcrItem],
-            diagonals: dict[int, float], display: int | None = None) -> tuple[Match | None, Match | None, bool]:
-    """(best, runner-up, ambiguous). ``diagonals`` maps display id -> its diagonal in
-    device px (to judge distances)."""
+            display: int | None = None) -> tuple[Match | None, Match | None, bool]:
+    """(best, runner-up, ambiguous) for a recorded ``role``, ``name`` and ``bbox``
+    (display-local device px), any of which may be None."""
     ranked: list[Match] = []
     for e in elements:
         if display is not None and e.display_id != display:
             continue
         if e.visibility == "hidden":
             continue
-        s = _score(role, name, bbox, e.role, e.name, e.bbox, diagonals.get(e.display_id, 2000.0))
+        s = _score(role, name, bbox, e.role, e.name, e.bbox)
         ranked.append(Match(e.id, s, "ax", e.role, e.name, device_rect(e.bbox) if e.bbox else None, e.display_id))
     ranked.sort(key=lambda m: -m.score)
     if (not ranked or ranked[0].score < MIN_SCORE) and name:
@@ -106,7 +109,7 @@ def resolve(role: str | None, name: str | None, bbox, *, elements: Iterable[Elem
         for o in ocr:
             if display is not None and o.display_id != display:
                 continue
-            s = _score(None, name, bbox, None, o.text, Rect(*o.bbox), diagonals.get(o.display_id, 2000.0))
+            s = _score(None, name, bbox, None, o.text, Rect(*o.bbox))
             ranked.append(Match(o.id, s, "ocr", None, o.text, tuple(o.bbox), o.display_id))
         ranked.sort(key=lambda m: -m.score)
     ranked = [m for m in ranked if m.score > 0]

@@ -155,10 +155,19 @@ def test_a_budget_keeps_visible_interactive_elements_and_says_what_it_cut():
 
 def test_a_recorded_step_resolves_to_the_nearest_matching_element():
     scene = _scene(_elements())
-    best, runner, ambiguous = resolve("button", "Submit", (130, 190, 80, 30), elements=scene.ax, ocr=[],
-                                      diagonals={0: 1063.0})
+    best, runner, ambiguous = resolve("button", "Submit", (130, 190, 80, 30), elements=scene.ax, ocr=[])
     assert best.name == "Submit" and best.kind == "ax" and not ambiguous
     assert runner is not None and runner.score < best.score
+
+
+def test_place_tells_look_alike_neighbours_apart():
+    scene = _scene(_elements())
+    submit = next(e for e in scene.ax if e.name == "Submit")
+    twin = _elements()[0]
+    twin.key, twin.bbox = ("twin",), type(submit.bbox)(submit.bbox.x + 90, submit.bbox.y, 80, 30)
+    scene = _scene(scene.ax + [twin])
+    best, runner, ambiguous = resolve("button", "Submit", (190, 187, 80, 30), elements=scene.ax, ocr=[])
+    assert best.id == twin.id and runner.id == submit.id and not ambiguous
 
 
 def test_two_equal_candidates_are_reported_as_ambiguous():
@@ -167,12 +176,11 @@ def test_two_equal_candidates_are_reported_as_ambiguous():
     for e in twin:
         e.key = ("twin",) + e.key
     scene = _scene(elements + twin)
-    best, runner, ambiguous = resolve("button", "Submit", None, elements=scene.ax, ocr=[], diagonals={0: 1063.0})
+    best, runner, ambiguous = resolve("button", "Submit", None, elements=scene.ax, ocr=[])
     assert best.name == runner.name == "Submit" and ambiguous
 
 
 def test_text_only_on_screen_resolves_through_ocr():
     scene = _scene(_elements(), [OcrItem("t0-1", "Total: 42", (300, 500, 90, 20), 0.9, 0)])
-    best, _, _ = resolve(None, "Total: 42", (300, 500, 90, 20), elements=scene.ax, ocr=scene.ocr,
-                         diagonals={0: 1063.0})
+    best, _, _ = resolve(None, "Total: 42", (300, 500, 90, 20), elements=scene.ax, ocr=scene.ocr)
     assert best.id == "t0-1" and best.kind == "ocr"
