@@ -36,7 +36,7 @@ TARGETS = {"first_vs_a_at_5k": 1 / 8, "repeated_ms": 50, "after_click_ms": 150}
 
 
 def page_html(n: int) -> str:
-    """n DOM elements: rows of buttons, links, inputs and text; buttons rewrite their label."""
+    """n DOM elements: rows of buttons, links, inputs and text; a click relabels a button."""
     parts, made = [], 0
     while made < n:
         row = []
@@ -53,8 +53,10 @@ def page_html(n: int) -> str:
                 row.append(f"<span>Text {made}</span>")
             made += 1
         parts.append("<div class=row>" + "".join(row) + "</div>")
-    script = ("document.addEventListener('click', e => { if (e.target.tagName === 'BUTTON') "
-              "e.target.textContent = 'Clicked ' + Date.now(); });")
+    # A click anywhere in a row relabels that row's first button: part of the page changes
+    # (a text node replaced, the row's boxes move), as after a real click.
+    script = ("document.addEventListener('click', e => { const row = e.target.closest && e.target.closest('.row'); "
+              "const b = row && row.querySelector('button'); if (b) b.textContent = 'Clicked ' + Date.now(); });")
     return ("<!doctype html><html><head><meta charset=utf-8><title>bridge bench</title><style>"
             "body{margin:0;font:12px sans-serif}.row{display:flex;gap:4px}</style></head><body>"
             + "".join(parts) + f"<script>{script}</script></body></html>")

@@ -4,6 +4,7 @@ Chromium dying."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -11,6 +12,7 @@ import time
 
 import jsonschema
 import pytest
+from websockets.sync.client import connect
 
 from tests.support import ROOT, Session, http, load_jsonc, wait_until
 
@@ -195,6 +197,86 @@ def test_a_20000_node_page_completes(browser, pages):
     assert len(layout["layout"]["nodes"]) > 20000 and len(boxed) > 10000
     button = one(layout, "Button 9996")
     assert button["bounds"]["y"] > 10000  # far down the page, document-relative
+
+
+def run_js(session: Session, tab_id: str, expression: str):
+    """Evaluate in the tab's page, over a DevTools connection of the test's own."""
+    target = next(t for t in http("GET", session.cdp + "/json/list").json() if t["id"] == tab_id)
+    with connect(target["webSocketDebuggerUrl"], max_size=None) as ws:
+        ws.send(json.dumps({"id": 1, "method": "Runtime.evaluate",
+                            "params": {"expression": expression, "returnByValue": True, "awaitPromise": True}}))
+        reply = json.loads(ws.recv())
+    assert "exceptionDetails" not in reply["result"], reply
+    return reply["result"]["result"].get("value")
+
+
+def layout_and_path(session: Session, tab_id: str, query: str = "") -> tuple[dict, str]:
+    resp = http("GET", session.bridge + f"/layout?tab={tab_id}" + query, timeout=120)
+    assert resp.status == 200, resp.body[:500]
+    (tab,) = resp.json()["tabs"]
+    assert tab["error"] is None, tab["error"]
+    return tab["layout"], resp.headers["x-deskbox-layout"]
+
+
+# Changes made in the page, each followed by a layout that must equal a fresh full read.
+# "{doc}" is the main document or the same-origin iframe's.
+CHANGES = [
+    ("add", "{doc}.getElementById('box').insertAdjacentHTML('beforeend', "
+            "'<button id=\"b2\">Second</button><a href=\"#x\" id=\"l2\">A link</a>')"),
+    ("rename", "{doc}.getElementById('b1').textContent = 'Renamed button'"),
+    ("relabel", "{doc}.getElementById('b2').setAttribute('aria-label', 'Labelled')"),
+    ("move", "{doc}.getElementById('box2').appendChild({doc}.getElementById('l2'))"),
+    ("label text", "{doc}.getElementById('lab').firstChild.data = 'New field name'"),
+    ("hide", "{doc}.getElementById('b1').style.display = 'none'"),
+    ("show", "{doc}.getElementById('b1').style.display = ''"),
+    ("remove", "{doc}.getElementById('b2').remove()"),
+    ("focus", "{doc}.getElementById('f1').focus()"),
+    ("type", "(() => { const f = {doc}.getElementById('f1'); f.value = 'typed'; "
+             "f.dispatchEvent(new Event('input', {bubbles: true})); })()"),
+    ("resize", "{doc}.getElementById('box').style.paddingTop = '40px'"),
+]
+SETUP = ("{doc}.body.insertAdjacentHTML('beforeend', '<div id=\"box\" style=\"position:absolute;left:10px;top:700px\">"
+         "<button id=\"b1\">First</button><label id=\"lab\" for=\"f1\">Field name</label><input id=\"f1\"></div>"
+         "<div id=\"box2\" style=\"position:absolute;left:10px;top:900px\"></div>')")
+
+
+def node_diff(kept: dict, fresh: dict) -> str:
+    a = {n["nodeId"]: n for n in kept["nodes"]}
+    b = {n["nodeId"]: n for n in fresh["nodes"]}
+    changed = [(a[k], b[k]) for k in a.keys() & b.keys() if a[k] != b[k]]
+    other = [k for k in kept if k != "nodes" and kept[k] != fresh[k]]
+    return (f"only kept {sorted(a.keys() - b.keys())[:8]}, only fresh {sorted(b.keys() - a.keys())[:8]}, "
+            f"changed {changed[:2]}, order same {list(a) == list(b)}, other keys {other}")
+
+
+@pytest.mark.parametrize("where", ["main frame", "same-origin iframe"])
+def test_a_kept_tree_patched_after_changes_equals_a_fresh_read(browser, frames, where):
+    tab, _ = frames
+    doc = "document" if where == "main frame" else "document.getElementById('same').contentDocument"
+    run_js(browser, tab["id"], SETUP.replace("{doc}", doc))
+    layout_and_path(browser, tab["id"], "&fresh=1")
+    paths = []
+    for name, change in CHANGES:
+        run_js(browser, tab["id"], change.replace("{doc}", doc))
+        kept, path = layout_and_path(browser, tab["id"])
+        fresh, fresh_path = layout_and_path(browser, tab["id"], "&fresh=1")
+        assert fresh_path == "full"
+        assert kept == fresh, f"after {name!r}: the kept tree differs from a fresh read: {node_diff(kept, fresh)}"
+        paths.append(path)
+    # Most changes were patched in, not read whole again (or the test would prove little).
+    assert paths.count("warm") >= len(CHANGES) - 2, list(zip([c[0] for c in CHANGES], paths))
+
+
+def test_an_unchanged_page_is_answered_from_the_kept_tree(browser, frames):
+    tab, _ = frames
+    first, _ = layout_and_path(browser, tab["id"])
+    again, path = layout_and_path(browser, tab["id"])
+    assert path in ("cache", "warm") and again == first
+    ids = [n["nodeId"] for n in first["nodes"]]
+    assert len(ids) == len(set(ids))
+    assert not any(n["role"]["value"] == "InlineTextBox" for n in first["nodes"])
+    known = set(ids)
+    assert all(c in known for n in first["nodes"] for c in n.get("childIds", []))
 
 
 def test_killing_chromium_recovers_with_its_tabs(browser, pages, frames):

@@ -83,7 +83,7 @@ async def layout(request: web.Request) -> web.Response:
     async def one(page: dict) -> bytes:
         tab = {"id": page["targetId"], "url": page["url"], "title": page["title"], "type": page["type"]}
         try:
-            snapshot = await browser.layout(page)
+            snapshot = await browser.layout(page, q.fresh)
             layout = await snapshot.json(q.interesting)
         except (TabGone, CDPError, CDPClosed, Unavailable) as exc:
             # One tab failing (closed or navigating mid-request) never fails the others.
@@ -93,7 +93,10 @@ async def layout(request: web.Request) -> web.Response:
         return meta[:-1] + b',"layout":' + layout + b"}"
 
     tabs = await asyncio.gather(*[one(p) for p in pages])
-    return web.Response(body=b'{"tabs":[' + b",".join(tabs) + b"]}", content_type="application/json")
+    # How each tab's layout was made (cache, warm, full), in tab order: for benches and logs.
+    paths = ",".join(browser.last_path.get(p["targetId"], "none") for p in pages)
+    return web.Response(body=b'{"tabs":[' + b",".join(tabs) + b"]}", content_type="application/json",
+                        headers={"X-Deskbox-Layout": paths})
 
 
 async def targets(request: web.Request) -> web.Response:

@@ -1,11 +1,17 @@
 """The bridge's view of Chromium: one CDP connection, one flat session per tab (and per
-out-of-process iframe), and layouts gathered in bulk.
+out-of-process iframe), and layouts gathered in bulk and then kept warm.
 
-A layout is a handful of pipelined calls per frame, never one per node: the full AX
-tree, one DOMSnapshot with layout bounds, layout metrics and one small script for the
-window metrics. Concurrent requests for a tab share one gathering; a tab whose change
-counter (a MutationObserver plus scroll and resize listeners installed in the page) did
-not move gets its last layout again.
+A first layout is a handful of pipelined calls per frame, never one per node: one
+DOMSnapshot with layout bounds, the full AX tree of each frame, layout metrics and one
+small script for the window metrics. The tab's tree is then kept ("Kept"): a script in
+every page counts changes and lists the elements they touched (DOM mutations, focus,
+input). On the next request the bridge re-reads only those parts of the AX tree
+(``getPartialAXTree`` for a node and its ancestors, ``queryAXTree`` for a subtree), takes
+a new DOMSnapshot for the boxes, and re-serializes only the nodes whose data or box
+moved. Elements that gained or lost a box without a DOM change (a CSS rule that shows a
+menu) are re-read too. When the change is too big to patch (the document itself, a
+frame added, more changes than the page listed) the tree is fetched whole again, as it
+is when a request asks for ``fresh``. Concurrent requests for a tab share one gathering.
 """
 
 from __future__ import annotations
@@ -21,47 +27,187 @@ from ..cdp import CDPClosed, CDPConnection, CDPError
 from ..common.errors import ActionFailed, NotFoundError, Unavailable
 from ..common.logging import get_logger
 from ..geometry import frame_document_offset
+from .axtree import AXRecord, decode_nodes, partial_result, preorder, subtree_ids
 from .chromium import Chromium
-from .layout import SNAPSHOT_STYLES, box_json, index_snapshot
+from .layout import SNAPSHOT_STYLES, DocumentBoxes, box_json, index_snapshot
 
-__all__ = ["Browser", "TabGone"]
+__all__ = ["Browser", "TabGone", "Snapshot"]
 
 log = get_logger("deskbox.bridge")
 
-# Installed in every page: a counter that moves when the DOM, the scroll position or the
-# viewport changes, read with the window metrics in one evaluation.
+# Installed in every page and frame: a counter that moves when the DOM, the scroll
+# position, the viewport, focus or a form field changes, and the elements touched since
+# the bridge last asked: "subtree" (the element and everything in it may differ) and
+# "node" (the element alone: focus moved, a radio button of its group was checked).
 _WATCH_SOURCE = r"""
 (() => {
   const key = Symbol.for('deskbox.changes');
   if (window[key]) return;
-  // n: changes so far; doc: this document's identity (a navigation makes a new one).
-  const state = {n: 0, doc: Math.random().toString(36).slice(2)};
+  const MAX = 256;
+  // doc: this document's identity (a navigation makes a new one).
+  const state = {n: 0, doc: Math.random().toString(36).slice(2), subtree: new Set(), node: new Set(), overflow: false};
   Object.defineProperty(window, key, {value: state, enumerable: false});
+  const add = (set, node) => {
+    if (!node) return;
+    if (set.size >= MAX) state.overflow = true; else set.add(node);
+  };
+  const touched = node => {
+    // <head> has no AX nodes; what changes there (the title) shows on the document's node.
+    if (node && document.head && document.head.contains(node)) add(state.node, document);
+    else add(state.subtree, node);
+  };
+  state.record = records => {
+    if (records.length) state.n++;
+    for (const r of records) touched(r.type === 'characterData' ? r.target.parentNode : r.target);
+  };
+  const options = {subtree: true, childList: true, attributes: true, characterData: true};
+  const observer = state.observer = new MutationObserver(state.record);
+  observer.observe(document, options);
+  // Shadow roots are not seen from the document: observe each one as it is made (and
+  // the open ones already there when this runs late).
+  const attach = Element.prototype.attachShadow;
+  Element.prototype.attachShadow = function (init) {
+    const root = attach.call(this, init);
+    observer.observe(root, options);
+    return root;
+  };
+  const walk = root => {
+    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) { observer.observe(el.shadowRoot, options); walk(el.shadowRoot); }
+  };
+  walk(document);
   const bump = () => { state.n++; };
-  new MutationObserver(bump).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-  for (const type of ['scroll', 'resize', 'load', 'transitionend', 'animationend', 'focusin', 'input']) {
+  for (const type of ['scroll', 'resize', 'load', 'transitionend', 'animationend']) {
     window.addEventListener(type, bump, {capture: true, passive: true});
   }
+  const focus = e => {
+    state.n++;
+    add(state.node, e.target instanceof Node ? e.target : null);
+    add(state.node, document);
+    // Focus moving into or out of a frame changes the documents around it too.
+    for (let w = window; w !== w.parent; w = w.parent) {
+      let outer;
+      try { outer = w.parent[key]; } catch (e) { break; }
+      if (!outer) break;
+      outer.n++;
+      for (const node of [w.parent.document, w.frameElement]) {
+        if (outer.node.size >= MAX) outer.overflow = true; else if (node) outer.node.add(node);
+      }
+    }
+  };
+  window.addEventListener('focusin', focus, {capture: true, passive: true});
+  window.addEventListener('focusout', focus, {capture: true, passive: true});
+  for (const type of ['focus', 'blur']) {
+    window.addEventListener(type, e => { if (e.target === window) { state.n++; add(state.node, document); } });
+  }
+  const input = e => {
+    state.n++;
+    const t = e.target instanceof Node ? e.target : null;
+    add(state.subtree, t);
+    // Checking a radio button unchecks the others of its group without an event.
+    if (t && t.type === 'radio' && t.name) for (const r of document.getElementsByName(t.name)) add(state.node, r);
+  };
+  window.addEventListener('input', input, {capture: true, passive: true});
+  window.addEventListener('change', input, {capture: true, passive: true});
 })();
 """
 
+# "changes" covers this document and every same-origin frame in it (their counters and
+# identities): a change in any of them makes a new key.
 _METRICS_EXPRESSION = r"""
 (() => {
-  const s = window[Symbol.for('deskbox.changes')];
+  const key = Symbol.for('deskbox.changes');
+  const s = window[key];
+  const counts = [];
+  const visit = win => {
+    let t;
+    try { t = win[key]; win.document; } catch (e) { return; }
+    counts.push(t ? `${t.doc}:${t.n}` : '?');
+    for (let i = 0; i < win.frames.length; i++) visit(win.frames[i]);
+  };
+  visit(window);
   return JSON.stringify({
-    changes: s ? s.n : -1, doc: s ? s.doc : null, url: location.href, outerWidth, outerHeight, innerWidth, innerHeight,
+    changes: counts.join(' '), doc: s ? s.doc : null, url: location.href, outerWidth, outerHeight, innerWidth, innerHeight,
     devicePixelRatio, scrollX, scrollY, screenX, screenY,
     visibility: document.visibilityState, title: document.title,
   });
 })()
 """
 
-CACHE_MAX_AGE = 5.0
+# What changed since the last call, in this document and every same-origin frame in it:
+# [windows, overflow, 'S', subtree elements..., 'N', single elements...], or 'full' when
+# the document element or body changed. "windows" names the documents visited (a frame
+# that navigated or cannot be reached shows there). Elements whose accessible name comes
+# from a touched element (labels, aria-labelledby and its kind) are listed as single
+# elements. With reset, only clears, and returns the windows.
+_TAKE_FUNCTION = r"""
+function (reset, watch) {
+  const key = Symbol.for('deskbox.changes');
+  const REFS = ['aria-labelledby', 'aria-describedby', 'aria-controls', 'aria-owns', 'aria-activedescendant',
+                'aria-details', 'aria-errormessage', 'aria-flowto'];
+  const subtree = [], single = [], docs = [];
+  let overflow = false, full = false;
+  const visit = win => {
+    let s, doc;
+    try { doc = win.document; s = win[key]; } catch (e) { return; }
+    if (!doc) return;
+    if (!s) {
+      // A frame that loaded before the bridge attached: watch it from now on; what
+      // changed before is unknown.
+      try { win.Function(watch)(); } catch (e) { /* a sandboxed frame without scripts */ }
+      overflow = true;
+    }
+    docs.push(s ? s.doc : '?');
+    if (s) {
+      s.record(s.observer.takeRecords());
+      overflow = overflow || s.overflow;
+      const mine = [...s.subtree].filter(n => n.isConnected);
+      const alone = [...s.node].filter(n => n.isConnected);
+      s.subtree.clear(); s.node.clear(); s.overflow = false;
+      if (!reset) {
+        if (mine.some(n => n === doc || n === doc.documentElement || n === doc.body)) full = true;
+        const refs = mine.length ? doc.querySelectorAll(REFS.map(a => `[${a}]`).join(',')) : [];
+        for (const n of mine) {
+          if (mine.some(m => m !== n && m.contains(n))) continue;
+          subtree.push(n);
+          const el = n.nodeType === 1 ? n : n.parentElement;
+          if (!el) continue;
+          const label = el.closest && el.closest('label');
+          if (label && label.control) single.push(label.control);
+          for (const l of el.querySelectorAll ? el.querySelectorAll('label') : []) if (l.control) single.push(l.control);
+          for (const r of refs) {
+            for (const a of REFS) {
+              for (const id of (r.getAttribute(a) || '').split(/\s+/)) {
+                const t = id && doc.getElementById(id);
+                if (t && (t.contains(n) || n.contains(t))) single.push(r);
+              }
+            }
+          }
+        }
+        single.push(...alone);
+      }
+    }
+    for (let i = 0; i < win.frames.length; i++) visit(win.frames[i]);
+  };
+  visit(window);
+  const windows = docs.join(' ');
+  if (reset) return windows;
+  if (full) return 'full';
+  return [windows, overflow, 'S', ...subtree, 'N', ...new Set(single)];
+}
+"""
+
+CACHE_MAX_AGE = 5.0  # an unchanged page is answered from cache this long, then refreshed warm
+FULL_MAX_AGE = 60.0  # a kept tree is fetched whole again at least this often
+WARM_SHARE = 0.3  # re-reading more than this share of a tree in parts: fetch it whole instead
 NAVIGATION_RETRIES = 2
 
 
 class TabGone(Exception):
     pass
+
+
+class _Cold(Exception):
+    """The kept tree cannot be patched: fetch the tab whole."""
 
 
 @dataclass
@@ -71,15 +217,61 @@ class FrameSession:
     url: str = ""
 
 
+@dataclass(eq=False)
+class OopifTree:
+    """An out-of-process frame's tree and boxes (in its own document's coordinates)."""
+
+    target_id: str
+    url: str
+    key: tuple
+    owner: int
+    records: dict[str, AXRecord] | None
+    root: str | None
+    boxes: dict[int, tuple]
+    scroll: tuple[float, float]
+    docs: list[DocumentBoxes]
+
+
+@dataclass(eq=False)
+class Kept:
+    """A tab's layout kept between requests: what a warm refresh patches."""
+
+    doc: str  # the page's document identity (its watcher's)
+    made_at: float
+    windows: str
+    records: dict[str, AXRecord]  # every same-process frame's nodes (their ids are unique)
+    roots: list[tuple[str, str | None]]  # (frame id, AX root id or None for the DOM fallback)
+    docs: list[DocumentBoxes]
+    oopifs: dict[str, OopifTree]
+    meta: dict
+    # As served: node ids in order, each node's JSON and ignored flag (parts is None when
+    # a frame fell back to DOM nodes), each node's frame, and an index built on demand.
+    order: list[str] = field(default_factory=list)
+    parts: list[bytes] | None = None
+    ignored: list[bool] = field(default_factory=list)
+    frame_of: dict[str, str] = field(default_factory=dict)
+    index: dict[str, int] | None = None
+    boxes: dict[str, dict[int, tuple]] = field(default_factory=dict)  # frame id -> backend -> box
+    scroll: tuple[float, float] = (0.0, 0.0)
+    present: dict[str, set[int]] = field(default_factory=dict)  # frame id -> backends with a non-empty box
+    by_backend: dict[int, str] = field(default_factory=dict)  # same-process frames: backend -> AX node id
+
+    @property
+    def fallback(self) -> bool:
+        return any(root is None for _, root in self.roots) or any(o.records is None for o in self.oopifs.values())
+
+
 @dataclass
 class Tab:
     target_id: str
     session_id: str | None = None
     oopifs: dict[str, FrameSession] = field(default_factory=dict)
     inflight: asyncio.Future | None = None
+    inflight_fresh: bool = False
     cached: "Snapshot | None" = None
     cached_key: tuple | None = None
     cached_at: float = 0.0
+    kept: Kept | None = None
 
 
 class Browser:
@@ -91,6 +283,8 @@ class Browser:
         self._connect_lock = asyncio.Lock()
         # Open tabs' URLs in target order: what a relaunched Chromium opens again.
         self._page_urls: dict[str, str] = {}
+        # How the last layouts were made, for the bench and the logs: "cache", "warm", "full".
+        self.last_path: dict[str, str] = {}
 
     # -- connection -------------------------------------------------------------------
 
@@ -145,6 +339,7 @@ class Browser:
 
     def _on_destroyed(self, params: dict, _parent: str | None) -> None:
         self.tabs.pop(params.get("targetId"), None)
+        self.last_path.pop(params.get("targetId"), None)
         if self._page_urls.pop(params.get("targetId"), None) is not None:
             self._remember_tabs()
 
@@ -159,7 +354,7 @@ class Browser:
         self.chromium.tab_urls = urls or ["about:blank"]
 
     async def _prepare_frame(self, session: str) -> None:
-        """Every page and frame session: a change counter and auto-attach for iframes."""
+        """Every page and frame session: a change watcher and auto-attach for iframes."""
         assert self.conn is not None
         try:
             await asyncio.gather(
@@ -227,203 +422,645 @@ class Browser:
 
     # -- layout -----------------------------------------------------------------------
 
-    async def layout(self, target: dict) -> "Snapshot":
-        """One tab's layout; concurrent callers share the gathering."""
+    async def layout(self, target: dict, fresh: bool = False) -> "Snapshot":
+        """One tab's layout; concurrent callers share the gathering. ``fresh`` fetches
+        the whole tree again instead of patching the kept one."""
         target_id = target["targetId"]
         tab = self.tabs.setdefault(target_id, Tab(target_id))
+        if tab.inflight is not None and not tab.inflight.done() and fresh and not tab.inflight_fresh:
+            # A fresh answer must start after the request: wait for the running one, then go.
+            await asyncio.wait([tab.inflight])
         if tab.inflight is None or tab.inflight.done():
-            tab.inflight = asyncio.ensure_future(self._layout(tab, target))
+            tab.inflight = asyncio.ensure_future(self._layout(tab, target, fresh))
+            tab.inflight_fresh = fresh
         return await asyncio.shield(tab.inflight)
 
-    async def _layout(self, tab: Tab, target: dict) -> "Snapshot":
+    async def _layout(self, tab: Tab, target: dict, fresh: bool) -> "Snapshot":
         conn = await self.ensure()
         session = await self._session(tab.target_id)
         for _attempt in range(NAVIGATION_RETRIES + 1):
-            metrics = await _evaluate_json(conn, session, _METRICS_EXPRESSION)
-            key = (target.get("url"), metrics)
-            if tab.cached is not None and tab.cached_key == key and time.monotonic() - tab.cached_at < CACHE_MAX_AGE:
+            metrics, frame_keys = await asyncio.gather(_evaluate_json(conn, session, _METRICS_EXPRESSION),
+                                                       self._frame_keys(conn, tab))
+            key = (target.get("url"), metrics, frame_keys)
+            now = time.monotonic()
+            if not fresh and tab.cached is not None and tab.cached_key == key and now - tab.cached_at < CACHE_MAX_AGE:
+                self.last_path[tab.target_id] = "cache"
                 return tab.cached
-            layout = Snapshot(await self._gather(conn, tab, session, metrics))
+            doc = (metrics["doc"], metrics["url"])
+            kept = tab.kept
+            snapshot = None
+            if (not fresh and kept is not None and kept.doc == metrics["doc"] and not kept.fallback
+                    and now - kept.made_at < FULL_MAX_AGE):
+                try:
+                    snapshot = await self._warm(conn, tab, session, kept, metrics, frame_keys)
+                    self.last_path[tab.target_id] = "warm"
+                except _Cold as why:
+                    log.debug("warm refresh not possible", reason=str(why))
+            if snapshot is None:
+                snapshot = await self._full(conn, tab, session, metrics, frame_keys, metrics["doc"])
+                self.last_path[tab.target_id] = "full"
             after = await _evaluate_json(conn, session, _METRICS_EXPRESSION)
-            if (after["doc"], after["url"]) != (metrics["doc"], metrics["url"]):
+            if (after["doc"], after["url"]) != doc:
                 # The tab navigated while its parts were gathered: they may come from two
                 # documents. Gather again from the new one.
-                tab.cached = None
+                tab.cached, tab.kept = None, None
                 continue
             if after == metrics:
-                tab.cached, tab.cached_key, tab.cached_at = layout, key, time.monotonic()
+                tab.cached, tab.cached_key, tab.cached_at = snapshot, key, time.monotonic()
             else:
                 # Same document, changed meanwhile (a ticking page): consistent enough to
-                # answer, not to answer again from cache.
+                # answer, not to answer again from cache. What changed is listed in the
+                # page for the next refresh.
                 tab.cached = None
-            return layout
+            return snapshot
         raise TabGone(f"the tab kept navigating during {NAVIGATION_RETRIES + 1} attempts to read it")
 
-    async def _gather(self, conn: CDPConnection, tab: Tab, session: str, metrics: dict) -> dict:
-        ax_main, snapshot, page_metrics, frame_tree, window = await asyncio.gather(
-            _safe(conn.send("Accessibility.getFullAXTree", {}, session=session)),
-            conn.send("DOMSnapshot.captureSnapshot", {"computedStyles": SNAPSHOT_STYLES, "includeDOMRects": False},
-                      session=session),
+    async def _frame_keys(self, conn: CDPConnection, tab: Tab) -> tuple:
+        """(target id, change counter, document) of each out-of-process frame."""
+        frames = list(tab.oopifs.values())
+        if not frames:
+            return ()
+        values = await asyncio.gather(*[_safe_json(conn, f.session_id, _METRICS_EXPRESSION) for f in frames])
+        return tuple(sorted((f.target_id, (v or {}).get("changes"), (v or {}).get("doc")) for f, v in zip(frames, values)))
+
+    # -- whole ----------------------------------------------------------------------------
+
+    async def _full(self, conn: CDPConnection, tab: Tab, session: str, metrics: dict, frame_keys: tuple,
+                    doc: str) -> "Snapshot":
+        tab.kept = None
+        # The page's change lists are cleared before anything is read (what changes later
+        # is listed for the next refresh). The snapshot goes next: the page's process
+        # builds it, then the AX tree, while this process indexes the snapshot.
+        windows_task = asyncio.ensure_future(_take(conn, session, reset=True))
+        snapshot_task = asyncio.ensure_future(_snapshot(conn, session))
+        ax_task = asyncio.ensure_future(_safe(conn.send("Accessibility.getFullAXTree", {}, session=session,
+                                                        timeout=120, raw=True)))
+        side_task = asyncio.ensure_future(self._side(conn, tab, session))
+        oopif_tasks = {fs.target_id: asyncio.ensure_future(self._oopif_parts(conn, fs)) for fs in tab.oopifs.values()}
+        try:
+            snapshot = await snapshot_task
+            docs = index_snapshot(snapshot)
+            del snapshot
+            main_frame = docs[0].frame_id if docs and docs[0].frame_id else None
+            side = await side_task
+            main_frame = main_frame or side["frame_tree"]["frameTree"]["frame"]["id"]
+            children = [d.frame_id for d in docs[1:] if d.frame_id and d.frame_id != main_frame]
+            child_tasks = [asyncio.ensure_future(_safe(conn.send("Accessibility.getFullAXTree", {"frameId": fid},
+                                                                 session=session, timeout=120, raw=True)))
+                           for fid in children]
+            records: dict[str, AXRecord] = {}
+            roots: list[tuple[str, str | None]] = []
+            for fid, task in [(main_frame, ax_task), *zip(children, child_tasks)]:
+                raw = await task
+                if raw is None:
+                    roots.append((fid, None))
+                    continue
+                nodes = decode_nodes(raw)
+                del raw
+                roots.append((fid, nodes[0].node_id if nodes else None))
+                records.update((r.node_id, r) for r in nodes)
+            windows = await windows_task
+            owners = {b: o for d in docs for b, o in d.frame_origins.items()}
+            oopifs: dict[str, OopifTree] = {}
+            for target_id, task in oopif_tasks.items():
+                tree = await self._oopif_tree(conn, session, tab.oopifs.get(target_id), task, frame_keys)
+                if tree is not None and tree.owner in owners:
+                    oopifs[target_id] = tree
+        finally:
+            for task in (snapshot_task, ax_task, side_task, windows_task, *oopif_tasks.values()):
+                if not task.done():
+                    task.cancel()
+        kept = Kept(doc=doc, made_at=time.monotonic(), windows=windows if isinstance(windows, str) else "?",
+                    records=records, roots=roots, docs=docs, oopifs=oopifs, meta={}, by_backend=_by_backend(records))
+        return self._finish(tab, kept, metrics, side)
+
+    async def _side(self, conn: CDPConnection, tab: Tab, session: str) -> dict:
+        page_metrics, frame_tree, window = await asyncio.gather(
             conn.send("Page.getLayoutMetrics", session=session),
             conn.send("Page.getFrameTree", session=session),
             _safe(conn.send("Browser.getWindowForTarget", {"targetId": tab.target_id})),
         )
-        docs = index_snapshot(snapshot)
-        scroll = docs[0].scroll if docs else (0.0, 0.0)
-        main_frame = frame_tree["frameTree"]["frame"]["id"]
-        frames = [{"frameId": main_frame, "url": frame_tree["frameTree"]["frame"]["url"], "parentFrameId": None,
-                   "outOfProcess": False, "offset": {"x": 0, "y": 0}}]
-        boxes: dict[tuple[str, int], tuple] = {}
-        for doc in docs:
-            fid = doc.frame_id or main_frame
-            for backend, box in doc.boxes.items():
-                boxes[(fid, backend)] = box
-            if doc.frame_id and doc.frame_id != main_frame:
-                frames.append({"frameId": doc.frame_id, "url": doc.url, "parentFrameId": None, "outOfProcess": False,
-                               "offset": {"x": doc.offset[0], "y": doc.offset[1]}})
-        # Same-process child frames have their own AX trees.
-        child_ids = [f["frameId"] for f in frames[1:]]
-        child_ax = await asyncio.gather(*[
-            _safe(conn.send("Accessibility.getFullAXTree", {"frameId": fid}, session=session)) for fid in child_ids
-        ])
-        trees: list[tuple[str, list[dict] | None, str]] = [(main_frame, (ax_main or {}).get("nodes"), "")]
-        trees += [(fid, (ax or {}).get("nodes"), "") for fid, ax in zip(child_ids, child_ax)]
-        # Out-of-process frames: their own session, placed at their owner <iframe>.
-        owners = {backend: origin for doc in docs for backend, origin in doc.frame_origins.items()}
-        for oopif in list(tab.oopifs.values()):
-            placed = await self._oopif(conn, session, oopif, owners)
-            if placed is None:
-                continue
-            frame, oopif_boxes, nodes = placed
-            frames.append(frame)
-            boxes.update({(oopif.target_id, b): box for b, box in oopif_boxes.items()})
-            trees.append((oopif.target_id, nodes, f"{oopif.target_id[:8]}:"))
-        nodes, source = _join(trees, boxes, scroll, docs, main_frame)
-        vv, lv, cs = page_metrics["cssVisualViewport"], page_metrics["cssLayoutViewport"], page_metrics["cssContentSize"]
-        zoom = vv.get("zoom", 1)
-        bounds = (window or {}).get("bounds", {})
-        return {
-            "viewport": {
-                "visualViewport": {"x": vv["pageX"], "y": vv["pageY"], "width": vv["clientWidth"],
-                                   "height": vv["clientHeight"], "scale": vv.get("scale", 1), "zoom": zoom},
-                "layoutViewport": {"x": lv["pageX"], "y": lv["pageY"], "width": lv["clientWidth"],
-                                   "height": lv["clientHeight"]},
-                "contentSize": {"width": cs["width"], "height": cs["height"]},
-            },
-            "window": {
-                "outerWidth": metrics["outerWidth"], "outerHeight": metrics["outerHeight"],
-                "innerWidth": metrics["innerWidth"], "innerHeight": metrics["innerHeight"],
-                "devicePixelRatio": metrics["devicePixelRatio"], "pageZoom": zoom,
-                "browserChromeHeight": round(metrics["outerHeight"] - metrics["innerHeight"] * zoom, 2),
-                "scrollX": metrics["scrollX"], "scrollY": metrics["scrollY"],
-                "windowBounds": {k: bounds.get(k) for k in ("left", "top", "width", "height")} if bounds else None,
-                "windowState": bounds.get("windowState") if bounds else None,
-            },
-            "visibility": metrics["visibility"],
-            "title": metrics["title"],
-            "frames": frames,
-            "source": source,
-            "nodes": nodes,
-        }
+        return {"page_metrics": page_metrics, "frame_tree": frame_tree, "window": window}
 
-    async def _oopif(self, conn: CDPConnection, parent_session: str, frame: FrameSession,
-                     owners: dict[int, tuple[float, float]]):
+    async def _oopif_parts(self, conn: CDPConnection, frame: FrameSession):
+        return await asyncio.gather(
+            _snapshot(conn, frame.session_id),
+            _safe(conn.send("Accessibility.getFullAXTree", {}, session=frame.session_id, timeout=120, raw=True)),
+            _safe_json(conn, frame.session_id, _METRICS_EXPRESSION),
+        )
+
+    async def _oopif_tree(self, conn: CDPConnection, parent_session: str, frame: FrameSession | None, parts_task,
+                          frame_keys: tuple) -> OopifTree | None:
+        if frame is None:
+            return None
         try:
-            owner = await conn.send("DOM.getFrameOwner", {"frameId": frame.target_id}, session=parent_session)
-            origin = owners.get(owner["backendNodeId"])
-            if origin is None:
-                return None
-            snapshot, ax = await asyncio.gather(
-                conn.send("DOMSnapshot.captureSnapshot", {"computedStyles": SNAPSHOT_STYLES}, session=frame.session_id),
-                _safe(conn.send("Accessibility.getFullAXTree", {}, session=frame.session_id)),
-            )
+            owner_task = asyncio.ensure_future(conn.send("DOM.getFrameOwner", {"frameId": frame.target_id},
+                                                         session=parent_session))
+            snapshot, ax, metrics = await parts_task
+            owner = (await owner_task)["backendNodeId"]
         except (CDPError, CDPClosed) as exc:
             log.info("out-of-process frame skipped", frame=frame.target_id, error=str(exc))
             return None
+        docs = index_snapshot(snapshot)
         first = (snapshot.get("documents") or [{}])[0]
         scroll = (float(first.get("scrollOffsetX", 0)), float(first.get("scrollOffsetY", 0)))
-        offset = frame_document_offset(origin, scroll)
-        docs = index_snapshot(snapshot, offset)
-        merged = {b: box for doc in docs for b, box in doc.boxes.items()}
-        info = {"frameId": frame.target_id, "url": docs[0].url if docs else frame.url, "parentFrameId": None,
-                "outOfProcess": True, "offset": {"x": offset[0], "y": offset[1]}}
-        return info, merged, (ax or {}).get("nodes")
+        prefix = f"{frame.target_id[:8]}:"
+        nodes = decode_nodes(ax, prefix=prefix) if ax is not None else None
+        key = (frame.target_id, (metrics or {}).get("changes"), (metrics or {}).get("doc"))
+        return OopifTree(target_id=frame.target_id, url=docs[0].url if docs else frame.url, key=key, owner=owner,
+                         records={r.node_id: r for r in nodes} if nodes is not None else None,
+                         root=nodes[0].node_id if nodes else None,
+                         boxes={b: box for d in docs for b, box in d.boxes.items()}, scroll=scroll, docs=docs)
+
+    # -- warm -----------------------------------------------------------------------------
+
+    async def _warm(self, conn: CDPConnection, tab: Tab, session: str, kept: Kept, metrics: dict,
+                    frame_keys: tuple) -> "Snapshot":
+        """Patch the kept tree with what changed; raises _Cold when it cannot."""
+        if set(tab.oopifs) != set(kept.oopifs):
+            raise _Cold("out-of-process frames came or went")
+        taken = await _take(conn, session, reset=False)
+        if taken is None or taken == "full":
+            raise _Cold("the document changed as a whole")
+        windows, overflow, subtree, single = taken
+        if overflow or windows != kept.windows:
+            raise _Cold("more changed than the page listed")
+        if metrics["url"] != kept.meta.get("url"):
+            # A same-document navigation (a fragment, pushState) shows on the root node.
+            root = kept.records.get(kept.roots[0][1] or "")
+            if root is not None and root.backend is not None:
+                single = [*single, root.backend]
+        tasks: list[asyncio.Future] = []
+
+        def read_boxes() -> None:
+            # Sent right after the AX reads: the page's process answers those first and
+            # then builds the snapshot while this process decodes them.
+            tasks.append(asyncio.ensure_future(_snapshot(conn, session)))
+            tasks.append(asyncio.ensure_future(self._side(conn, tab, session)))
+
+        keys = dict((k[0], k) for k in frame_keys)
+        oopif_tasks = {t: asyncio.ensure_future(self._oopif_parts(conn, tab.oopifs[t]))
+                       for t, tree in kept.oopifs.items() if keys.get(t) != tree.key}
+        try:
+            fresh, whole = await self._refetch(conn, session, kept, subtree, single, read_boxes)
+            if not tasks:
+                read_boxes()
+            snapshot = await tasks[0]
+            docs = index_snapshot(snapshot)
+            del snapshot
+            if ([d.frame_id for d in docs] != [d.frame_id for d in kept.docs]
+                    or [d.url for d in docs[1:]] != [d.url for d in kept.docs[1:]]):
+                raise _Cold("frames changed")
+            records, by_backend = _merge(kept, fresh)
+            # Elements that gained or lost a box with no DOM change of their own (a CSS rule
+            # that shows a menu): re-read the AX subtree around them too.
+            around = _presence_changes(kept, docs, by_backend, whole)
+            if around:
+                more, more_whole = await self._refetch(conn, session, kept, around, [])
+                fresh.update(more)
+                whole |= more_whole
+                records, by_backend = _merge(kept, fresh)
+            side = await tasks[1]
+            oopifs = dict(kept.oopifs)
+            for target_id, task in oopif_tasks.items():
+                tree = await self._oopif_tree(conn, session, tab.oopifs.get(target_id), task, frame_keys)
+                if tree is None:
+                    raise _Cold("an out-of-process frame could not be read")
+                oopifs[target_id] = tree
+        finally:
+            for task in (*tasks, *oopif_tasks.values()):
+                if not task.done():
+                    task.cancel()
+        new = Kept(doc=kept.doc, made_at=kept.made_at, windows=kept.windows, records=records, roots=kept.roots,
+                   docs=docs, oopifs=oopifs, meta={}, by_backend=by_backend)
+        return self._finish(tab, new, metrics, side, prev=kept, fresh=set(fresh) & set(records))
+
+    async def _refetch(self, conn: CDPConnection, session: str, kept: Kept, subtree: list[int],
+                       single: list[int], sent=None) -> tuple[dict[str, AXRecord], set[str]]:
+        """Fresh records for the nodes under each ``subtree`` element (and its ancestors)
+        and for each ``single`` element; and the ids whose whole subtree is fresh."""
+        total = len(kept.records) or 1
+        budget = 0
+        roots: list[int] = []
+        for backend in dict.fromkeys(subtree):
+            node_id = kept.by_backend.get(backend)
+            if node_id is not None:
+                budget += sum(1 for _ in subtree_ids(node_id, kept.records))
+            roots.append(backend)
+        if budget > WARM_SHARE * total:
+            raise _Cold("too much changed")
+        fresh: dict[str, AXRecord] = {}
+        whole: set[str] = set()
+        frame_roots = {root for _, root in kept.roots}
+        while roots or single:
+            calls = []
+            for backend in roots:
+                calls.append(_safe(conn.send("Accessibility.getPartialAXTree",
+                                             {"backendNodeId": backend, "fetchRelatives": True},
+                                             session=session, raw=True)))
+                calls.append(_safe(conn.send("Accessibility.queryAXTree", {"backendNodeId": backend},
+                                             session=session, raw=True)))
+            for backend in dict.fromkeys(single):
+                calls.append(_safe(conn.send("Accessibility.getPartialAXTree",
+                                             {"backendNodeId": backend, "fetchRelatives": False},
+                                             session=session, raw=True)))
+            futures = [asyncio.ensure_future(c) for c in calls]
+            if sent is not None:
+                sent()
+                sent = None
+            replies = await asyncio.gather(*futures)
+            escalate: list[int] = []
+            for i in range(len(roots)):
+                partial, query = replies[2 * i], replies[2 * i + 1]
+                if partial is None:
+                    continue  # the element left the document: its old parent was touched too
+                inspected, children, ancestors = partial_result(decode_nodes(partial))
+                top = ancestors[-1] if ancestors else inspected
+                if top is None or top.node_id not in frame_roots:
+                    raise _Cold("an element outside the kept frames")
+                if inspected is None:
+                    # No AX node of its own: its nodes hang under the nearest ancestor's.
+                    if not ancestors or ancestors[0].node_id in frame_roots or ancestors[0].backend is None:
+                        raise _Cold("a change right under a frame's root")
+                    escalate.append(ancestors[0].backend)
+                    continue
+                for record in ancestors:
+                    fresh[record.node_id] = record
+                fresh[inspected.node_id] = inspected
+                for record in children:
+                    fresh[record.node_id] = record
+                for record in decode_nodes(query, normalize_ignored=True) if query is not None else []:
+                    fresh[record.node_id] = record
+                whole.add(inspected.node_id)
+            for reply in replies[2 * len(roots):]:
+                for record in decode_nodes(reply) if reply is not None else []:
+                    if record.node_id != "0":
+                        fresh[record.node_id] = record
+            roots, single = [b for b in dict.fromkeys(escalate) if kept.by_backend.get(b) not in whole], []
+        # Everything under a re-read subtree is fresh (or gone).
+        expanded: set[str] = set()
+        for node_id in whole:
+            expanded.update(subtree_ids(node_id, fresh))
+        return fresh, expanded
+
+    # -- serving ------------------------------------------------------------------------
+
+    def _finish(self, tab: Tab, kept: Kept, metrics: dict, side: dict, prev: Kept | None = None,
+                fresh: set[str] | None = None) -> "Snapshot":
+        """Place every frame, join nodes to boxes and serialize them; keep it all. With
+        ``prev`` (the tree this one patches) and ``fresh`` (the re-read node ids), only
+        the nodes whose record or box changed are serialized again."""
+        docs = kept.docs
+        scroll = docs[0].scroll if docs else (0.0, 0.0)
+        frame_tree = side["frame_tree"]["frameTree"]["frame"]
+        main_frame = kept.roots[0][0] if kept.roots else frame_tree["id"]
+        frames = [{"frameId": main_frame, "url": frame_tree["url"], "parentFrameId": None,
+                   "outOfProcess": False, "offset": {"x": 0, "y": 0}}]
+        boxes: dict[str, dict[int, tuple]] = {}
+        for d in docs:
+            fid = d.frame_id or main_frame
+            boxes.setdefault(fid, {}).update(d.boxes)
+            if d.frame_id and d.frame_id != main_frame:
+                frames.append({"frameId": d.frame_id, "url": d.url, "parentFrameId": None, "outOfProcess": False,
+                               "offset": {"x": d.offset[0], "y": d.offset[1]}})
+        owners = {b: o for d in docs for b, o in d.frame_origins.items()}
+        trees: list[tuple[str, dict[str, AXRecord] | None, str | None]] = [(fid, kept.records, root)
+                                                                             for fid, root in kept.roots]
+        for tree in kept.oopifs.values():
+            origin = owners.get(tree.owner)
+            if origin is None:
+                continue
+            offset = frame_document_offset(origin, tree.scroll)
+            frames.append({"frameId": tree.target_id, "url": tree.url, "parentFrameId": None, "outOfProcess": True,
+                           "offset": {"x": offset[0], "y": offset[1]}})
+            boxes[tree.target_id] = {b: (x + offset[0], y + offset[1], w, h) for b, (x, y, w, h) in tree.boxes.items()}
+            trees.append((tree.target_id, tree.records, tree.root))
+        kept.boxes, kept.scroll = boxes, scroll
+        kept.present = {fid: {b for b, v in frame_boxes.items() if v[2] > 0 and v[3] > 0}
+                        for fid, frame_boxes in boxes.items()}
+        kept.meta = _meta(side, metrics, frames, "ax")
+        tab.kept = kept
+        if prev is not None and fresh is not None and prev.scroll == scroll and prev.parts is not None:
+            patched = self._patch(kept, prev, fresh, trees)
+            if patched:
+                return Snapshot(kept.meta, kept.parts, kept.ignored)
+        parts: list[bytes] = []
+        ignored: list[bool] = []
+        order: list[str] = []
+        frame_of: dict[str, str] = {}
+        source = "ax"
+        for fid, records, root in trees:
+            frame_boxes = boxes.get(fid, {})
+            if records is None or root is None:
+                source = "mixed" if parts else "dom"
+                for node in _dom_fallback(fid, frame_boxes, scroll):
+                    parts.append(orjson.dumps(node))
+                    ignored.append(False)
+                kept.parts = None  # never patched
+                continue
+            ids, _missing = preorder(root, records)
+            fid_json = orjson.dumps(fid)
+            for node_id in ids:
+                record = records[node_id]
+                backend = record.backend
+                box = frame_boxes.get(backend) if backend is not None else None
+                parts.append(_node_json(record.ax, fid_json, box, scroll))
+                ignored.append(record.ignored)
+                frame_of[node_id] = fid
+            order += ids
+        if source != "ax":
+            kept.meta = _meta(side, metrics, frames, source)
+        else:
+            kept.parts = parts
+        kept.ignored, kept.order, kept.frame_of = ignored, order, frame_of
+        kept.index = None
+        return Snapshot(kept.meta, parts, ignored)
+
+    @staticmethod
+    def _patch(kept: Kept, prev: Kept, fresh: set[str], trees) -> bool:
+        """Serialize again only the re-read nodes and those whose box changed, splicing in
+        the subtrees whose children changed. False when that is not possible."""
+        assert prev.parts is not None
+        if set(kept.oopifs) != set(prev.oopifs) or any(kept.oopifs[t] is not prev.oopifs[t] for t in kept.oopifs):
+            return False
+        records = kept.records
+        index = prev.index
+        if index is None:
+            index = {node_id: i for i, node_id in enumerate(prev.order)}
+        reshaped = {n for n in fresh if n not in prev.records or prev.records[n].child_ids != records[n].child_ids}
+        outermost: list[str] = []
+        for node_id in reshaped:
+            parent = records[node_id].parent_id
+            while parent is not None and parent not in reshaped:
+                parent = records[parent].parent_id if parent in records else None
+            if parent is None:
+                if node_id not in index:
+                    return False
+                outermost.append(node_id)
+        changed: set[str] = {n for n in fresh if n in index}
+        by_backend = kept.by_backend
+        for fid, frame_boxes in kept.boxes.items():
+            old_boxes = prev.boxes.get(fid, {})
+            moved = {b for b, v in frame_boxes.items() if old_boxes.get(b) != v}
+            moved.update(old_boxes.keys() - frame_boxes.keys())
+            if moved and fid in kept.oopifs:
+                return False
+            for b in moved:
+                if b not in by_backend:
+                    continue
+                node_id = by_backend[b]
+                if node_id is None:
+                    return False
+                if prev.frame_of.get(node_id) == fid:
+                    changed.add(node_id)
+        parts = list(prev.parts)
+        ignored = list(prev.ignored)
+        order = prev.order
+        frame_of = prev.frame_of
+        for node_id in changed:
+            fid = frame_of.get(node_id)
+            if fid is None or node_id not in records:
+                continue  # gone: spliced out below
+            i = index[node_id]
+            parts[i] = _render(records[node_id], fid, kept)
+            ignored[i] = records[node_id].ignored
+        if outermost:
+            order = list(order)
+            frame_of = dict(frame_of)
+            for node_id in sorted(outermost, key=index.__getitem__, reverse=True):
+                start = index[node_id]
+                old_ids = preorder(node_id, prev.records)[0]
+                if order[start:start + len(old_ids)] != old_ids:
+                    return False
+                new_ids = preorder(node_id, records)[0]
+                fid = frame_of[node_id]
+                for gone in old_ids:
+                    frame_of.pop(gone, None)
+                for n in new_ids:
+                    frame_of[n] = fid
+                end = start + len(old_ids)
+                parts[start:end] = [_render(records[n], fid, kept) for n in new_ids]
+                ignored[start:end] = [records[n].ignored for n in new_ids]
+                order[start:end] = new_ids
+            index = None
+        kept.parts, kept.ignored, kept.order, kept.frame_of, kept.index = parts, ignored, order, frame_of, index
+        return True
 
 
-def _join(trees, boxes, scroll, docs, main_frame) -> tuple[list[dict], str]:
-    """AX nodes of every frame with their boxes; a DOM fallback where a frame has no AX
-    tree. Node ids of out-of-process frames are prefixed to stay unique."""
-    out: list[dict] = []
-    source = "ax"
-    for frame_id, nodes, prefix in trees:
-        if nodes is None:
-            source = "mixed" if out else "dom"
-            out += _dom_fallback(frame_id, docs, scroll, main_frame)
-            continue
-        for node in nodes:
-            n = dict(node)
-            if prefix:
-                n["nodeId"] = prefix + n["nodeId"]
-                if n.get("parentId"):
-                    n["parentId"] = prefix + n["parentId"]
-                n["childIds"] = [prefix + c for c in n.get("childIds", [])]
-            n["frameId"] = frame_id
-            box = boxes.get((frame_id, n.get("backendDOMNodeId"))) if "backendDOMNodeId" in n else None
-            if box is not None and box[2] > 0 and box[3] > 0:
-                n["bounds"], n["viewportBounds"] = box_json(box, scroll)
-            else:
-                n["bounds"] = n["viewportBounds"] = None
-            out.append(n)
-    return out, source
+def _render(record: AXRecord, fid: str, kept: Kept) -> bytes:
+    box = kept.boxes.get(fid, {}).get(record.backend) if record.backend is not None else None
+    return _node_json(record.ax, orjson.dumps(fid), box, kept.scroll)
 
 
-def _dom_fallback(frame_id, docs, scroll, main_frame) -> list[dict]:
+def _merge(kept: Kept, fresh: dict[str, AXRecord]) -> tuple[dict[str, AXRecord], dict[int, str]]:
+    """The kept records with fresh ones in place, and the AX node of each DOM node; every
+    node reachable from a frame root must be known, or the tree is fetched whole. Only
+    the subtrees whose children changed are walked."""
+    if not fresh:
+        return kept.records, kept.by_backend
+    old = kept.records
+    merged = dict(old)
+    merged.update(fresh)
+    reshaped = [n for n, r in fresh.items() if n in old and old[n].child_ids != r.child_ids]
+    before: set[str] = set()
+    after: set[str] = set()
+    for node_id in reshaped:
+        ids, missing = preorder(node_id, merged)
+        if missing:
+            raise _Cold(f"{len(missing)} nodes appeared that were not read")
+        after.update(ids)
+        before.update(preorder(node_id, old)[0])
+    # Fresh nodes that are in no kept place and no reshaped subtree are not in the tree.
+    for node_id in fresh:
+        if node_id not in old and node_id not in after:
+            del merged[node_id]
+    for node_id in before - after:
+        merged.pop(node_id, None)
+    if not reshaped and all(old[n].backend == r.backend for n, r in fresh.items() if n in old):
+        return merged, kept.by_backend
+    return merged, _by_backend(merged)
+
+
+def _by_backend(records: dict[str, AXRecord]) -> dict[int, str]:
+    """backend DOM node id -> its AX node; a DOM node with several AX nodes maps to
+    None (its box changes make the whole tree serialize again)."""
+    out: dict[int, str] = {}
+    for node_id, record in records.items():
+        backend = record.backend
+        if backend is not None:
+            out[backend] = None if backend in out else node_id  # type: ignore[assignment]
+    return out
+
+
+def _presence_changes(kept: Kept, docs: list[DocumentBoxes], by_backend: dict[int, str | None],
+                      whole: set[str]) -> list[int]:
+    """Elements around DOM nodes that gained or lost a box, outside the subtrees already
+    re-read: the nearest one with an AX node, by the new snapshot's DOM."""
+    main_frame = kept.roots[0][0] if kept.roots else None
+    changed: set[int] = set()
+    now: dict[str, set[int]] = {}
+    for d in docs:
+        fid = d.frame_id or main_frame
+        now.setdefault(fid, set()).update(b for b, v in d.boxes.items() if v[2] > 0 and v[3] > 0)
+    for fid, present in now.items():
+        changed |= present.symmetric_difference(kept.present.get(fid, set()))
+    if not changed:
+        return []
+    parents: dict[int, int] = {}
+    for d in docs:
+        parents.update(d.parent_of())
+    out: list[int] = []
+    for backend in changed:
+        b: int | None = backend
+        while b is not None and b not in by_backend:
+            b = parents.get(b)
+        if b is None:
+            continue  # gone from the document: its parent's change lists it
+        if by_backend[b] not in whole:
+            out.append(b)
+    return list(dict.fromkeys(out))
+
+
+def _node_json(ax: bytes, fid_json: bytes, box: tuple | None, scroll: tuple[float, float]) -> bytes:
+    if box is None or not (box[2] > 0 and box[3] > 0):
+        return ax[:-1] + b',"frameId":' + fid_json + b',"bounds":null,"viewportBounds":null}'
+    bounds, viewport = box_json(box, scroll)
+    return (ax[:-1] + b',"frameId":' + fid_json + b',"bounds":' + orjson.dumps(bounds)
+            + b',"viewportBounds":' + orjson.dumps(viewport) + b"}")
+
+
+def _meta(side: dict, metrics: dict, frames: list[dict], source: str) -> dict:
+    page_metrics, window = side["page_metrics"], side["window"]
+    vv, lv, cs = page_metrics["cssVisualViewport"], page_metrics["cssLayoutViewport"], page_metrics["cssContentSize"]
+    zoom = vv.get("zoom", 1)
+    bounds = (window or {}).get("bounds", {})
+    return {
+        "viewport": {
+            "visualViewport": {"x": vv["pageX"], "y": vv["pageY"], "width": vv["clientWidth"],
+                               "height": vv["clientHeight"], "scale": vv.get("scale", 1), "zoom": zoom},
+            "layoutViewport": {"x": lv["pageX"], "y": lv["pageY"], "width": lv["clientWidth"],
+                               "height": lv["clientHeight"]},
+            "contentSize": {"width": cs["width"], "height": cs["height"]},
+        },
+        "window": {
+            "outerWidth": metrics["outerWidth"], "outerHeight": metrics["outerHeight"],
+            "innerWidth": metrics["innerWidth"], "innerHeight": metrics["innerHeight"],
+            "devicePixelRatio": metrics["devicePixelRatio"], "pageZoom": zoom,
+            "browserChromeHeight": round(metrics["outerHeight"] - metrics["innerHeight"] * zoom, 2),
+            "scrollX": metrics["scrollX"], "scrollY": metrics["scrollY"],
+            "windowBounds": {k: bounds.get(k) for k in ("left", "top", "width", "height")} if bounds else None,
+            "windowState": bounds.get("windowState") if bounds else None,
+        },
+        "visibility": metrics["visibility"],
+        "title": metrics["title"],
+        "url": metrics["url"],
+        "frames": frames,
+        "source": source,
+    }
+
+
+def _dom_fallback(frame_id: str, boxes: dict[int, tuple], scroll: tuple[float, float]) -> list[dict]:
     nodes = []
-    for doc in docs:
-        if (doc.frame_id or main_frame) != frame_id:
-            continue
-        for backend, box in doc.boxes.items():
-            bounds, viewport = box_json(box, scroll) if box[2] > 0 and box[3] > 0 else (None, None)
-            nodes.append({"nodeId": f"dom:{backend}", "backendDOMNodeId": backend, "ignored": False,
-                          "role": {"type": "internalRole", "value": "generic"}, "frameId": frame_id,
-                          "bounds": bounds, "viewportBounds": viewport, "source": "dom"})
+    for backend, box in boxes.items():
+        bounds, viewport = box_json(box, scroll) if box[2] > 0 and box[3] > 0 else (None, None)
+        nodes.append({"nodeId": f"dom:{backend}", "backendDOMNodeId": backend, "ignored": False,
+                      "role": {"type": "internalRole", "value": "generic"}, "frameId": frame_id,
+                      "bounds": bounds, "viewportBounds": viewport, "source": "dom"})
     return nodes
 
 
 class Snapshot:
-    """One gathered layout, with its JSON serialized once per variant (all nodes, or
-    the non-ignored ones) so a repeated request on an unchanged page is a lookup."""
+    """One served layout: its fixed sections and each node's JSON, joined once per
+    variant (all nodes, or the non-ignored ones)."""
 
     LAYOUT_KEYS = ("viewport", "window", "frames", "source")
 
-    def __init__(self, layout: dict) -> None:
-        self.layout = layout
+    def __init__(self, meta: dict, parts: list[bytes], ignored: list[bool]) -> None:
+        self.meta = meta
+        self._parts = parts
+        self._ignored = ignored
         self._json: dict[bool, bytes] = {}
 
     @property
     def title(self) -> str:
-        return self.layout["title"]
+        return self.meta["title"]
 
     @property
     def visible(self) -> bool:
-        return self.layout["visibility"] == "visible"
+        return self.meta["visibility"] == "visible"
 
     async def json(self, interesting: bool) -> bytes:
         if interesting not in self._json:
-            self._json[interesting] = await asyncio.to_thread(self._serialize, interesting)
+            parts = self._parts
+            if interesting:
+                parts = [p for p, ignored in zip(parts, self._ignored) if not ignored]
+            head = orjson.dumps({k: self.meta[k] for k in self.LAYOUT_KEYS})
+            self._json[interesting] = head[:-1] + b',"nodes":[' + b",".join(parts) + b"]}"
         return self._json[interesting]
 
-    def _serialize(self, interesting: bool) -> bytes:
-        nodes = self.layout["nodes"]
-        if interesting:
-            nodes = [n for n in nodes if not n.get("ignored")]
-        return orjson.dumps({**{k: self.layout[k] for k in self.LAYOUT_KEYS}, "nodes": nodes})
+
+async def _snapshot(conn: CDPConnection, session: str) -> dict:
+    return await conn.send("DOMSnapshot.captureSnapshot", {"computedStyles": SNAPSHOT_STYLES,
+                                                            "includeDOMRects": False}, session=session, timeout=60)
+
+
+async def _take(conn: CDPConnection, session: str, reset: bool):
+    """What the page listed as changed since last asked: (windows, overflow, subtree
+    backend ids, single backend ids), "full", or with ``reset`` the number of windows."""
+    group = "deskbox-take"
+    try:
+        reply = await conn.send("Runtime.evaluate", {
+            "expression": f"({_TAKE_FUNCTION})({'true' if reset else 'false'}, {json.dumps(_WATCH_SOURCE)})",
+            "objectGroup": group,
+            "returnByValue": reset}, session=session)
+        result = reply.get("result", {})
+        if reset or result.get("type") != "object":
+            return result.get("value")
+        props = await conn.send("Runtime.getProperties", {"objectId": result["objectId"], "ownProperties": True},
+                                session=session)
+        items = sorted(((int(p["name"]), p.get("value", {})) for p in props.get("result", []) if p["name"].isdigit()))
+        values = [v for _, v in items]
+        described = await asyncio.gather(*[
+            _safe(conn.send("DOM.describeNode", {"objectId": v["objectId"]}, session=session))
+            for v in values if v.get("subtype") == "node"
+        ])
+    except (CDPError, CDPClosed):
+        return None
+    finally:
+        asyncio.ensure_future(_safe_release(conn, session, group))
+    backends = iter([(d or {}).get("node", {}).get("backendNodeId") for d in described])
+    windows, overflow = values[0].get("value"), values[1].get("value")
+    subtree: list[int] = []
+    single: list[int] = []
+    target = None
+    for v in values[2:]:
+        if v.get("type") == "string":
+            target = subtree if v.get("value") == "S" else single
+        elif v.get("subtype") == "node" and target is not None:
+            backend = next(backends)
+            if backend is not None:
+                target.append(backend)
+    return windows, bool(overflow), subtree, single
+
+
+async def _safe_release(conn: CDPConnection, session: str, group: str) -> None:
+    try:
+        await conn.send("Runtime.releaseObjectGroup", {"objectGroup": group}, session=session)
+    except (CDPError, CDPClosed):
+        pass
 
 
 async def _safe(awaitable):
     try:
         return await awaitable
     except CDPError:
+        return None
+
+
+async def _safe_json(conn: CDPConnection, session: str, expression: str) -> dict | None:
+    try:
+        return await _evaluate_json(conn, session, expression)
+    except (TabGone, CDPClosed):
         return None
 
 

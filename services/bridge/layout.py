@@ -37,6 +37,14 @@ class DocumentBoxes:
     frame_origins: dict[int, tuple[float, float]] = field(default_factory=dict)
     # backend node id of an <iframe> -> index of the document it holds (same process)
     child_documents: dict[int, int] = field(default_factory=dict)
+    # The DOM as the snapshot lists it: backend node id and parent index of each node.
+    dom_backend: list[int] = field(default_factory=list)
+    dom_parent: list[int] = field(default_factory=list)
+
+    def parent_of(self) -> dict[int, int]:
+        """backend node id -> its parent's backend node id."""
+        backend, parent = self.dom_backend, self.dom_parent
+        return {b: backend[p] for b, p in zip(backend, parent) if 0 <= p < len(backend)}
 
 
 def _px(value: str) -> float:
@@ -90,24 +98,27 @@ def _index_document(raw: dict, strings: list[str], doc: DocumentBoxes, offset: t
     doc.offset = offset
     nodes = raw.get("nodes", {})
     backend_ids: list[int] = nodes.get("backendNodeId", [])
+    doc.dom_backend, doc.dom_parent = backend_ids, nodes.get("parentIndex", [])
     layout = raw.get("layout", {})
     content_docs = nodes.get("contentDocumentIndex", {})
     owner_of = dict(zip(content_docs.get("index", []), content_docs.get("value", [])))
     styles = layout.get("styles", [])
     names = nodes.get("nodeName", [])
+    frame_names = {i for i, s in enumerate(strings) if s in ("IFRAME", "FRAME")}
+    boxes = doc.boxes
+    ox, oy = offset
     for li, (node_index, bounds) in enumerate(zip(layout.get("nodeIndex", []), layout.get("bounds", []))):
         if node_index >= len(backend_ids) or len(bounds) < 4:
             continue
         backend = backend_ids[node_index]
         own = tuple(bounds[:4])
         # Several layout objects can belong to one node (text fragments): keep the union.
-        box = offset_box(own, offset)
-        if backend in doc.boxes:
-            box = _union(doc.boxes[backend], box)
-        doc.boxes[backend] = box
+        box = offset_box(own, offset) if ox or oy else own
+        if backend in boxes:
+            box = _union(boxes[backend], box)
+        boxes[backend] = box
         # Frame owners, including those whose document lives in another process.
-        name = strings[names[node_index]] if node_index < len(names) else ""
-        if node_index in owner_of or name in ("IFRAME", "FRAME"):
+        if node_index in owner_of or (node_index < len(names) and names[node_index] in frame_names):
             style = [strings[s] if 0 <= s < len(strings) else "" for s in (styles[li] if li < len(styles) else [])]
             bl, bt, pl, pt = (_px(v) for v in (style + ["", "", "", ""])[:4])
             doc.frame_origins[backend] = content_box_origin(own, offset, (bl, bt), (pl, pt))

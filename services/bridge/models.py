@@ -16,12 +16,16 @@ class _Strict(BaseModel):
 class LayoutQuery(_Strict):
     tab: str | None = Field(None, min_length=1, max_length=64)
     interesting: bool = False
+    # Read the whole tree again instead of patching the kept one (what "agent-turn" wants).
+    fresh: bool = False
 
     @model_validator(mode="before")
     @classmethod
     def _flags(cls, data):
-        if isinstance(data, dict) and data.get("interesting") in ("0", "1"):
-            data = {**data, "interesting": data["interesting"] == "1"}
+        if isinstance(data, dict):
+            for flag in ("interesting", "fresh"):
+                if data.get(flag) in ("0", "1"):
+                    data = {**data, flag: data[flag] == "1"}
         return data
 
 

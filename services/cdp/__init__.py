@@ -5,19 +5,29 @@ One websocket to the browser carries every target as a flat session
 one persistent connection and never wait for each other. Errors are translated into
 :class:`CDPError` (the protocol answered with an error) and :class:`CDPClosed` (the
 connection is gone) where they enter.
+
+Replies are parsed in two steps: the envelope (id, method, session) first, keeping the
+``result`` as raw bytes, so that a caller can ask for those bytes (``raw=True``) and
+decode a large reply (a full accessibility tree is several MB) into exactly what it
+needs. Building Python dicts for every AX node costs ten times more than the decoding
+the bridge does with them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 from collections import defaultdict
 from typing import Any, Callable
 
 import orjson
 import websockets
 from websockets.asyncio.client import ClientConnection
+
+try:
+    import msgspec
+except ImportError:  # pragma: no cover - msgspec is a dependency; this keeps a bare venv working
+    msgspec = None
 
 __all__ = ["CDPConnection", "CDPError", "CDPClosed", "Handler"]
 
@@ -36,11 +46,47 @@ class CDPClosed(Exception):
     pass
 
 
+if msgspec is not None:
+    _ABSENT = msgspec.Raw()
+
+    class _Envelope(msgspec.Struct, gc=False):
+        id: int | None = None
+        method: str | None = None
+        sessionId: str | None = None
+        # Raw cannot be part of a union: an empty Raw stands for "absent".
+        result: msgspec.Raw = _ABSENT
+        error: msgspec.Raw = _ABSENT
+        params: msgspec.Raw = _ABSENT
+
+    _decode_envelope = msgspec.json.Decoder(_Envelope).decode
+
+    def _split(message: bytes) -> tuple[int | None, str | None, str | None, Any, Any, Any]:
+        env = _decode_envelope(message)
+        return (env.id, env.method, env.sessionId, env.result or None, env.error or None, env.params or None)
+
+    def _load(raw: Any) -> Any:
+        return orjson.loads(memoryview(raw)) if raw is not None else {}
+
+    def _raw(raw: Any) -> bytes:
+        return bytes(raw) if raw is not None else b"{}"
+else:  # pragma: no cover
+    def _split(message: bytes) -> tuple[int | None, str | None, str | None, Any, Any, Any]:
+        msg = orjson.loads(message)
+        return msg.get("id"), msg.get("method"), msg.get("sessionId"), msg.get("result"), msg.get("error"), msg.get("params")
+
+    def _load(raw: Any) -> Any:
+        return raw if raw is not None else {}
+
+    def _raw(raw: Any) -> bytes:
+        return orjson.dumps(raw) if raw is not None else b"{}"
+
+
 class CDPConnection:
     def __init__(self) -> None:
         self._ws: ClientConnection | None = None
         self._ids = itertools.count(1)
-        self._pending: dict[int, tuple[str, asyncio.Future]] = {}
+        # message id -> (method, future, whether the caller wants the raw result bytes)
+        self._pending: dict[int, tuple[str, asyncio.Future, bool]] = {}
         self._handlers: dict[str, list[Handler]] = defaultdict(list)
         self._reader: asyncio.Task | None = None
         self.closed = asyncio.Event()
@@ -59,7 +105,8 @@ class CDPConnection:
         self._handlers[event].append(handler)
 
     async def send(self, method: str, params: dict | None = None, *, session: str | None = None,
-                   timeout: float = 15) -> dict:
+                   timeout: float = 15, raw: bool = False) -> Any:
+        """The command's result: a dict, or with ``raw`` the result object's JSON bytes."""
         if self._ws is None or self.closed.is_set():
             raise CDPClosed("not connected")
         msg_id = next(self._ids)
@@ -67,9 +114,9 @@ class CDPConnection:
         if session is not None:
             message["sessionId"] = session
         future = asyncio.get_running_loop().create_future()
-        self._pending[msg_id] = (method, future)
+        self._pending[msg_id] = (method, future, raw)
         try:
-            await self._ws.send(json.dumps(message))
+            await self._ws.send(orjson.dumps(message).decode())
             return await asyncio.wait_for(future, timeout)
         except websockets.ConnectionClosed as exc:
             raise CDPClosed(f"connection closed during {method}") from exc
@@ -81,26 +128,32 @@ class CDPConnection:
     async def _read(self) -> None:
         assert self._ws is not None
         try:
-            async for raw in self._ws:
-                # Replies reach tens of MB (full AX trees): orjson parses them several times faster.
-                message = orjson.loads(raw)
-                if "id" in message:
-                    entry = self._pending.get(message["id"])
+            while True:
+                message = await self._ws.recv(decode=False)
+                msg_id, method, session, result, error, params = _split(message)
+                if msg_id is not None:
+                    entry = self._pending.get(msg_id)
                     if entry is None or entry[1].done():
                         continue
-                    method, future = entry
-                    if "error" in message:
-                        future.set_exception(CDPError(method, message["error"]))
+                    name, future, want_raw = entry
+                    if error is not None:
+                        future.set_exception(CDPError(name, _load(error)))
                     else:
-                        future.set_result(message.get("result", {}))
-                else:
-                    for handler in self._handlers.get(message.get("method", ""), ()):
-                        handler(message.get("params", {}), message.get("sessionId"))
+                        future.set_result(_raw(result) if want_raw else _load(result))
+                elif method is not None:
+                    handlers = self._handlers.get(method)
+                    if handlers:
+                        event = _load(params)
+                        for handler in handlers:
+                            try:
+                                handler(event, session)
+                            except Exception:  # one bad handler must not stop the reader
+                                continue
         except websockets.ConnectionClosed:
             pass
         finally:
             self.closed.set()
-            for _method, future in self._pending.values():
+            for _method, future, _raw_wanted in self._pending.values():
                 if not future.done():
                     future.set_exception(CDPClosed("connection closed"))
 
