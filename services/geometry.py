@@ -47,10 +47,12 @@ __all__ = [
     "PagePlacement",
     "page_placement",
     "css_to_display",
+    "display_to_css",
     "native_to_display",
     "device_rect",
     "visible_part",
     "rect_center",
+    "probe_points",
 ]
 
 
@@ -238,6 +240,11 @@ def css_to_display(placement: PagePlacement, box: Box) -> Rect:
     return Rect(placement.viewport.x + box[0] * s, placement.viewport.y + box[1] * s, box[2] * s, box[3] * s)
 
 
+def display_to_css(placement: PagePlacement, x: float, y: float) -> Point:
+    """A display-local device-pixel point -> viewport-relative CSS px of the page."""
+    return (x - placement.viewport.x) / placement.css_scale, (y - placement.viewport.y) / placement.css_scale
+
+
 def native_to_display(window: Rect, scale: float, extents: Box) -> Rect:
     """A native app's window-relative extents (layout px) -> display-local device px,
     given the window's display-local device-pixel bounds and its display's scale."""
@@ -263,3 +270,17 @@ def visible_part(rect: Rect, *clips: Rect) -> Rect | None:
 
 def rect_center(rect: Rect) -> Point:
     return rect.x + rect.w / 2, rect.y + rect.h / 2
+
+
+def probe_points(rect: Rect, inset: float = 2.0) -> list[Point]:
+    """Points to try on a visible box, best first: its centre, then a 3x3 grid's other
+    points (a quarter in from each edge), then near its corners; all at least ``inset``
+    px inside so a click does not land on the border of a neighbour."""
+    cx, cy = rect_center(rect)
+    xs = (rect.x + rect.w / 4, cx, rect.x + rect.w * 3 / 4)
+    ys = (rect.y + rect.h / 4, cy, rect.y + rect.h * 3 / 4)
+    pts = [(cx, cy)] + [(x, y) for y in ys for x in xs if (x, y) != (cx, cy)]
+    ix, iy = min(inset, rect.w / 2), min(inset, rect.h / 2)
+    pts += [(rect.x + ix, rect.y + iy), (rect.x + rect.w - ix, rect.y + iy),
+            (rect.x + ix, rect.y + rect.h - iy), (rect.x + rect.w - ix, rect.y + rect.h - iy)]
+    return pts

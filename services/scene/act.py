@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable
 
 from ..common.errors import ActionFailed, NotFoundError
-from ..geometry import device_rect, rect_center, visible_part
+from ..geometry import device_rect, display_to_css, probe_points, visible_part
 from .elements import Element
 from .engine import SceneEngine
 from .frames import changed_regions
@@ -137,7 +137,16 @@ class Actor:
             if req.action in _POINTED and element.visibility != "visible":
                 element = await self._scroll_into_view(element)
                 scrolled = True
-            target = Target(element, self._point(element))
+            point = await self._aim(element) if req.action in _POINTED else self._centre(element)
+            if point is None and not scrolled:
+                # Covered where it is (a fixed header, a popup): bring it to the middle.
+                element = await self._scroll_into_view(element)
+                scrolled = True
+                point = await self._aim(element)
+            if point is None:
+                raise ActionFailed(f"{element.id} ({element.role} {element.name!r}) is covered by another element "
+                                   "at every point tried", code="occluded")
+            target = Target(element, point)
             before = await self.engine.frame_signatures([element.display_id])
             await HANDLERS[req.action](self, target, req)
             changed, settled = await self._settle(element.display_id, before[element.display_id], req.settle_ms)
@@ -156,14 +165,34 @@ class Actor:
                 "elapsed_ms": round((time.monotonic() - started) * 1000),
             }
 
-    def _point(self, e: Element) -> tuple[float, float]:
+    def _visible(self, e: Element):
         if e.bbox is None:
             raise ActionFailed(f"{e.id} ({e.role} {e.name!r}) has no box on screen (hidden)", code="not_visible")
         part = visible_part(e.bbox, e.clip) if e.clip is not None else e.bbox
         if part is None:
             raise ActionFailed(f"{e.id} ({e.role} {e.name!r}) is not on screen and could not be scrolled into view",
                                code="not_visible")
-        return rect_center(part)
+        return part
+
+    def _centre(self, e: Element) -> tuple[float, float]:
+        return probe_points(self._visible(e))[0]
+
+    async def _aim(self, e: Element) -> tuple[float, float] | None:
+        """A point of the element's visible part where the page itself says the element
+        is what a click there reaches (not a fixed header or an overlay above it); None
+        when every probe is covered. Without a page to ask (native apps), the centre."""
+        points = probe_points(self._visible(e))
+        if e.source != "cdp" or self.bridge is None or "placement" not in e.ref:
+            return points[0]
+        for x, y in points:
+            cx, cy = display_to_css(e.ref["placement"], x, y)
+            try:
+                answer = await self.bridge.element("hit_test", e.ref, x=cx, y=cy)
+            except NotFoundError:
+                return points[0]  # the node went away between the scene and now: try the centre
+            if answer.get("hit"):
+                return x, y
+        return None
 
     async def _scroll_into_view(self, e: Element) -> Element:
         if e.visibility == "hidden":

@@ -211,7 +211,8 @@ def page_elements(
             actions=actions,
             visibility=_visibility(bbox, clip),
             clip=clip,
-            ref={"tab": tab_id, "nodeId": node.get("nodeId"), "backendDOMNodeId": backend_id, "frameId": frame_id},
+            ref={"tab": tab_id, "nodeId": node.get("nodeId"), "backendDOMNodeId": backend_id, "frameId": frame_id,
+                 "placement": placement},
         ))
     return out
 

@@ -149,9 +149,10 @@ class Bridge(_Service):
     async def health(self) -> dict:
         return await self._request("GET", "/health")
 
-    async def element(self, action: str, ref: dict[str, Any]) -> dict:
-        """Ask the bridge to do something to one DOM node that is not input (scroll it
-        into view, give it focus)."""
-        return await self._request("POST", "/element", json={"action": action, "tab": ref["tab"],
-                                                             "nodeId": ref["nodeId"],
-                                                             "backendDOMNodeId": ref["backendDOMNodeId"]})
+    async def element(self, action: str, ref: dict[str, Any], **extra: Any) -> dict:
+        """Ask the bridge about one DOM node, or to do something to it that is not input:
+        ``scroll_into_view``, ``focus``, ``hit_test`` (is it what is at viewport CSS point
+        x, y?)."""
+        body = {"action": action, "tab": ref["tab"], "frameId": ref["frameId"],
+                "backendDOMNodeId": ref["backendDOMNodeId"], **extra}
+        return await self._request("POST", "/element", json=body)
