@@ -79,12 +79,12 @@ class TesseractProvider:
     stdin as a PGM and TSV comes back on stdout, so no file is written anywhere.
 
     Screen text is small (11-14 px) and Tesseract's models are trained on larger glyphs:
-    ``upscale`` 2 read 232 of 238 button, link and text captions on a dense 1280x800 page
-    where 1x read 212,
-    for about twice the time. Page segmentation mode 11 ("sparse text") finds scattered
-    UI labels that mode 3's paragraph analysis skips. ``OMP_THREAD_LIMIT=1``: on these
-    2-core machines Tesseract's OpenMP threads spin against each other and against the
-    rest of the session, making a read 1.5-2x slower, not faster.
+    ``upscale`` 2 read 232 of 238 button, link and text captions on a dense 1280x800
+    page where 1x read 212, for about twice the time. Page segmentation mode 11 ("sparse
+    text") finds scattered UI labels that mode 3's paragraph analysis skips.
+    ``OMP_THREAD_LIMIT=1``: on these 2-core machines Tesseract's OpenMP threads spin
+    against each other and against the rest of the session, making a read 1.5-2x slower,
+    not faster.
 
     Known misses, measured: Tesseract binarizes the page with one global threshold, so
     text on mid-tone surfaces (white on a blue, red or green button) is lost when the
