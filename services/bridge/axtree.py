@@ -74,18 +74,25 @@ if msgspec is not None:
     _raw_decoder = msgspec.json.Decoder(_RawNodes)
     _lite_decoder = msgspec.json.Decoder(_LiteNodes)
 
-    def _decode(raw: bytes) -> list[tuple[str, bool, Any, str | None, list[str], int | None, bool, bytes]]:
-        raws = _raw_decoder.decode(raw).nodes
-        lites = _lite_decoder.decode(raw).nodes
-        return [(n.nodeId, n.ignored, n.role.value if n.role is not None else None, n.parentId, n.childIds,
-                 n.backendDOMNodeId, n.frameId is not None, bytes(r)) for n, r in zip(lites, raws)]
+    def _decode(raw: bytes) -> tuple[list[Any], list[Any]]:
+        """(each node's fields, each node's JSON), in the reply's order: two passes of
+        msgspec over the bytes, neither building a dict."""
+        return _lite_decoder.decode(raw).nodes, _raw_decoder.decode(raw).nodes
 else:  # pragma: no cover
-    def _decode(raw: bytes) -> list[tuple[str, bool, Any, str | None, list[str], int | None, bool, bytes]]:
-        out = []
-        for n in orjson.loads(raw).get("nodes", []):
-            out.append((n["nodeId"], n.get("ignored", False), (n.get("role") or {}).get("value"), n.get("parentId"),
-                        n.get("childIds", []), n.get("backendDOMNodeId"), "frameId" in n, orjson.dumps(n)))
-        return out
+    class _Role:  # type: ignore[no-redef]
+        def __init__(self, value: Any) -> None:
+            self.value = value
+
+    class _Lite:  # type: ignore[no-redef]
+        def __init__(self, n: dict) -> None:
+            self.nodeId, self.ignored = n["nodeId"], n.get("ignored", False)
+            self.role = _Role(n["role"].get("value")) if n.get("role") else None
+            self.parentId, self.childIds = n.get("parentId"), list(n.get("childIds", []))
+            self.backendDOMNodeId, self.frameId = n.get("backendDOMNodeId"), n.get("frameId")
+
+    def _decode(raw: bytes) -> tuple[list[Any], list[Any]]:
+        nodes = orjson.loads(raw).get("nodes", [])
+        return [_Lite(n) for n in nodes], [orjson.dumps(n) for n in nodes]
 
 
 def _with_child_ids(ax: bytes, old: list[str], new: list[str]) -> bytes:
@@ -102,21 +109,26 @@ def _with_child_ids(ax: bytes, old: list[str], new: list[str]) -> bytes:
 def decode_nodes(raw: bytes, *, prefix: str = "", normalize_ignored: bool = False) -> list[AXRecord]:
     """Records of the nodes in one CDP reply with a ``nodes`` list (getFullAXTree,
     getPartialAXTree, queryAXTree), in the reply's order, InlineTextBoxes left out."""
-    decoded = _decode(raw)
-    inline = {d[0] for d in decoded if d[2] == INLINE_TEXT_BOX}
+    lites, raws = _decode(raw)
+    inline = {n.nodeId for n in lites if n.role is not None and n.role.value == INLINE_TEXT_BOX}
     records: list[AXRecord] = []
-    for node_id, ignored, _role, parent_id, child_ids, backend, has_frame, ax in decoded:
-        if node_id in inline:
+    append = records.append
+    for n, r in zip(lites, raws):
+        node_id = n.nodeId
+        if inline and node_id in inline:
             continue
-        if inline and child_ids and any(c in inline for c in child_ids):
+        child_ids = n.childIds
+        parent_id = n.parentId
+        ax = bytes(r)
+        if inline and child_ids and not inline.isdisjoint(child_ids):
             kept = [c for c in child_ids if c not in inline]
             ax = _with_child_ids(ax, child_ids, kept)
             child_ids = kept
-        if prefix or has_frame or (normalize_ignored and ignored):
+        if prefix or n.frameId is not None or (normalize_ignored and n.ignored):
             node = orjson.loads(ax)
             # The bridge sets frameId on every node itself; Chromium puts one on roots only.
             node.pop("frameId", None)
-            if normalize_ignored and ignored:
+            if normalize_ignored and n.ignored:
                 node.pop("name", None)
                 node["role"], node["chromeRole"] = dict(_ROLE_NONE), dict(_CHROME_ROLE_NONE)
             if prefix:
@@ -125,7 +137,7 @@ def decode_nodes(raw: bytes, *, prefix: str = "", normalize_ignored: bool = Fals
                     parent_id = node["parentId"] = prefix + parent_id
                 child_ids = node["childIds"] = [prefix + c for c in child_ids]
             ax = orjson.dumps(node)
-        records.append(AXRecord(node_id, parent_id, list(child_ids), backend, ignored, ax))
+        append(AXRecord(node_id, parent_id, child_ids, n.backendDOMNodeId, n.ignored, ax))
     return records
 
 

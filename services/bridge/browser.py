@@ -35,6 +35,8 @@ __all__ = ["Browser", "TabGone", "Snapshot"]
 
 log = get_logger("deskbox.bridge")
 
+BINDING = "__deskboxChanged"
+
 # Installed in every page and frame: a counter that moves when the DOM, the scroll
 # position, the viewport, focus or a form field changes, and the elements touched since
 # the bridge last asked: "subtree" (the element and everything in it may differ) and
@@ -45,9 +47,21 @@ _WATCH_SOURCE = r"""
   if (window[key]) return;
   const MAX = 256;
   // doc: this document's identity (a navigation makes a new one).
-  const state = {n: 0, doc: Math.random().toString(36).slice(2), subtree: new Set(), node: new Set(), overflow: false};
+  const state = {n: 0, doc: Math.random().toString(36).slice(2), subtree: new Set(), node: new Set(), overflow: false,
+                 notified: false};
   Object.defineProperty(window, key, {value: state, enumerable: false});
+  // Tell the bridge once that something changed (it re-arms this when it reads the page),
+  // through the binding it adds to the top document.
+  const notify = () => {
+    if (state.notified) return;
+    state.notified = true;
+    let call = null;
+    try { call = window.top.__BINDING__; } catch (e) { /* a cross-origin parent */ }
+    if (typeof call !== 'function') call = window.__BINDING__;
+    if (typeof call === 'function') { try { call(''); } catch (e) { /* not ours to fail */ } }
+  };
   const add = (set, node) => {
+    notify();
     if (!node) return;
     if (set.size >= MAX) state.overflow = true; else set.add(node);
   };
@@ -75,7 +89,7 @@ _WATCH_SOURCE = r"""
     for (const el of root.querySelectorAll('*')) if (el.shadowRoot) { observer.observe(el.shadowRoot, options); walk(el.shadowRoot); }
   };
   walk(document);
-  const bump = () => { state.n++; };
+  const bump = () => { state.n++; notify(); };
   for (const type of ['scroll', 'resize', 'load', 'transitionend', 'animationend']) {
     window.addEventListener(type, bump, {capture: true, passive: true});
   }
@@ -89,6 +103,7 @@ _WATCH_SOURCE = r"""
       try { outer = w.parent[key]; } catch (e) { break; }
       if (!outer) break;
       outer.n++;
+      outer.notified = false;
       for (const node of [w.parent.document, w.frameElement]) {
         if (outer.node.size >= MAX) outer.overflow = true; else if (node) outer.node.add(node);
       }
@@ -109,7 +124,7 @@ _WATCH_SOURCE = r"""
   window.addEventListener('input', input, {capture: true, passive: true});
   window.addEventListener('change', input, {capture: true, passive: true});
 })();
-"""
+""".replace("__BINDING__", BINDING)
 
 # "changes" covers this document and every same-origin frame in it (their counters and
 # identities): a change in any of them makes a new key.
@@ -122,6 +137,7 @@ _METRICS_EXPRESSION = r"""
     let t;
     try { t = win[key]; win.document; } catch (e) { return; }
     counts.push(t ? `${t.doc}:${t.n}` : '?');
+    if (t) t.notified = false;
     for (let i = 0; i < win.frames.length; i++) visit(win.frames[i]);
   };
   visit(window);
@@ -200,6 +216,11 @@ CACHE_MAX_AGE = 5.0  # an unchanged page is answered from cache this long, then 
 FULL_MAX_AGE = 60.0  # a kept tree is fetched whole again at least this often
 WARM_SHARE = 0.3  # re-reading more than this share of a tree in parts: fetch it whole instead
 NAVIGATION_RETRIES = 2
+# A tab read this recently is refreshed in the background as soon as its page reports a
+# change (after a short pause to let a burst of changes settle), so that the next read
+# finds it ready.
+BACKGROUND_WINDOW = 10.0
+BACKGROUND_DEBOUNCE = 0.02
 
 
 class TabGone(Exception):
@@ -268,6 +289,11 @@ class Tab:
     oopifs: dict[str, FrameSession] = field(default_factory=dict)
     inflight: asyncio.Future | None = None
     inflight_fresh: bool = False
+    inflight_started: float = 0.0
+    target: dict | None = None  # the target as last read
+    read_at: float = 0.0  # when a client last asked for this tab
+    background: asyncio.Future | None = None
+    changed: bool = False  # the page reported a change the background refresh has not read
     cached: "Snapshot | None" = None
     cached_key: tuple | None = None
     cached_at: float = 0.0
@@ -299,6 +325,7 @@ class Browser:
             conn.on("Target.targetDestroyed", self._on_destroyed)
             conn.on("Target.targetCreated", self._on_target_info)
             conn.on("Target.targetInfoChanged", self._on_target_info)
+            conn.on("Runtime.bindingCalled", self._on_changed)
             self.conn = conn
             self._page_urls.clear()
             await conn.send("Target.setDiscoverTargets", {"discover": True})
@@ -348,6 +375,27 @@ class Browser:
         if info.get("type") == "page" and not info.get("url", "").startswith(("chrome:", "devtools:")):
             self._page_urls[info["targetId"]] = info["url"]
             self._remember_tabs()
+
+    def _on_changed(self, params: dict, session: str | None) -> None:
+        if params.get("name") != BINDING:
+            return
+        tab = self.tabs.get(self._sessions.get(session or "", ""))
+        if tab is None or tab.kept is None or tab.target is None or time.monotonic() - tab.read_at > BACKGROUND_WINDOW:
+            return
+        tab.changed = True
+        if tab.background is None or tab.background.done():
+            tab.background = asyncio.ensure_future(self._refresh(tab))
+
+    async def _refresh(self, tab: Tab) -> None:
+        while tab.changed:
+            await asyncio.sleep(BACKGROUND_DEBOUNCE)
+            tab.changed = False
+            try:
+                assert tab.target is not None
+                await self.layout(tab.target, background=True)
+            except Exception as exc:  # a failed refresh leaves the next read to try again
+                log.debug("background refresh failed", tab=tab.target_id, error=str(exc))
+                return
 
     def _remember_tabs(self) -> None:
         urls = [u for u in self._page_urls.values() if u]
@@ -422,17 +470,26 @@ class Browser:
 
     # -- layout -----------------------------------------------------------------------
 
-    async def layout(self, target: dict, fresh: bool = False) -> "Snapshot":
-        """One tab's layout; concurrent callers share the gathering. ``fresh`` fetches
-        the whole tree again instead of patching the kept one."""
+    async def layout(self, target: dict, fresh: bool = False, background: bool = False) -> "Snapshot":
+        """One tab's layout. ``fresh`` fetches the whole tree again instead of patching
+        the kept one. Callers share a gathering that started after they asked; one that
+        started before might miss what the caller just did (a click), so they wait for
+        it to end and then gather (from cache when nothing changed since)."""
         target_id = target["targetId"]
         tab = self.tabs.setdefault(target_id, Tab(target_id))
-        if tab.inflight is not None and not tab.inflight.done() and fresh and not tab.inflight_fresh:
-            # A fresh answer must start after the request: wait for the running one, then go.
-            await asyncio.wait([tab.inflight])
-        if tab.inflight is None or tab.inflight.done():
-            tab.inflight = asyncio.ensure_future(self._layout(tab, target, fresh))
-            tab.inflight_fresh = fresh
+        asked = time.monotonic()
+        tab.target = target
+        if not background:
+            tab.read_at = asked
+        while True:
+            inflight = tab.inflight
+            if inflight is None or inflight.done():
+                break
+            if tab.inflight_started >= asked and (tab.inflight_fresh or not fresh):
+                return await asyncio.shield(inflight)
+            await asyncio.wait([inflight])
+        tab.inflight = asyncio.ensure_future(self._layout(tab, target, fresh))
+        tab.inflight_fresh, tab.inflight_started = fresh, time.monotonic()
         return await asyncio.shield(tab.inflight)
 
     async def _layout(self, tab: Tab, target: dict, fresh: bool) -> "Snapshot":
@@ -441,7 +498,7 @@ class Browser:
         for _attempt in range(NAVIGATION_RETRIES + 1):
             metrics, frame_keys = await asyncio.gather(_evaluate_json(conn, session, _METRICS_EXPRESSION),
                                                        self._frame_keys(conn, tab))
-            key = (target.get("url"), metrics, frame_keys)
+            key = (metrics, frame_keys)
             now = time.monotonic()
             if not fresh and tab.cached is not None and tab.cached_key == key and now - tab.cached_at < CACHE_MAX_AGE:
                 self.last_path[tab.target_id] = "cache"
@@ -492,6 +549,9 @@ class Browser:
         # is listed for the next refresh). The snapshot goes next: the page's process
         # builds it, then the AX tree, while this process indexes the snapshot.
         windows_task = asyncio.ensure_future(_take(conn, session, reset=True))
+        # A new document has no binding yet: the page's watcher calls it on a change.
+        binding_task = asyncio.ensure_future(_safe(conn.send("Runtime.addBinding", {"name": BINDING},
+                                                             session=session)))
         snapshot_task = asyncio.ensure_future(_snapshot(conn, session))
         ax_task = asyncio.ensure_future(_safe(conn.send("Accessibility.getFullAXTree", {}, session=session,
                                                         timeout=120, raw=True)))
@@ -527,7 +587,7 @@ class Browser:
                 if tree is not None and tree.owner in owners:
                     oopifs[target_id] = tree
         finally:
-            for task in (snapshot_task, ax_task, side_task, windows_task, *oopif_tasks.values()):
+            for task in (snapshot_task, ax_task, side_task, windows_task, binding_task, *oopif_tasks.values()):
                 if not task.done():
                     task.cancel()
         kept = Kept(doc=doc, made_at=time.monotonic(), windows=windows if isinstance(windows, str) else "?",
@@ -922,11 +982,12 @@ def _presence_changes(kept: Kept, docs: list[DocumentBoxes], by_backend: dict[in
 
 
 def _node_json(ax: bytes, fid_json: bytes, box: tuple | None, scroll: tuple[float, float]) -> bytes:
+    """A node as served: its AX JSON with frameId, bounds and viewportBounds added."""
     if box is None or not (box[2] > 0 and box[3] > 0):
         return ax[:-1] + b',"frameId":' + fid_json + b',"bounds":null,"viewportBounds":null}'
     bounds, viewport = box_json(box, scroll)
-    return (ax[:-1] + b',"frameId":' + fid_json + b',"bounds":' + orjson.dumps(bounds)
-            + b',"viewportBounds":' + orjson.dumps(viewport) + b"}")
+    tail = orjson.dumps({"bounds": bounds, "viewportBounds": viewport})  # one call for both boxes
+    return ax[:-1] + b',"frameId":' + fid_json + b"," + tail[1:]
 
 
 def _meta(side: dict, metrics: dict, frames: list[dict], source: str) -> dict:
