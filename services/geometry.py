@@ -245,10 +245,18 @@ def display_to_css(placement: PagePlacement, x: float, y: float) -> Point:
     return (x - placement.viewport.x) / placement.css_scale, (y - placement.viewport.y) / placement.css_scale
 
 
-def native_to_display(window: Rect, scale: float, extents: Box) -> Rect:
-    """A native app's window-relative extents (layout px) -> display-local device px,
-    given the window's display-local device-pixel bounds and its display's scale."""
-    return Rect(window.x + extents[0] * scale, window.y + extents[1] * scale, extents[2] * scale, extents[3] * scale)
+def native_to_display(window: Rect, scale: float, extents: Box, surface_window: Box | None = None) -> Rect:
+    """A native app's AT-SPI extents (layout px, relative to its top-level surface) ->
+    display-local device px. ``window`` is the window's content rect from Sway's tree in
+    display-local device px; ``surface_window`` is where that visible window lies in the
+    surface (layout px: a client-drawn shadow or margin puts it at an offset; None when
+    the surface is the window). Sway centres a window smaller than its content rect."""
+    cw, ch = window.w / scale, window.h / scale
+    vx, vy, vw, vh = surface_window if surface_window is not None else (0.0, 0.0, cw, ch)
+    ox = max(0.0, (cw - vw) / 2) - vx
+    oy = max(0.0, (ch - vh) / 2) - vy
+    return Rect(window.x + (ox + extents[0]) * scale, window.y + (oy + extents[1]) * scale,
+                extents[2] * scale, extents[3] * scale)
 
 
 def device_rect(rect: Rect) -> tuple[int, int, int, int]:

@@ -10,12 +10,13 @@ import orjson
 from aiohttp import ClientSession, ClientTimeout, web
 
 from ..cdp import CDPClosed, CDPError
-from ..common.errors import NotFoundError, Unavailable
+from ..common.errors import ActionFailed, NotFoundError, Unavailable
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.web import auth_middleware, error_middleware, json_ok, read_body, read_query
 from .browser import Browser, TabGone
 from .chromium import Chromium, ChromiumConfig
-from .models import LayoutQuery, NavigateRequest, TabsRequest
+from .element import element_action
+from .models import ElementRequest, LayoutQuery, NavigateRequest, TabsRequest
 
 __all__ = ["create_app", "BridgeConfig"]
 
@@ -160,6 +161,17 @@ async def navigate(request: web.Request) -> web.Response:
         raise Unavailable(str(exc), code="browser_down") from exc
 
 
+async def element(request: web.Request) -> web.Response:
+    req = await read_body(request, ElementRequest)
+    try:
+        return json_ok(await element_action(request.app[BROWSER], req.action, req.tab, req.frameId,
+                                            req.backendDOMNodeId, req.x, req.y))
+    except CDPClosed as exc:
+        raise _translate(exc) from exc
+    except CDPError as exc:
+        raise ActionFailed(f"Chromium refused: {exc}", code="cdp_error") from exc
+
+
 async def openapi(request: web.Request) -> web.Response:
     return json_ok(openapi_document("CDP bridge", __version__, ROUTES))
 
@@ -171,6 +183,8 @@ ROUTES = [
     Route("GET", "/tabs", tabs, "The page targets"),
     Route("POST", "/tabs", post_tabs, "Open, activate or close a tab", body=TabsRequest),
     Route("POST", "/navigate", navigate, "Navigate a tab (default: the first)", body=NavigateRequest),
+    Route("POST", "/element", element, "One DOM node: hit-test a point, scroll it into view, focus it",
+          body=ElementRequest),
     Route("GET", "/health", health, "Chromium's state"),
     Route("GET", "/openapi.json", openapi, "This document"),
 ]

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["LayoutQuery", "TabsRequest", "NavigateRequest"]
+__all__ = ["LayoutQuery", "TabsRequest", "NavigateRequest", "ElementRequest"]
 
 
 class _Strict(BaseModel):
@@ -46,3 +46,18 @@ class TabsRequest(_Strict):
 class NavigateRequest(_Strict):
     url: str = Field(min_length=1, max_length=8192)
     tab: str | None = Field(None, min_length=1, max_length=64)
+
+
+class ElementRequest(_Strict):
+    action: Literal["hit_test", "scroll_into_view", "focus"]
+    tab: str = Field(min_length=1, max_length=64)
+    frameId: str | None = Field(None, max_length=64)
+    backendDOMNodeId: int = Field(ge=1)
+    x: float | None = Field(None, ge=-100_000, le=100_000)  # viewport CSS px, for hit_test
+    y: float | None = Field(None, ge=-100_000, le=100_000)
+
+    @model_validator(mode="after")
+    def _check(self) -> "ElementRequest":
+        if self.action == "hit_test" and (self.x is None or self.y is None):
+            raise ValueError("hit_test needs x and y (viewport CSS pixels)")
+        return self

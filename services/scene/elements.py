@@ -229,9 +229,12 @@ def native_elements(
     clip: Rect,
     display_id: int,
     window_id: str | None,
+    surface_window: tuple[float, float, float, float] | None = None,
 ) -> list[Element]:
     """AT-SPI nodes (``services.scene.atspi.NativeNode``) of one window placed on its
-    display. Structural containers without a name or an action are left out."""
+    display (``surface_window``: see ``geometry.native_to_display``). The top-level
+    frame (the window header stands for it) and nameless containers without an action
+    are left out."""
     out: list[Element] = []
     for node in nodes:
         role = normalize_atspi_role(node.role)
@@ -250,11 +253,9 @@ def native_elements(
                 actions += ["type", "set_value"]
             if "focusable" in node.states:
                 actions.append("focus")
-        if role in _ATSPI_STRUCTURAL and not actions:
+        if node.depth <= 1 or (not actions and (role in _ATSPI_STRUCTURAL or not (node.name or "").strip())):
             continue
-        if role in ("window", "group", "filler", "scrollpane", "viewport") and not node.name and not actions:
-            continue
-        bbox = native_to_display(window, scale, node.extents) if node.extents else None
+        bbox = native_to_display(window, scale, node.extents, surface_window) if node.extents else None
         if bbox is not None and (bbox.w <= 0 or bbox.h <= 0):
             bbox = None
         out.append(Element(

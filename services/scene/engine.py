@@ -364,15 +364,24 @@ class SceneEngine:
             clip = visible_part(window.bounds, Rect(0, 0, *display.size))
             if clip is None:
                 continue
+            frame = next((n for n in group if n.depth == 1), None)
+            surface = None
+            if frame is not None:
+                from .atspi import visible_window
+
+                surface = visible_window(frame, (window.bounds.w / display.scale, window.bounds.h / display.scale))
             out += native_elements(group, window=window.bounds, scale=display.scale, clip=clip,
-                                   display_id=display.id, window_id=window.id)
+                                   display_id=display.id, window_id=window.id, surface_window=surface)
         return out
 
     async def _ocr(self, frames: list[Frame], changed: dict[int, list[Rect]], full: bool) -> list[OcrItem]:
         assert self.ocr is not None
         items: list[OcrItem] = []
         for frame in frames:
-            regions = [(0, 0, frame.width, frame.height)] if full else [device_rect(r) for r in changed[frame.display_id]]
+            # Even an agent-turn reads only changed blocks again: the block checksums cover
+            # every byte, so unchanged pixels would give the same text (a full read of a
+            # 1280x800 page takes tesseract seconds).
+            regions = [device_rect(r) for r in changed[frame.display_id]]
             if not regions and frame.display_id in self._ocr_cache:
                 items += self._ocr_cache[frame.display_id]
                 continue

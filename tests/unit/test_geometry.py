@@ -119,3 +119,12 @@ def test_device_rect_rounds_edges_so_neighbours_stay_adjacent():
 def test_visible_part_cuts_to_every_clip():
     assert visible_part(Rect(0, 0, 100, 100), Rect(50, 0, 100, 100), Rect(0, 50, 75, 100)) == Rect(50, 50, 25, 50)
     assert visible_part(Rect(0, 0, 10, 10), Rect(20, 20, 5, 5)) is None
+
+
+def test_a_client_drawn_margin_is_taken_out_of_native_extents():
+    # Chromium's surface keeps 10 px around its 640x800 tile: its Back button at surface
+    # (16, 56) is at (6, 46) of the window Sway shows, here at x=640 on a scale-2 display.
+    box = native_to_display(Rect(1280, 0, 1280, 1600), 2.0, (16, 56, 34, 34), (10, 10, 640, 800))
+    assert box == Rect(1292, 92, 68, 68)
+    # A window Sway centres in a larger content rect (a max size below the tile's).
+    assert native_to_display(Rect(0, 0, 800, 600), 1.0, (0, 0, 10, 10), (0, 0, 600, 400)) == Rect(100, 100, 10, 10)

@@ -1,0 +1,96 @@
+"""One DOM node, by the ids /layout gives (tab, frameId, backendDOMNodeId): what the
+scene aggregator needs to act on it with real input. None of these send input events:
+
+- ``hit_test``: is this node (or something inside it, through shadow roots and
+  same-process frames) what the page hit-tests at viewport CSS point (x, y)? For a node in
+  an out-of-process frame: is that frame's iframe what is hit there (its inside is hit-
+  tested by its own renderer).
+- ``scroll_into_view``: scroll every scroller around it so that it sits in the middle
+  of the viewport (also when the browser already counts it as visible but something
+  covers it).
+- ``focus``: DOM focus, for elements a click would activate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..cdp import CDPConnection, CDPError
+from ..common.errors import NotFoundError
+from .browser import Browser, TabGone
+
+__all__ = ["element_action"]
+
+_CONTAINS = """function (hit) {
+  for (let n = hit; n; ) {
+    if (n === this) return true;
+    if (n.parentNode) { n = n.parentNode; continue; }
+    if (n.host) { n = n.host; continue; }           // out of a shadow root
+    const view = n.defaultView;                      // out of a same-process frame
+    n = view && view.frameElement;
+  }
+  return false;
+}"""
+
+_SCROLL = """function () {
+  const el = this.nodeType === 1 ? this : this.parentElement;
+  if (el) el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
+  return !!el;
+}"""
+
+
+async def _sessions(browser: Browser, tab: str, frame_id: str | None) -> tuple[CDPConnection, str, str, bool]:
+    """(connection, the tab's session, the node's session, whether the node is in an
+    out-of-process frame)."""
+    conn = await browser.ensure()
+    try:
+        page = await browser._session(tab)
+    except TabGone as exc:
+        raise NotFoundError(f"no tab {tab!r}: {exc}", code="unknown_tab") from exc
+    known = browser.tabs.get(tab)
+    frame = known.oopifs.get(frame_id) if known is not None and frame_id else None
+    if frame is not None:
+        return conn, page, frame.session_id, True
+    return conn, page, page, False
+
+
+async def _object(conn: CDPConnection, session: str, backend_id: int) -> str:
+    try:
+        reply = await conn.send("DOM.resolveNode", {"backendNodeId": backend_id}, session=session)
+    except CDPError as exc:
+        raise NotFoundError(f"node {backend_id} is gone: {exc.message}", code="unknown_node") from exc
+    return reply["object"]["objectId"]
+
+
+async def element_action(browser: Browser, action: str, tab: str, frame_id: str | None, backend_id: int,
+                         x: float | None = None, y: float | None = None) -> dict[str, Any]:
+    conn, page, session, out_of_process = await _sessions(browser, tab, frame_id)
+    if action == "scroll_into_view":
+        target = await _object(conn, session, backend_id)
+        await conn.send("Runtime.callFunctionOn", {"objectId": target, "functionDeclaration": _SCROLL,
+                                                   "returnByValue": True}, session=session)
+        return {"ok": True}
+    if action == "focus":
+        try:
+            await conn.send("DOM.focus", {"backendNodeId": backend_id}, session=session)
+        except CDPError as exc:
+            return {"ok": False, "reason": exc.message}
+        return {"ok": True}
+    assert action == "hit_test" and x is not None and y is not None
+    try:
+        at = await conn.send("DOM.getNodeForLocation", {"x": round(x), "y": round(y), "includeUserAgentShadowDOM": False,
+                                                        "ignorePointerEventsNone": True}, session=page)
+    except CDPError as exc:
+        return {"hit": False, "reason": exc.message}
+    hit_backend = at.get("backendNodeId")
+    if out_of_process:
+        # Only the iframe is visible from here: is the frame what the point reaches?
+        owner = await conn.send("DOM.getFrameOwner", {"frameId": frame_id}, session=page)
+        return {"hit": hit_backend == owner.get("backendNodeId"), "at": hit_backend}
+    if hit_backend == backend_id:
+        return {"hit": True, "at": hit_backend}
+    target = await _object(conn, session, backend_id)
+    hit = await _object(conn, page, hit_backend)
+    reply = await conn.send("Runtime.callFunctionOn", {"objectId": target, "functionDeclaration": _CONTAINS,
+                                                       "arguments": [{"objectId": hit}], "returnByValue": True},
+                            session=session)
+    return {"hit": bool(reply.get("result", {}).get("value")), "at": hit_backend}
