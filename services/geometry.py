@@ -44,6 +44,7 @@ __all__ = [
     "frame_document_offset",
     "offset_box",
     "document_to_viewport",
+    "viewport_to_document",
     "PagePlacement",
     "page_placement",
     "css_to_display",
@@ -208,6 +209,11 @@ def offset_box(box: Box, offset: Point) -> Box:
 def document_to_viewport(box: Box, scroll: Point) -> Box:
     """A top-document box -> viewport-relative, given the top document's scroll offset."""
     return box[0] - scroll[0], box[1] - scroll[1], box[2], box[3]
+
+
+def viewport_to_document(point: Point, scroll: Point) -> Point:
+    """A viewport-relative CSS point -> the top document's frame."""
+    return point[0] + scroll[0], point[1] + scroll[1]
 
 
 # -- Page and native-app geometry on a display (scene aggregator) -----------------------

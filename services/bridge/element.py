@@ -4,7 +4,9 @@ scene aggregator needs to act on it with real input. None of these send input ev
 - ``hit_test``: is this node (or something inside it, through shadow roots and
   same-process frames) what the page hit-tests at viewport CSS point (x, y)? For a node in
   an out-of-process frame: is that frame's iframe what is hit there (its inside is hit-
-  tested by its own renderer).
+  tested by its own renderer). Measured: ``DOM.getNodeForLocation`` takes
+  *document*-relative CSS px (on a page scrolled by 654 px a button at viewport y 346 is
+  found at y 1000 and nothing at 346), so the scroll offset is added here.
 - ``scroll_into_view``: scroll every scroller around it so that it sits in the middle
   of the viewport (also when the browser already counts it as visible but something
   covers it).
@@ -16,6 +18,7 @@ from typing import Any
 
 from ..cdp import CDPConnection, CDPError
 from ..common.errors import NotFoundError
+from ..geometry import viewport_to_document
 from .browser import Browser, TabGone
 
 __all__ = ["element_action"]
@@ -76,8 +79,12 @@ async def element_action(browser: Browser, action: str, tab: str, frame_id: str 
             return {"ok": False, "reason": exc.message}
         return {"ok": True}
     assert action == "hit_test" and x is not None and y is not None
+    metrics = await conn.send("Page.getLayoutMetrics", session=page)
+    viewport = metrics.get("cssVisualViewport") or metrics.get("visualViewport") or {}
+    doc_x, doc_y = viewport_to_document((x, y), (viewport.get("pageX", 0.0), viewport.get("pageY", 0.0)))
     try:
-        at = await conn.send("DOM.getNodeForLocation", {"x": round(x), "y": round(y), "includeUserAgentShadowDOM": False,
+        at = await conn.send("DOM.getNodeForLocation", {"x": round(doc_x), "y": round(doc_y),
+                                                        "includeUserAgentShadowDOM": False,
                                                         "ignorePointerEventsNone": True}, session=page)
     except CDPError as exc:
         return {"hit": False, "reason": exc.message}

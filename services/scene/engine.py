@@ -313,7 +313,7 @@ class SceneEngine:
 
     def _page_elements(self, tabs: list[dict], tree: Tree) -> tuple[list[Element], set[str], list[str]]:
         """Elements of each browser window's front tab. Returns them, the ids of tabs that
-        exist (their elements live even when not in front) and per-tab errors."""
+        exist but were not read, and per-tab errors."""
         browser_windows = [w for w in tree.windows if w.app_id and "chrom" in w.app_id.lower()]
         displays = {d.id: d for d in tree.displays}
         out: list[Element] = []
@@ -329,6 +329,7 @@ class SceneEngine:
             if tab.get("active") and tab.get("layout"):
                 front.append(tab)
         used: set[str] = set()
+        read: set[str] = set()
         for tab in front:
             window = _window_for_tab(tab, browser_windows, used)
             if window is None or window.bounds is None or window.display_id not in displays:
@@ -348,7 +349,10 @@ class SceneEngine:
                 continue
             out += page_elements(tab["layout"], tab_id=tab["id"], placement=placement, window_clip=clip,
                                  display_id=display.id, window_id=window.id)
-        return out, alive, errors
+            read.add(tab["id"])
+        # Tabs that exist but were not read (in the background, or failing) keep their
+        # elements' ids alive; elements gone from a tab that was read are retired.
+        return out, alive - read, errors
 
     def _native_elements(self, nodes: list[Any], tree: Tree) -> list[Element]:
         displays = {d.id: d for d in tree.displays}

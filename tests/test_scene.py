@@ -1,0 +1,243 @@
+"""The scene aggregator against a real session: Scene JSON in display pixels, stable ids,
+the prompt text, filters, errors, element actions and their receipts, the stream, marks
+and semantic references. The grounding suite (every element of hard pages clicked through
+/act) is in test_grounding.py."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from PIL import Image
+from websockets.sync.client import connect
+
+from tests.conftest import open_fixture
+from tests.support import http, wait_until
+
+
+@pytest.fixture
+def grounding(single, pages):
+    open_fixture(single, pages, "grounding.html")
+    # The cross-origin frame loads after the page: wait until the scene has its buttons.
+    wait_until(lambda: "cross-three" in names(scene(single)), 20, what="the frames' buttons in the scene")
+    return single
+
+
+def scene(session, **params) -> dict:
+    params.setdefault("mode", "agent-turn")
+    resp = http("GET", session.scene + "/api/v1/scene?" + "&".join(f"{k}={v}" for k, v in params.items()))
+    assert resp.status == 200, resp.body[:500]
+    return resp.json()
+
+
+def names(s: dict) -> dict[str, dict]:
+    return {e["name"]: e for e in s["ax"] if e["source"] == "cdp"}
+
+
+def act(session, target: str, action: str = "click", **extra) -> dict:
+    resp = http("POST", session.scene + "/api/v1/act", {"target": target, "action": action, **extra})
+    assert resp.status == 200, resp.body[:500]
+    return resp.json()
+
+
+def test_the_scene_places_page_elements_in_display_pixels(grounding, pages):
+    s = scene(grounding)
+    assert s["version"] == 1 and s["mode"] == "agent-turn"
+    assert s["displays"][0]["size"] == [1280, 800]
+    window = s["focused_window"]
+    assert window["app"] == "chromium" and window["pid"] == grounding.chromium_pid()
+    button = names(s)["top-a"]
+    assert button["role"] == "button" and button["window_id"] == window["id"] and button["display_id"] == 0
+    assert button["visibility"] == "visible" and "click" in button["actions"]
+    # The box is where the pixels are: a real click at its centre (not through /act) lands.
+    x, y, w, h = button["bbox"]
+    pages.clear()
+    grounding.pointer(action="click", x=x + w / 2, y=y + h / 2)
+    pages.wait_for(type="click", target="top-a")
+    assert names(s)["hidden-one"]["visibility"] == "hidden" and names(s)["hidden-one"]["bbox"] is None
+    assert names(s)["bottom-a"]["visibility"] == "offscreen"
+
+
+def test_ids_stay_while_nothing_changes_and_a_new_element_gets_a_new_id(grounding, pages):
+    first = scene(grounding)
+    second = scene(grounding)
+    assert {e["id"]: e["name"] for e in first["ax"]} == {e["id"]: e["name"] for e in second["ax"]}
+    assert second["seq"] > first["seq"]
+    before = {e["id"] for e in second["ax"]}
+    act(grounding, names(second)["add-one"]["id"])
+    pages.wait_for(type="click", target="add-one")
+    third = wait_until(lambda: (lambda s: s if "added-1" in names(s) else None)(scene(grounding)), 10,
+                       what="the added button in the scene")
+    added = names(third)["added-1"]
+    assert added["id"] not in before
+    # Everything that was there keeps its id.
+    for name in ("top-a", "same-one", "cross-two", "shadow-b", "add-one"):
+        assert names(third)[name]["id"] == names(second)[name]["id"]
+    # Removed, its id is stale, never unknown, never reused.
+    act(grounding, names(third)["remove-added"]["id"])
+    wait_until(lambda: "added-1" not in names(scene(grounding)), 10, what="the added button gone")
+    resp = http("POST", grounding.scene + "/api/v1/act", {"target": added["id"]})
+    assert resp.status == 409 and resp.json()["error"]["code"] == "stale_element"
+    assert "added-1" in resp.json()["error"]["message"]
+    act(grounding, names(scene(grounding))["add-one"]["id"])
+    again = wait_until(lambda: (lambda s: names(s).get("added-2"))(scene(grounding)), 10, what="added-2")
+    assert again["id"] != added["id"] and again["id"] not in before
+
+
+def test_bad_requests_get_clear_errors_and_the_service_keeps_serving(grounding):
+    base = grounding.scene
+    cases = [
+        ("GET", "/api/v1/scene?mode=fast", None, 400),
+        ("GET", "/api/v1/scene?display=7", None, 400),
+        ("GET", "/api/v1/scene?window=nope", None, 400),
+        ("GET", "/api/v1/scene/text?max_chars=5", None, 400),
+        ("POST", "/api/v1/act", {"target": "button-1"}, 400),
+        ("POST", "/api/v1/act", {"target": "a0-1", "action": "type"}, 400),
+        ("POST", "/api/v1/act", {"target": "a0-1", "action": "explode"}, 400),
+        ("POST", "/api/v1/act", {"target": "a0-999999"}, 404),
+        ("POST", "/api/v1/resolve", {}, 400),
+        ("POST", "/api/v1/scene/vlm", {"vlm_elements": "not a list"}, 400),
+    ]
+    for method, path, body, status in cases:
+        resp = http(method, base + path, body)
+        assert resp.status == status, (path, body, resp.status, resp.body[:300])
+        err = resp.json()["error"]
+        assert err["code"] and err["message"]
+    assert scene(grounding)["ax"]
+
+
+def test_unknown_ids_say_how_to_refresh(grounding):
+    resp = http("POST", grounding.scene + "/api/v1/act", {"target": "a0-999999"})
+    assert resp.status == 404 and "/api/v1/scene" in resp.json()["error"]["message"]
+
+
+def test_filters_pick_interactive_elements_a_display_or_a_window(grounding):
+    s = scene(grounding, interactive=1)
+    assert s["ax"] and all(e["actions"] for e in s["ax"])
+    assert "check" in {e["name"] for e in scene(grounding)["ax"]} - {e["name"] for e in s["ax"]}  # plain text
+    window = s["focused_window"]["id"]
+    by_window = scene(grounding, window=window)
+    assert by_window["ax"] and all(e["window_id"] == window for e in by_window["ax"])
+    assert all(e["display_id"] == 0 for e in scene(grounding, display=0)["ax"])
+
+
+def test_text_is_one_line_per_element_and_keeps_to_its_budget(grounding):
+    s = scene(grounding)
+    text = http("GET", grounding.scene + "/api/v1/scene/text?mode=agent-turn").body.decode()
+    button = names(s)["top-a"]
+    x, y, w, h = button["bbox"]
+    assert f'{button["id"]} button "top-a" [{x},{y},{w},{h}]' in text.splitlines()
+    assert "## window " in text and "# display 0 HEADLESS-1 1280x800" in text
+    cut = http("GET", grounding.scene + "/api/v1/scene/text?max_chars=800").body.decode()
+    assert len(cut) <= 800 and cut.splitlines()[-1].startswith("# truncated:")
+    tokens = http("GET", grounding.scene + "/api/v1/scene/text?max_tokens=200").body.decode()
+    assert len(tokens) <= 200 * 3.5 and "# truncated:" in tokens
+
+
+def test_vlm_fields_are_set_by_a_client_and_carried_forward(grounding):
+    body = {"vlm_scene": "a test page with buttons", "vlm_elements": [{"label": "x", "bbox": [1, 2, 3, 4]}]}
+    assert http("POST", grounding.scene + "/api/v1/scene/vlm", body).status == 200
+    for _ in range(2):
+        s = scene(grounding)
+        assert s["vlm_scene"] == body["vlm_scene"] and s["vlm_elements"] == body["vlm_elements"]
+    http("POST", grounding.scene + "/api/v1/scene/vlm", {"vlm_scene": None, "vlm_elements": None})
+    assert scene(grounding)["vlm_scene"] is None
+
+
+def test_act_receipts_and_each_pointer_action_land_on_the_element(grounding, pages):
+    s = scene(grounding)
+    top = names(s)["top-a"]
+    pages.clear()
+    receipt = act(grounding, top["id"], "double_click")
+    pages.wait_for(type="dblclick", target="top-a")
+    assert receipt["target"]["id"] == top["id"] and receipt["target"]["name"] == "top-a"
+    x, y, w, h = receipt["target"]["bbox"]
+    px, py = receipt["point"]
+    assert x <= px < x + w and y <= py < y + h
+    act(grounding, top["id"], "right_click")
+    pages.wait_for(type="contextmenu", target="top-a")
+    act(grounding, names(s)["top-link"]["id"], "hover")
+    pages.wait_for(type="mouseover", target="top-link")
+
+
+def test_type_and_set_value_go_to_the_field(grounding, pages):
+    field = names(scene(grounding))["top-input"]
+    pages.clear()
+    act(grounding, field["id"], "type", text="héllo <wörld>")
+    pages.wait_for(type="input", target="top-input", value="héllo <wörld>")
+    act(grounding, field["id"], "set_value", text="replaced")
+    pages.wait_for(type="input", target="top-input", value="replaced")
+    assert names(scene(grounding))["top-input"]["value"] == "replaced"
+
+
+def test_an_offscreen_element_is_scrolled_into_view_before_the_click(grounding, pages):
+    bottom = names(scene(grounding))["bottom-a"]
+    assert bottom["visibility"] == "offscreen"
+    pages.clear()
+    receipt = act(grounding, bottom["id"])
+    pages.wait_for(type="click", target="bottom-a")
+    assert receipt["scrolled"] is True and receipt["changed"] is True
+    assert names(scene(grounding))["bottom-a"]["visibility"] == "visible"
+
+
+def test_an_element_under_the_fixed_header_is_uncovered_before_the_click(single, pages):
+    pages.clear()
+    single.open_page(pages.url("grounding.html") + "#under-header")
+    pages.wait_for(type="load", page="/grounding.html", timeout=20)
+    top = wait_until(lambda: names(scene(single)).get("top-a"), 10, what="top-a in the scene")
+    header = names(scene(single))["head-home"]
+    # The page is scrolled so that top-a is on screen but under the 64 px fixed header.
+    assert top["visibility"] == "visible" and top["bbox"][1] < header["bbox"][1] + 64
+    pages.clear()
+    receipt = act(single, top["id"])
+    pages.wait_for(type="click", target="top-a")
+    assert receipt["scrolled"] is True
+    assert not pages.matching(type="click", target="head-home")
+
+
+def test_the_stream_pushes_a_new_scene_after_a_change(grounding, pages):
+    base = grounding.scene.replace("http://", "ws://")
+    with connect(base + "/api/v1/scene/stream?interactive=1", open_timeout=10) as ws:
+        first = json.loads(ws.recv(timeout=10))
+        assert first["ax"] and all(e["actions"] for e in first["ax"])
+        add = names(first)["add-one"]["id"]
+        act(grounding, add)
+        deadline_hits = 0
+        while True:
+            pushed = json.loads(ws.recv(timeout=10))
+            assert pushed["seq"] > first["seq"]
+            if any(n.startswith("added-") and n not in names(first) for n in names(pushed)):
+                break
+            deadline_hits += 1
+            assert deadline_hits < 20, "no pushed scene showed the added button"
+
+
+def test_marks_draw_ids_on_the_screenshot(grounding):
+    s = scene(grounding, interactive=1)
+    resp = http("GET", grounding.scene + "/api/v1/screenshot?display=0&marks=1")
+    assert resp.status == 200 and resp.headers["content-type"] == "image/png"
+    marked = Image.open(io.BytesIO(resp.body))
+    assert marked.size == (1280, 800)
+    visible = [e for e in s["ax"] if e["visibility"] in ("visible", "partial")]
+    assert int(resp.headers["x-deskbox-marks"]) >= len(visible) - 2  # the page may have moved a little
+    plain = Image.open(io.BytesIO(http("GET", grounding.scene + "/api/v1/screenshot?display=0").body))
+    assert plain.size == (1280, 800) and plain.convert("RGB").tobytes() != marked.convert("RGB").tobytes()
+
+
+def test_a_recorded_step_resolves_to_the_current_element(grounding):
+    s = scene(grounding)
+    top = names(s)["top-a"]
+    x, y, w, h = top["bbox"]
+    resp = http("POST", grounding.scene + "/api/v1/resolve",
+                {"role": "button", "name": "Top-A", "bbox": [x + 15, y + 10, w, h]}).json()
+    assert resp["match"]["id"] == top["id"] and not resp["ambiguous"]
+    # Two buttons named Save: without a place it cannot tell, and says so.
+    saves = [e for e in s["ax"] if e["name"] == "Save"]
+    assert len(saves) == 2
+    resp = http("POST", grounding.scene + "/api/v1/resolve", {"role": "button", "name": "Save"}).json()
+    assert resp["ambiguous"] and {resp["match"]["id"], resp["runner_up"]["id"]} == {e["id"] for e in saves}
+    second = saves[1]
+    resp = http("POST", grounding.scene + "/api/v1/resolve", {"role": "button", "name": "Save",
+                                                              "bbox": second["bbox"]}).json()
+    assert resp["match"]["id"] == second["id"] and not resp["ambiguous"]
