@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
+import subprocess
 import threading
 import time
 import urllib.error
@@ -174,8 +176,9 @@ class Session(SpawnedSession):
         self.desktopd_port = free_port()
         self.cdp_port = free_port()
         self.bridge_port = free_port()
+        self.scene_port = free_port()
         args = ["--desktopd-port", str(self.desktopd_port), "--cdp-port", str(self.cdp_port),
-                "--bridge-port", str(self.bridge_port)]
+                "--bridge-port", str(self.bridge_port), "--scene-port", str(self.scene_port)]
         for output in outputs:
             args += ["--output", output]
         if not browser:
@@ -193,6 +196,26 @@ class Session(SpawnedSession):
     @property
     def bridge(self) -> str:
         return f"http://127.0.0.1:{self.bridge_port}"
+
+    @property
+    def scene(self) -> str:
+        return f"http://127.0.0.1:{self.scene_port}"
+
+    def app_env(self, **extra: str) -> dict[str, str]:
+        """The environment the session gives its apps (Wayland, D-Bus, XDG folders)."""
+        return {**self.state["env"], **extra}
+
+    def launch(self, argv: list[str], **popen: Any) -> subprocess.Popen:
+        """Start a program inside the session, as the session's user (AT-SPI only
+        answers readers of the apps' own uid), in a process group of its own; stop
+        it with ``os.killpg(proc.pid, ...)``."""
+        user = self.state["user"]
+        if os.getuid() == 0 and user["uid"] != 0:
+            popen.update(user=user["uid"], group=user["gid"], extra_groups=[])
+        popen.setdefault("env", self.app_env())
+        popen.setdefault("cwd", "/")
+        popen.setdefault("stdin", subprocess.DEVNULL)
+        return subprocess.Popen(argv, start_new_session=True, **popen)
 
     def chromium_pid(self) -> int:
         return http("GET", self.bridge + "/health").json()["chromium_pid"]
