@@ -56,12 +56,34 @@ async def _sessions(browser: Browser, tab: str, frame_id: str | None) -> tuple[C
     return conn, page, page, False
 
 
-async def _object(conn: CDPConnection, session: str, backend_id: int) -> str:
+async def _object(conn: CDPConnection, session: str, backend_id: int, context: int | None = None) -> str:
+    params: dict[str, Any] = {"backendNodeId": backend_id}
+    if context is not None:
+        params["executionContextId"] = context
     try:
-        reply = await conn.send("DOM.resolveNode", {"backendNodeId": backend_id}, session=session)
+        reply = await conn.send("DOM.resolveNode", params, session=session)
     except CDPError as exc:
         raise NotFoundError(f"node {backend_id} is gone: {exc.message}", code="unknown_node") from exc
     return reply["object"]["objectId"]
+
+
+# (connection, session, frame) -> the id of our script world there. A navigation makes
+# a new one; a stale id fails DOM.resolveNode and is made again.
+_worlds: dict[tuple[int, str, str], int] = {}
+
+
+async def _world(conn: CDPConnection, session: str, frame_id: str, *, fresh: bool = False) -> int:
+    """A script world of our own in ``frame_id``: both nodes of a containment check must
+    be resolved in one world (the page's main world is not always the default one)."""
+    key = (id(conn), session, frame_id)
+    if not fresh and key in _worlds:
+        return _worlds[key]
+    if len(_worlds) > 256:
+        _worlds.clear()
+    reply = await conn.send("Page.createIsolatedWorld", {"frameId": frame_id, "worldName": "deskbox-hit-test"},
+                            session=session)
+    _worlds[key] = reply["executionContextId"]
+    return _worlds[key]
 
 
 async def element_action(browser: Browser, action: str, tab: str, frame_id: str | None, backend_id: int,
@@ -95,9 +117,21 @@ async def element_action(browser: Browser, action: str, tab: str, frame_id: str 
         return {"hit": hit_backend == owner.get("backendNodeId"), "at": hit_backend}
     if hit_backend == backend_id:
         return {"hit": True, "at": hit_backend}
-    target = await _object(conn, session, backend_id)
-    hit = await _object(conn, page, hit_backend)
+    # The hit node and the target, in one world of the hit node's frame. A target in
+    # another frame cannot contain it (an iframe's owner element is in its parent's
+    # frame, and the walk below climbs from frames to their owners).
+    hit_frame = at.get("frameId") or frame_id or tab
+    world = await _world(conn, page, hit_frame)
+    try:
+        hit = await _object(conn, page, hit_backend, world)
+    except NotFoundError:
+        world = await _world(conn, page, hit_frame, fresh=True)
+        hit = await _object(conn, page, hit_backend, world)
+    try:
+        target = await _object(conn, page, backend_id, world)
+    except NotFoundError:
+        return {"hit": False, "at": hit_backend}
     reply = await conn.send("Runtime.callFunctionOn", {"objectId": target, "functionDeclaration": _CONTAINS,
                                                        "arguments": [{"objectId": hit}], "returnByValue": True},
-                            session=session)
+                            session=page)
     return {"hit": bool(reply.get("result", {}).get("value")), "at": hit_backend}
