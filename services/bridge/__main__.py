@@ -14,6 +14,7 @@ from ..common.errors import ServiceError
 from ..common.logging import configure_logging, get_logger
 from ..common.net import parse_listen
 from .app import BridgeConfig, create_app
+from .browser import tune_memory
 from .chromium import ChromiumConfig
 
 
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    tune_memory()
     configure_logging("bridge", args.log_level)
     host, port = parse_listen(args.listen)
     profile = args.user_data_dir or tempfile.mkdtemp(prefix="deskbox-chromium-")

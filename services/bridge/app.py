@@ -72,7 +72,7 @@ async def _pages(request: web.Request) -> list[dict]:
         raise Unavailable(f"Chromium is not answering: {exc}", code="browser_down") from exc
 
 
-async def layout(request: web.Request) -> web.Response:
+async def layout(request: web.Request) -> web.StreamResponse:
     q = read_query(request, LayoutQuery)
     browser = request.app[BROWSER]
     pages = await _pages(request)
@@ -81,23 +81,31 @@ async def layout(request: web.Request) -> web.Response:
         if not pages:
             raise NotFoundError(f"no tab {q.tab!r}; GET /tabs lists them", code="unknown_tab")
 
-    async def one(page: dict) -> bytes:
+    async def one(page: dict) -> list[bytes]:
+        """This tab's JSON, in pieces."""
         tab = {"id": page["targetId"], "url": page["url"], "title": page["title"], "type": page["type"]}
         try:
             snapshot = await browser.layout(page, q.fresh)
-            layout = await snapshot.json(q.interesting)
         except (TabGone, CDPError, CDPClosed, Unavailable) as exc:
             # One tab failing (closed or navigating mid-request) never fails the others.
-            return orjson.dumps({**tab, "active": None, "error": str(exc), "layout": None})
+            return [orjson.dumps({**tab, "active": None, "error": str(exc), "layout": None})]
         meta = orjson.dumps({**tab, "title": snapshot.title or page["title"], "active": snapshot.visible, "error": None})
-        # The layout is spliced in as the bytes serialized once per snapshot.
-        return meta[:-1] + b',"layout":' + layout + b"}"
+        # The nodes are the bytes serialized when they last changed, written in batches
+        # rather than joined into one more copy of the whole layout.
+        return [meta[:-1] + b',"layout":', *snapshot.chunks(q.interesting), b"}"]
 
     tabs = await asyncio.gather(*[one(p) for p in pages])
+    pieces = [b'{"tabs":[', *[piece for i, tab in enumerate(tabs) for piece in ([b","] if i else []) + tab], b"]}"]
     # How each tab's layout was made (cache, warm, full), in tab order: for benches and logs.
     paths = ",".join(browser.last_path.get(p["targetId"], "none") for p in pages)
-    return web.Response(body=b'{"tabs":[' + b",".join(tabs) + b"]}", content_type="application/json",
-                        headers={"X-Deskbox-Layout": paths})
+    resp = web.StreamResponse(headers={"X-Deskbox-Layout": paths})
+    resp.content_type = "application/json"
+    resp.content_length = sum(len(piece) for piece in pieces)
+    await resp.prepare(request)
+    for piece in pieces:
+        await resp.write(piece)
+    await resp.write_eof()
+    return resp
 
 
 async def targets(request: web.Request) -> web.Response:

@@ -17,6 +17,8 @@ is when a request asks for ``fresh``. Concurrent requests for a tab share one ga
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import json
 import time
 from dataclasses import dataclass, field
@@ -31,7 +33,7 @@ from .axtree import AXRecord, decode_nodes, partial_result, preorder, subtree_id
 from .chromium import Chromium
 from .layout import SNAPSHOT_STYLES, DocumentBoxes, box_json, index_snapshot
 
-__all__ = ["Browser", "TabGone", "Snapshot"]
+__all__ = ["Browser", "TabGone", "Snapshot", "tune_memory", "release_memory"]
 
 log = get_logger("deskbox.bridge")
 
@@ -217,14 +219,39 @@ FULL_MAX_AGE = 60.0  # a kept tree is fetched whole again at least this often
 WARM_SHARE = 0.3  # re-reading more than this share of a tree in parts: fetch it whole instead
 NAVIGATION_RETRIES = 2
 # A tab read this recently is refreshed in the background as soon as its page reports a
-# change (after a short pause to let a burst of changes settle), so that the next read
-# finds it ready.
+# change or loads a new document (after a short pause to let a burst of changes
+# settle), so that the next read finds it ready.
 BACKGROUND_WINDOW = 10.0
 BACKGROUND_DEBOUNCE = 0.02
 
 
 class TabGone(Exception):
     pass
+
+
+def _libc():
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:  # not glibc: nothing to tune
+        return None
+
+
+_LIBC = _libc()
+_M_MMAP_THRESHOLD = -3
+
+
+def tune_memory() -> None:
+    """Large buffers (a reply or a tree of tens of MB) in their own mappings, which go
+    back to the system when freed: glibc otherwise raises its threshold after the first
+    big free and serves later ones from a heap that does not shrink."""
+    if _LIBC is not None and hasattr(_LIBC, "mallopt"):
+        _LIBC.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
+
+
+def release_memory() -> None:
+    """Hand freed heap pages back to the system (after a big tree was replaced)."""
+    if _LIBC is not None and hasattr(_LIBC, "malloc_trim"):
+        _LIBC.malloc_trim(0)
 
 
 class _Cold(Exception):
@@ -326,6 +353,7 @@ class Browser:
             conn.on("Target.targetCreated", self._on_target_info)
             conn.on("Target.targetInfoChanged", self._on_target_info)
             conn.on("Runtime.bindingCalled", self._on_changed)
+            conn.on("Page.loadEventFired", self._on_load)
             self.conn = conn
             self._page_urls.clear()
             await conn.send("Target.setDiscoverTargets", {"discover": True})
@@ -365,7 +393,8 @@ class Browser:
             tab.oopifs = {k: v for k, v in tab.oopifs.items() if v.session_id != session}
 
     def _on_destroyed(self, params: dict, _parent: str | None) -> None:
-        self.tabs.pop(params.get("targetId"), None)
+        if self.tabs.pop(params.get("targetId"), None) is not None:
+            release_memory()
         self.last_path.pop(params.get("targetId"), None)
         if self._page_urls.pop(params.get("targetId"), None) is not None:
             self._remember_tabs()
@@ -382,6 +411,17 @@ class Browser:
         tab = self.tabs.get(self._sessions.get(session or "", ""))
         if tab is None or tab.kept is None or tab.target is None or time.monotonic() - tab.read_at > BACKGROUND_WINDOW:
             return
+        self._refresh_soon(tab)
+
+    def _on_load(self, _params: dict, session: str | None) -> None:
+        # A tab being read that loads a new document is read again at once.
+        tab = self.tabs.get(self._sessions.get(session or "", ""))
+        if (tab is None or tab.session_id != session or tab.target is None
+                or time.monotonic() - tab.read_at > BACKGROUND_WINDOW):
+            return
+        self._refresh_soon(tab)
+
+    def _refresh_soon(self, tab: Tab) -> None:
         tab.changed = True
         if tab.background is None or tab.background.done():
             tab.background = asyncio.ensure_future(self._refresh(tab))
@@ -544,7 +584,9 @@ class Browser:
 
     async def _full(self, conn: CDPConnection, tab: Tab, session: str, metrics: dict, frame_keys: tuple,
                     doc: str) -> "Snapshot":
-        tab.kept = None
+        # What was kept goes before the new tree is read: a big page's tree and its
+        # serialized nodes should not be held twice.
+        tab.kept, tab.cached = None, None
         # The page's change lists are cleared before anything is read (what changes later
         # is listed for the next refresh). The snapshot goes next: the page's process
         # builds it, then the AX tree, while this process indexes the snapshot.
@@ -592,7 +634,9 @@ class Browser:
                     task.cancel()
         kept = Kept(doc=doc, made_at=time.monotonic(), windows=windows if isinstance(windows, str) else "?",
                     records=records, roots=roots, docs=docs, oopifs=oopifs, meta={}, by_backend=_by_backend(records))
-        return self._finish(tab, kept, metrics, side)
+        snapshot = self._finish(tab, kept, metrics, side)
+        release_memory()  # the reply and the tree this one replaced
+        return snapshot
 
     async def _side(self, conn: CDPConnection, tab: Tab, session: str) -> dict:
         page_metrics, frame_tree, window = await asyncio.gather(
@@ -1031,16 +1075,16 @@ def _dom_fallback(frame_id: str, boxes: dict[int, tuple], scroll: tuple[float, f
 
 
 class Snapshot:
-    """One served layout: its fixed sections and each node's JSON, joined once per
-    variant (all nodes, or the non-ignored ones)."""
+    """One served layout: its fixed sections and each node's JSON (all nodes, or the
+    non-ignored ones), handed out in batches."""
 
     LAYOUT_KEYS = ("viewport", "window", "frames", "source")
+    BATCH = 2000
 
     def __init__(self, meta: dict, parts: list[bytes], ignored: list[bool]) -> None:
         self.meta = meta
         self._parts = parts
         self._ignored = ignored
-        self._json: dict[bool, bytes] = {}
 
     @property
     def title(self) -> str:
@@ -1050,14 +1094,17 @@ class Snapshot:
     def visible(self) -> bool:
         return self.meta["visibility"] == "visible"
 
-    async def json(self, interesting: bool) -> bytes:
-        if interesting not in self._json:
-            parts = self._parts
-            if interesting:
-                parts = [p for p, ignored in zip(parts, self._ignored) if not ignored]
-            head = orjson.dumps({k: self.meta[k] for k in self.LAYOUT_KEYS})
-            self._json[interesting] = head[:-1] + b',"nodes":[' + b",".join(parts) + b"]}"
-        return self._json[interesting]
+    def chunks(self, interesting: bool) -> list[bytes]:
+        """The layout's JSON in pieces that concatenate to one object."""
+        parts = self._parts
+        if interesting:
+            parts = [p for p, ignored in zip(parts, self._ignored) if not ignored]
+        head = orjson.dumps({k: self.meta[k] for k in self.LAYOUT_KEYS})
+        out = [head[:-1] + b',"nodes":[']
+        for start in range(0, len(parts), self.BATCH):
+            out.append((b"," if start else b"") + b",".join(parts[start:start + self.BATCH]))
+        out.append(b"]}")
+        return out
 
 
 async def _snapshot(conn: CDPConnection, session: str) -> dict:
