@@ -16,7 +16,8 @@ What a snapshot keeps
     Nodes that are on screen (state ``showing`` or ``visible``: GTK 4.8 sets only
     ``visible`` below the frame) with a box, and that are named, focusable, or of a
     role an agent acts on or reads. Unnamed layout containers (panel, filler,
-    section, scroll pane ...) and labels repeating their parent's name are left out,
+    section, scroll pane ...), labels repeating their parent's name and the inside of
+    a control that has its own click action (its label, icon) are left out,
     but ``depth`` stays the node's depth in the AT-SPI tree, so the nearest preceding
     node with a smaller depth is its kept ancestor. Subtrees that are neither showing
     nor visible are not walked at all: that is most of Chromium's tree (hidden
@@ -82,13 +83,16 @@ GTK 4.8.3 / libadwaita (gnome-calculator 43), Chromium 156; no Xwayland)
 Walk cost
     Every node the walk visits costs D-Bus round trips (its state; then role, name,
     children; a box, value and actions when kept): about 0.1 ms each to Chromium and
-    GTK3 (peer-to-peer sockets), 0.2 to 0.6 ms to GTK 4.8, whose a11y code answers
-    slowly. Measured on this 2-core machine while other sessions ran (load 2 to 6):
-    gnome-calculator (93 nodes visited, 35 kept) 90 to 120 ms, Chromium's UI (144
-    visited, 16 kept) 45 ms; libatspi's cache would make that 25 ms in all but is
-    wrong (see ``AtspiReader.__init__``). ``snapshot(pids=...)`` walks only the apps
-    whose windows changed; ``python -m services.scene.atspi --repeat N`` prints the
-    figures of a session.
+    GTK3 (peer-to-peer sockets), 0.25 ms to GTK 4.8, whose a11y code answers slowly.
+    A control with its own click action is not walked into. Measured on this 2-core
+    machine with gnome-calculator and Chromium (a small page) tiled side by side, other
+    sessions running (load about 2): one snapshot 117 to 158 ms (median of 20), of which
+    gnome-calculator 70 to 100 ms (about 90 nodes visited, 35 kept) and Chromium's UI
+    45 ms (about 115 visited, 16 kept; most of them hidden buttons of the omnibox);
+    the first snapshot after an app appears about 190 ms. libatspi's cache would make
+    it 25 ms, but is wrong (see ``AtspiReader.__init__``). ``snapshot(pids=...)`` walks
+    only the apps whose windows changed; ``python -m services.scene.atspi --repeat N``
+    prints a session's figures.
 """
 
 from __future__ import annotations
@@ -167,6 +171,11 @@ _TEXT_VALUE_ROLES = frozenset({"entry", "text", "terminal", "editbar", "spin but
                                "document text", "autocomplete"})
 _VALUE_ROLES = frozenset({"slider", "spin button", "progress bar", "scroll bar", "level bar", "dial"})
 _BROWSER_TOOLKITS = ("chromium", "gecko")
+# A control that does its own action is a leaf for an agent: what lies inside (its
+# label, icon, hidden notifications) is not walked. One without an action (GTK4's menu
+# button wrapping the real button) is walked.
+_LEAF_ROLES = frozenset({"push button", "toggle button", "check box", "radio button", "menu item",
+                         "check menu item", "radio menu item", "entry", "password text"})
 # A GTK4 widget without an accessible name is named after its type: "GtkMenuButton".
 _GTK_TYPE_NAME = re.compile(r"^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+$")
 _OFFSCREEN = -(2**31)
@@ -517,9 +526,10 @@ class _AppWalk:
         focusable = states.contains(Atspi.StateType.FOCUSABLE)
         container = role in _CONTAINER_ROLES
         kids = None
-        if self.gtk4:
+        if self.gtk4 and _GTK_TYPE_NAME.match(name):
             kids = self._child_list(acc)
-            name = self._gtk4_name(acc, name, kids)
+        if self.gtk4:
+            name = self._gtk4_name(acc, name, kids or [])
         # Near the frame, containers' boxes tell where the visible window is (GTK4's
         # frame is the visible window: measured, so it is not asked there).
         want_span = container and not self.gtk4 and depth - 1 <= _SPAN_DEPTH and frame_extents is not None
@@ -536,7 +546,10 @@ class _AppWalk:
                 spans.append(extents)
         if keep and extents is not None and extents[2] > 0 and extents[3] > 0:
             value = self._value(acc, role, states)
-            out.append(self._node(acc, role, name, value, states, extents, frame_title, depth))
+            node = self._node(acc, role, name, value, states, extents, frame_title, depth)
+            out.append(node)
+            if role in _LEAF_ROLES and node.actions and _action_index(node.actions, "click") is not None:
+                return out
         child_parent = name if keep else parent_name
         for child in kids if kids is not None else self._child_list(acc):
             out += self._walk(child, depth + 1, frame_title, child_parent, frame_extents, spans)
