@@ -446,6 +446,45 @@ def test_a_snapshot_of_some_processes_walks_only_their_apps_and_keeps_the_others
     gtk_app.wait_for(event="click", widget="Beta")
 
 
+def test_a_bridge_that_dies_takes_its_browser_along_and_the_new_one_is_on_atspi(session, probe):
+    old_bridge, old_browser = session.state["pids"]["bridge"], session.chromium_pid()
+    os.kill(old_bridge, signal.SIGKILL)
+
+    def new_browser():
+        try:
+            pid = session.chromium_pid()
+        except OSError:
+            return None
+        return pid if pid != old_browser else None
+
+    pid = wait_until(new_browser, 60, interval=0.5, what="a new browser")
+    assert not _alive(old_browser)
+    snapshot_until(probe, lambda ns: any(n.pid == pid and n.name == "Address and search bar" for n in ns),
+                   "the new browser's address bar", timeout=30)
+
+
+def test_stopping_a_session_ends_the_apps_started_in_it():
+    s = Session(["800x600"], browser=False).start()
+    try:
+        app = Process(s, [SYSTEM_PYTHON, str(FIXTURE_APP)])
+        app.wait_for(event="ready", timeout=30)
+        runtime = s.state["runtime_dir"]
+    finally:
+        s.proc.send_signal(signal.SIGTERM)
+        assert s.proc.wait(30) == 0
+        s.stop()
+    wait_until(lambda: not _alive(app.pid), 5, what="the app ended")
+    app.proc.wait(5)
+    assert not os.path.exists(runtime)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 # -- where the window lies in its surface: the measured cases, as pure logic ---------------
 
 

@@ -417,6 +417,7 @@ class Session:
                     user=self.service_uid, group=self.gid if self.service_uid is not None else None,
                     cwd=str(PROJECT_ROOT),
                     log_path=str(logs / "bridge.log"),
+                    after_stop=lambda: _end_processes_mentioning(f"--user-data-dir={self.runtime / 'chromium-profile'}"),
                 )
             )
         specs.append(
@@ -462,6 +463,13 @@ class Session:
 
     # -- run --------------------------------------------------------------------------
 
+    async def _end_leftovers(self) -> None:
+        """Processes of this session that escaped their child's process group (an app
+        started inside the session, a browser whose bridge died) end before the
+        runtime folder goes, or they would write into it again."""
+        if self.runtime is not None:
+            await _end_processes_mentioning(f"{self.runtime}/", f"XDG_RUNTIME_DIR={self.runtime}\0")
+
     async def run(self) -> int:
         self._prepare()
         supervisor = Supervisor(self._specs())
@@ -483,6 +491,7 @@ class Session:
             return 0
         finally:
             await supervisor.stop_all()
+            await self._end_leftovers()
             self._cleanup()
 
     def _announce(self, supervisor: Supervisor) -> None:
@@ -532,6 +541,54 @@ class Session:
                 os.unlink(self.args.state_file)
             except FileNotFoundError:
                 pass
+
+
+def _processes_mentioning(*texts: str) -> list[int]:
+    """Pids whose command line or environment contains one of ``texts`` (paths unique to
+    this session). Chromium rewrites its environment block, but its command line names
+    its profile folder."""
+    needles = [t.encode() for t in texts]
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        for part in ("cmdline", "environ"):
+            try:
+                with open(f"/proc/{entry.name}/{part}", "rb") as f:
+                    data = f.read()
+                    if any(n in data for n in needles):
+                        found.append(int(entry.name))
+                        break
+            except OSError:
+                continue
+    return found
+
+
+async def _end_processes_mentioning(*texts: str, grace: float = 2.0) -> None:
+    pids = _processes_mentioning(*texts)
+    if not pids:
+        return
+    log.warning("ending processes left behind", pids=pids, mentioning=list(texts))
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            pids = [p for p in pids if _alive(p)]
+            if not pids:
+                return
+            await asyncio.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().split(b") ", 1)[1][:1] != b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _unix_socket_accepts(path: str) -> bool:

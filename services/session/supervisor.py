@@ -40,6 +40,9 @@ class ChildSpec:
     group: int | None = None
     cwd: str | None = None
     log_path: str | None = None
+    # Called once the child's process group is gone (on restart and on stop): ends what
+    # it started outside its group (the bridge's Chromium has a group of its own).
+    after_stop: Callable[[], Awaitable[None]] | None = None
 
 
 @dataclass
@@ -101,6 +104,11 @@ class Supervisor:
         code = await child.proc.wait()
         if self._stopping or child.stopping:
             return
+        # What it left behind (its group, what it started outside it) goes before it
+        # comes back: a second browser on the same profile would not start.
+        _signal_group(child.proc.pid, signal.SIGKILL)
+        if child.spec.after_stop is not None:
+            await child.spec.after_stop()
         ran = time.monotonic() - child.started_at
         if ran > STABLE_AFTER:
             child.backoff = BACKOFF_START
@@ -150,6 +158,8 @@ class Supervisor:
         if proc is not None:
             # Whatever the group left behind (a forked helper), it goes too.
             _signal_group(proc.pid, signal.SIGKILL)
+        if child.spec.after_stop is not None:
+            await child.spec.after_stop()
         if child.log_file is not None:
             child.log_file.close()
             child.log_file = None
