@@ -262,8 +262,8 @@ class AtspiReader:
         # once a client sets a cache mask (4x faster walks, measured). It is left off:
         # measured, it went stale (GTK3 sends no event for a button packed into a
         # GtkBox; GTK 4.8 none for a button whose label changed, and listed a closed
-        # popover's items twice), and with a narrower mask libatspi deadlocked in its
-        # first call to Chromium. Every snapshot asks the apps; only what an object
+        # popover's items twice), and with a narrower mask libatspi hung for good in
+        # its first call to Chromium. Every snapshot asks the apps; only what an object
         # never changes (its role and actions) is remembered, per key.
         self._roles: dict[str, str] = {}
         self._actions: dict[str, tuple[str, ...]] = {}
@@ -329,7 +329,7 @@ class AtspiReader:
         self._pump()
         found = self._objects.get(key)
         if found is None:
-            self.snapshot(prune_documents=False)
+            self.snapshot()
             found = self._objects.get(key)
             if found is None:
                 return False
