@@ -610,6 +610,13 @@ class Browser:
             child_tasks = [asyncio.ensure_future(_safe(conn.send("Accessibility.getFullAXTree", {"frameId": fid},
                                                                  session=session, timeout=120, raw=True)))
                            for fid in children]
+            # While the page's process builds the AX tree, this one has nothing to do but
+            # serialize every box the snapshot gave.
+            scroll = docs[0].scroll if docs else (0.0, 0.0)
+            fragments: dict[str, dict[int, bytes]] = {}
+            for d in docs:
+                fragments.setdefault(d.frame_id or main_frame, {}).update(
+                    (b, _box_fragment(box, scroll)) for b, box in d.boxes.items() if box[2] > 0 and box[3] > 0)
             records: dict[str, AXRecord] = {}
             roots: list[tuple[str, str | None]] = []
             for fid, task in [(main_frame, ax_task), *zip(children, child_tasks)]:
@@ -634,7 +641,7 @@ class Browser:
                     task.cancel()
         kept = Kept(doc=doc, made_at=time.monotonic(), windows=windows if isinstance(windows, str) else "?",
                     records=records, roots=roots, docs=docs, oopifs=oopifs, meta={}, by_backend=_by_backend(records))
-        snapshot = self._finish(tab, kept, metrics, side)
+        snapshot = self._finish(tab, kept, metrics, side, fragments=fragments)
         release_memory()  # the reply and the tree this one replaced
         return snapshot
 
@@ -810,7 +817,7 @@ class Browser:
     # -- serving ------------------------------------------------------------------------
 
     def _finish(self, tab: Tab, kept: Kept, metrics: dict, side: dict, prev: Kept | None = None,
-                fresh: set[str] | None = None) -> "Snapshot":
+                fresh: set[str] | None = None, fragments: dict[str, dict[int, bytes]] | None = None) -> "Snapshot":
         """Place every frame, join nodes to boxes and serialize them; keep it all. With
         ``prev`` (the tree this one patches) and ``fresh`` (the re-read node ids), only
         the nodes whose record or box changed are serialized again."""
@@ -863,12 +870,14 @@ class Browser:
                 kept.parts = None  # never patched
                 continue
             ids, _missing = preorder(root, records)
-            fid_json = orjson.dumps(fid)
+            frame_head = b',"frameId":' + orjson.dumps(fid) + b","
+            made = (fragments or {}).get(fid)
+            if made is None:
+                made = {b: _box_fragment(box, scroll) for b, box in frame_boxes.items() if box[2] > 0 and box[3] > 0}
             for node_id in ids:
                 record = records[node_id]
-                backend = record.backend
-                box = frame_boxes.get(backend) if backend is not None else None
-                parts.append(_node_json(record.ax, fid_json, box, scroll))
+                fragment = made.get(record.backend, _NO_BOX) if record.backend is not None else _NO_BOX
+                parts.append(record.ax[:-1] + frame_head + fragment)
                 ignored.append(record.ignored)
                 frame_of[node_id] = fid
             order += ids
@@ -1025,13 +1034,19 @@ def _presence_changes(kept: Kept, docs: list[DocumentBoxes], by_backend: dict[in
     return list(dict.fromkeys(out))
 
 
+_NO_BOX = b'"bounds":null,"viewportBounds":null}'
+
+
+def _box_fragment(box: tuple, scroll: tuple[float, float]) -> bytes:
+    """The end of a served node with this box: its bounds and viewportBounds, and "}"."""
+    bounds, viewport = box_json(box, scroll)
+    return orjson.dumps({"bounds": bounds, "viewportBounds": viewport})[1:]
+
+
 def _node_json(ax: bytes, fid_json: bytes, box: tuple | None, scroll: tuple[float, float]) -> bytes:
     """A node as served: its AX JSON with frameId, bounds and viewportBounds added."""
-    if box is None or not (box[2] > 0 and box[3] > 0):
-        return ax[:-1] + b',"frameId":' + fid_json + b',"bounds":null,"viewportBounds":null}'
-    bounds, viewport = box_json(box, scroll)
-    tail = orjson.dumps({"bounds": bounds, "viewportBounds": viewport})  # one call for both boxes
-    return ax[:-1] + b',"frameId":' + fid_json + b"," + tail[1:]
+    empty = box is None or not (box[2] > 0 and box[3] > 0)
+    return ax[:-1] + b',"frameId":' + fid_json + b"," + (_NO_BOX if empty else _box_fragment(box, scroll))
 
 
 def _meta(side: dict, metrics: dict, frames: list[dict], source: str) -> dict:
