@@ -116,9 +116,15 @@ def _focused_json(w: Window, apps: list[dict]) -> dict[str, Any]:
 
 
 def _process_name(pid: int | None) -> str | None:
+    """The program's name: its command line's first word (``comm`` is cut at 15
+    characters: "gnome-calculato")."""
     if not pid:
         return None
     try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv0 = f.read().split(b"\0", 1)[0].decode(errors="replace")
+        if argv0:
+            return argv0.rsplit("/", 1)[-1]
         with open(f"/proc/{pid}/comm") as f:
             return f.read().strip()
     except OSError:
