@@ -43,6 +43,7 @@ __all__ = [
     "content_box_origin",
     "frame_document_offset",
     "offset_box",
+    "snapshot_to_css",
     "document_to_viewport",
     "viewport_to_document",
     "PagePlacement",
@@ -199,6 +200,16 @@ def frame_document_offset(content_origin: Point, frame_scroll: Point) -> Point:
     """A framed document's offset in the top document: the owner's content-box origin
     less the framed document's own scroll."""
     return content_origin[0] - frame_scroll[0], content_origin[1] - frame_scroll[1]
+
+
+def snapshot_to_css(box: Box, device_pixel_ratio: float) -> Box:
+    """A ``DOMSnapshot`` layout box -> CSS px. Measured: snapshot bounds and scroll
+    offsets are device pixels (CSS px x devicePixelRatio): a button at CSS x 40 comes
+    as 80 on a scale-2 display and as 60 at page zoom 150 %."""
+    if device_pixel_ratio == 1:
+        return box
+    s = device_pixel_ratio
+    return box[0] / s, box[1] / s, box[2] / s, box[3] / s
 
 
 def offset_box(box: Box, offset: Point) -> Box:

@@ -601,7 +601,7 @@ class Browser:
         oopif_tasks = {fs.target_id: asyncio.ensure_future(self._oopif_parts(conn, fs)) for fs in tab.oopifs.values()}
         try:
             snapshot = await snapshot_task
-            docs = index_snapshot(snapshot)
+            docs = index_snapshot(snapshot, device_pixel_ratio=metrics["devicePixelRatio"])
             del snapshot
             main_frame = docs[0].frame_id if docs and docs[0].frame_id else None
             side = await side_task
@@ -672,9 +672,8 @@ class Browser:
         except (CDPError, CDPClosed) as exc:
             log.info("out-of-process frame skipped", frame=frame.target_id, error=str(exc))
             return None
-        docs = index_snapshot(snapshot)
-        first = (snapshot.get("documents") or [{}])[0]
-        scroll = (float(first.get("scrollOffsetX", 0)), float(first.get("scrollOffsetY", 0)))
+        docs = index_snapshot(snapshot, device_pixel_ratio=(metrics or {}).get("devicePixelRatio") or 1.0)
+        scroll = docs[0].scroll if docs else (0.0, 0.0)
         prefix = f"{frame.target_id[:8]}:"
         nodes = decode_nodes(ax, prefix=prefix) if ax is not None else None
         key = (frame.target_id, (metrics or {}).get("changes"), (metrics or {}).get("doc"))
@@ -717,7 +716,7 @@ class Browser:
             if not tasks:
                 read_boxes()
             snapshot = await tasks[0]
-            docs = index_snapshot(snapshot)
+            docs = index_snapshot(snapshot, device_pixel_ratio=metrics["devicePixelRatio"])
             del snapshot
             if ([d.frame_id for d in docs] != [d.frame_id for d in kept.docs]
                     or [d.url for d in docs[1:]] != [d.url for d in kept.docs[1:]]):

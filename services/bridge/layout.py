@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..geometry import content_box_origin, document_to_viewport, frame_document_offset, offset_box
+from ..geometry import content_box_origin, document_to_viewport, frame_document_offset, offset_box, snapshot_to_css
 
 __all__ = ["SNAPSHOT_STYLES", "DocumentBoxes", "index_snapshot", "box_json"]
 
@@ -54,11 +54,14 @@ def _px(value: str) -> float:
         return 0.0
 
 
-def index_snapshot(snapshot: dict[str, Any], base_offset: tuple[float, float] = (0.0, 0.0)) -> list[DocumentBoxes]:
+def index_snapshot(snapshot: dict[str, Any], base_offset: tuple[float, float] = (0.0, 0.0), *,
+                   device_pixel_ratio: float = 1.0) -> list[DocumentBoxes]:
     """Boxes of every document in one ``DOMSnapshot.captureSnapshot`` reply (requested
-    with ``computedStyles=SNAPSHOT_STYLES``). Documents are placed through their owner
-    iframes; ``base_offset`` places the snapshot's first document (an out-of-process
-    frame's position in its page)."""
+    with ``computedStyles=SNAPSHOT_STYLES``), in CSS px: the snapshot's own numbers are
+    device pixels, so they are divided by the page's ``device_pixel_ratio``. Documents
+    are placed through their owner iframes; ``base_offset`` places the snapshot's first
+    document (an out-of-process frame's position in its page)."""
+    dpr = device_pixel_ratio or 1.0
     strings: list[str] = snapshot.get("strings", [])
     raw_docs: list[dict] = snapshot.get("documents", [])
     docs: list[DocumentBoxes] = []
@@ -69,7 +72,8 @@ def index_snapshot(snapshot: dict[str, Any], base_offset: tuple[float, float] = 
                 url=strings[raw["documentURL"]] if raw.get("documentURL", -1) >= 0 else "",
                 frame_id=strings[frame] if isinstance(frame, int) and frame >= 0 else None,
                 offset=(0.0, 0.0),
-                scroll=(float(raw.get("scrollOffsetX", 0)), float(raw.get("scrollOffsetY", 0))),
+                scroll=snapshot_to_css((float(raw.get("scrollOffsetX", 0)), float(raw.get("scrollOffsetY", 0)),
+                                        0.0, 0.0), dpr)[:2],
             )
         )
     placed = {0: base_offset} if raw_docs else {}
@@ -82,19 +86,20 @@ def index_snapshot(snapshot: dict[str, Any], base_offset: tuple[float, float] = 
                 continue
             pending.remove(di)
             progressed = True
-            _index_document(raw_docs[di], strings, docs[di], placed[di])
+            _index_document(raw_docs[di], strings, docs[di], placed[di], dpr)
             for owner, child in docs[di].child_documents.items():
                 if child < len(docs) and child not in placed:
                     origin = docs[di].frame_origins.get(owner, (0.0, 0.0))
                     placed[child] = frame_document_offset(origin, docs[child].scroll)
         if not progressed:  # documents with no known owner: leave them at the origin
             for di in pending:
-                _index_document(raw_docs[di], strings, docs[di], (0.0, 0.0))
+                _index_document(raw_docs[di], strings, docs[di], (0.0, 0.0), dpr)
             break
     return docs
 
 
-def _index_document(raw: dict, strings: list[str], doc: DocumentBoxes, offset: tuple[float, float]) -> None:
+def _index_document(raw: dict, strings: list[str], doc: DocumentBoxes, offset: tuple[float, float],
+                    dpr: float = 1.0) -> None:
     doc.offset = offset
     nodes = raw.get("nodes", {})
     backend_ids: list[int] = nodes.get("backendNodeId", [])
@@ -111,7 +116,7 @@ def _index_document(raw: dict, strings: list[str], doc: DocumentBoxes, offset: t
         if node_index >= len(backend_ids) or len(bounds) < 4:
             continue
         backend = backend_ids[node_index]
-        own = tuple(bounds[:4])
+        own = snapshot_to_css(tuple(bounds[:4]), dpr)
         # Several layout objects can belong to one node (text fragments): keep the union.
         box = offset_box(own, offset) if ox or oy else own
         if backend in boxes:
