@@ -241,3 +241,35 @@ def test_a_recorded_step_resolves_to_the_current_element(grounding):
     resp = http("POST", grounding.scene + "/api/v1/resolve", {"role": "button", "name": "Save",
                                                               "bbox": second["bbox"]}).json()
     assert resp["match"]["id"] == second["id"] and not resp["ambiguous"]
+
+
+@pytest.fixture(scope="module")
+def ocr_session():
+    from tests.support import Session
+
+    session = Session(["1280x800"], extra_env={"DESKBOX_OCR": "1"}).start()
+    session.browser_window()
+    yield session
+    session.stop()
+
+
+def test_ocr_lines_get_text_ids_that_stay_while_the_text_stays(ocr_session, pages):
+    assert scene(ocr_session)["sources"]["ocr"] is None  # on, and working
+    open_fixture(ocr_session, pages, "grounding.html")
+    first = wait_until(lambda: (lambda s: s if any("top-link" in o["text"] for o in s["ocr"]) else None)(
+        scene(ocr_session)), 30, what="OCR to read the page")
+    line = next(o for o in first["ocr"] if "top-link" in o["text"])
+    assert line["id"].startswith("t0-") and 0 < line["conf"] <= 1
+    x, y, w, h = line["bbox"]
+    link = names(first)["top-link"]
+    lx, ly, lw, lh = link["bbox"]
+    assert x <= lx + lw and lx <= x + w and y <= ly + lh and ly <= y + h  # OCR found it where CDP says it is
+    again = scene(ocr_session)
+    assert {o["id"]: o["text"] for o in again["ocr"]} == {o["id"]: o["text"] for o in first["ocr"]}
+    text = http("GET", ocr_session.scene + "/api/v1/scene/text").body.decode()
+    assert f'{line["id"]} text ' in text
+
+
+def test_ocr_is_off_by_default(grounding):
+    s = scene(grounding)
+    assert s["ocr"] == [] and s["sources"]["ocr"] == "disabled"

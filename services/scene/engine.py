@@ -18,7 +18,7 @@ from PIL import Image
 
 from ..common.errors import Unavailable
 from ..common.logging import get_logger
-from ..geometry import Display, Rect, device_rect, page_placement, visible_part
+from ..geometry import Display, Rect, page_placement, visible_part
 from .elements import Element, native_elements, page_elements
 from .frames import FrameSignature, changed_regions, signature
 from .ids import IdRegistry
@@ -227,7 +227,7 @@ class SceneEngine:
             native_task = asyncio.ensure_future(self.atspi.snapshot())
         ocr_task = None
         if self.ocr is not None and self.ocr.enabled:
-            ocr_task = asyncio.ensure_future(self._ocr(frames, changed, full))
+            ocr_task = asyncio.ensure_future(self._ocr(frames, changed))
 
         elements: list[Element] = []
         keep_tabs: set[str] = set()
@@ -384,14 +384,14 @@ class SceneEngine:
                                    display_id=display.id, window_id=window.id, surface_window=surface)
         return out
 
-    async def _ocr(self, frames: list[Frame], changed: dict[int, list[Rect]], full: bool) -> list[OcrItem]:
+    async def _ocr(self, frames: list[Frame], changed: dict[int, list[tuple[int, int, int, int]]]) -> list[OcrItem]:
         assert self.ocr is not None
         items: list[OcrItem] = []
         for frame in frames:
             # Even an agent-turn reads only changed blocks again: the block checksums cover
             # every byte, so unchanged pixels would give the same text (a full read of a
             # 1280x800 page takes tesseract seconds).
-            regions = [device_rect(r) for r in changed[frame.display_id]]
+            regions = list(changed[frame.display_id])
             if not regions and frame.display_id in self._ocr_cache:
                 items += self._ocr_cache[frame.display_id]
                 continue

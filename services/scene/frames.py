@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - isal is a declared dependency
 
 __all__ = ["FrameSignature", "signature", "signature_of", "changed_regions", "hamming"]
 
-Rect = tuple[int, int, int, int]
+Region = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def hamming(a: int, b: int) -> int:
     return (a ^ b).bit_count()
 
 
-def changed_regions(old: FrameSignature | None, new: FrameSignature) -> list[Rect]:
+def changed_regions(old: FrameSignature | None, new: FrameSignature) -> list[Region]:
     """Rectangles ``(x, y, w, h)`` in device px that together cover exactly the tiles
     whose checksums differ, adjacent tiles merged (disjoint rectangles, row-major by
     their top-left tile, clipped to the frame). The whole frame when there is no ``old``
@@ -167,7 +167,7 @@ def _cover(dirty: np.ndarray) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def _tile_rect(sig: FrameSignature, x0: int, y0: int, x1: int, y1: int) -> Rect:
+def _tile_rect(sig: FrameSignature, x0: int, y0: int, x1: int, y1: int) -> Region:
     b = sig.block
     left, top = x0 * b, y0 * b
     return left, top, min(x1 * b, sig.width) - left, min(y1 * b, sig.height) - top

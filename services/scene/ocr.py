@@ -36,7 +36,7 @@ __all__ = ["OcrWord", "OcrProvider", "OcrError", "TesseractProvider", "OcrChain"
 
 log = get_logger("deskbox.scene.ocr")
 
-Rect = tuple[int, int, int, int]
+Region = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class OcrWord:
     it was read from, ``conf`` the mean confidence of its words, 0..1."""
 
     text: str
-    bbox: Rect
+    bbox: Region
     conf: float
 
 
@@ -61,7 +61,7 @@ class OcrProvider(Protocol):
         """Whether the provider can run here (cheap after the first call)."""
         ...
 
-    def recognize(self, image: Image.Image, region: Rect | None = None) -> list[OcrWord]:
+    def recognize(self, image: Image.Image, region: Region | None = None) -> list[OcrWord]:
         """Lines of text in ``region`` of ``image`` (all of it when None), boxes in the
         coordinates of ``image``. Blocking: call it from a worker thread."""
         ...
@@ -138,11 +138,11 @@ class TesseractProvider:
     def _env(self) -> dict[str, str]:
         return {**os.environ, "OMP_THREAD_LIMIT": "1"}
 
-    def recognize(self, image: Image.Image, region: Rect | None = None) -> list[OcrWord]:
+    def recognize(self, image: Image.Image, region: Region | None = None) -> list[OcrWord]:
         box = _clip(region if region is not None else (0, 0, image.width, image.height), image.size)
         return self.recognize_regions(image, [box]) if box is not None else []
 
-    def recognize_regions(self, image: Image.Image, regions: list[Rect]) -> list[OcrWord]:
+    def recognize_regions(self, image: Image.Image, regions: list[Region]) -> list[OcrWord]:
         """Lines of text in each of ``regions`` (clipped to ``image``), read in one run:
         the regions are packed on one sheet (a Tesseract run costs ~0.2 s before it reads
         a pixel), and each word goes back to the region it was read in before words are
@@ -192,7 +192,7 @@ class TesseractProvider:
         return _parse_tsv(done.stdout.decode("utf-8", errors="replace"))
 
 
-def _pack(image: Image.Image, regions: list[Rect], gap: int) -> tuple[Image.Image, list[tuple[int, int]]]:
+def _pack(image: Image.Image, regions: list[Region], gap: int) -> tuple[Image.Image, list[tuple[int, int]]]:
     """The regions of ``image`` on one white sheet, ``gap`` px apart, in rows about as
     wide as the sheet is tall; where each one's top-left corner went.
 
@@ -219,7 +219,7 @@ def _pack(image: Image.Image, regions: list[Rect], gap: int) -> tuple[Image.Imag
 class _Word:
     line: tuple[int, ...]  # Tesseract's page, block, paragraph, line (after a region index)
     text: str
-    bbox: Rect
+    bbox: Region
     conf: float
 
 
@@ -316,7 +316,7 @@ def _join(key: tuple[int, ...], run: list[_Word]) -> _Word:
     return _Word(key, " ".join(wd.text for wd in run), (x0, y0, x1 - x0, y1 - y0), round(conf, 3))
 
 
-def _to_frame(bbox: Rect, k: int, ox: int, oy: int, clip: Rect) -> Rect:
+def _to_frame(bbox: Region, k: int, ox: int, oy: int, clip: Region) -> Region:
     """A box in the upscaled crop -> device px of the frame, rounded outwards and kept
     within the crop."""
     x0 = ox + bbox[0] // k
@@ -354,7 +354,7 @@ class OcrChain:
         self.margin = self.MARGIN if margin is None else margin
         self._lines: dict[int, list[OcrWord]] = {}
         self._sizes: dict[int, tuple[int, int]] = {}
-        self._pending: dict[int, list[Rect]] = {}
+        self._pending: dict[int, list[Region]] = {}
         self._locks: dict[int, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -381,7 +381,7 @@ class OcrChain:
             self._sizes.pop(display_id, None)
             self._pending.pop(display_id, None)
 
-    def update(self, display_id: int, image: Image.Image, changed: list[Rect]) -> list[OcrWord]:
+    def update(self, display_id: int, image: Image.Image, changed: list[Region]) -> list[OcrWord]:
         """All lines of text on ``display_id`` now, given its current frame ``image`` and
         the regions (x, y, w, h device px) that changed since the previous call."""
         if not self.providers:
@@ -424,7 +424,7 @@ class OcrChain:
         self._pending.pop(display_id, None)
         return list(self._lines[display_id])
 
-    def _regions(self, dirty: list[Rect], known: list[OcrWord], size: tuple[int, int]) -> list[Rect]:
+    def _regions(self, dirty: list[Region], known: list[OcrWord], size: tuple[int, int]) -> list[Region]:
         """Changed rects grown by the margin, widened over every cached line they touch
         (with its margin), merged until every line they touch lies inside one of them."""
         regions = _merge([r for r in (self._grow(r, size) for r in dirty) if r])
@@ -435,16 +435,16 @@ class OcrChain:
                 return regions
             regions = _merge(regions + [r for r in (self._grow(b, size) for b in touched) if r])
 
-    def _grow(self, rect: Rect, size: tuple[int, int]) -> Rect | None:
+    def _grow(self, rect: Region, size: tuple[int, int]) -> Region | None:
         m = self.margin
         x, y, w, h = rect
         return _clip((x - m, y - m, w + 2 * m, h + 2 * m), size)
 
-    def _read_regions(self, image: Image.Image, regions: list[Rect]) -> list[OcrWord]:
+    def _read_regions(self, image: Image.Image, regions: list[Region]) -> list[OcrWord]:
         return [line for region, lines in zip(regions, self._recognize(image, regions))
                 for line in _inside(lines, region, image.size)]
 
-    def _recognize(self, image: Image.Image, regions: list[Rect] | None) -> list[list[OcrWord]]:
+    def _recognize(self, image: Image.Image, regions: list[Region] | None) -> list[list[OcrWord]]:
         """The lines in each region (the whole image when None) by the first available
         provider; by the next one when it fails."""
         errors = []
@@ -463,7 +463,7 @@ class OcrChain:
         raise OcrError("; ".join(errors) or "no OCR provider is available")
 
 
-def _inside(lines: list[OcrWord], region: Rect, size: tuple[int, int]) -> list[OcrWord]:
+def _inside(lines: list[OcrWord], region: Region, size: tuple[int, int]) -> list[OcrWord]:
     """The lines of a region's reading that are whole: a line touching an edge of the
     region that is not the frame's own border was cut by the crop."""
     x0, y0, w, h = region
@@ -495,7 +495,7 @@ def _reading_order(lines: list[OcrWord]) -> list[OcrWord]:
     return [line for row in rows for line in sorted(row, key=lambda ln: ln.bbox[0])]
 
 
-def _clip(rect: Rect, size: tuple[int, int]) -> Rect | None:
+def _clip(rect: Region, size: tuple[int, int]) -> Region | None:
     x, y, w, h = (int(v) for v in rect)
     x0, y0 = max(0, x), max(0, y)
     x1, y1 = min(size[0], x + w), min(size[1], y + h)
@@ -504,16 +504,16 @@ def _clip(rect: Rect, size: tuple[int, int]) -> Rect | None:
     return x0, y0, x1 - x0, y1 - y0
 
 
-def _intersects(a: Rect, b: Rect) -> bool:
+def _intersects(a: Region, b: Region) -> bool:
     return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
 
 
-def _contains(outer: Rect, inner: Rect) -> bool:
+def _contains(outer: Region, inner: Region) -> bool:
     return (outer[0] <= inner[0] and outer[1] <= inner[1]
             and inner[0] + inner[2] <= outer[0] + outer[2] and inner[1] + inner[3] <= outer[1] + outer[3])
 
 
-def _merge(rects: list[Rect]) -> list[Rect]:
+def _merge(rects: list[Region]) -> list[Region]:
     """Rects whose areas overlap replaced by their bounding box, until none overlap."""
     out = list(rects)
     merged = True

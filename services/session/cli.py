@@ -90,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the CDP bridge's port (chromium_with_api.py, which launches and relaunches Chromium)")
     up.add_argument("--scene-port", type=int, default=int(os.environ.get("SCENE_PORT", "8000")),
                     help="the scene aggregator's port")
+    up.add_argument("--ocr", action="store_true", default=os.environ.get("DESKBOX_OCR") == "1",
+                    help="fill the scene's ocr list with Tesseract (off by default: it costs CPU on every change)")
     up.add_argument("--cdp-port", type=int, default=int(os.environ.get("DESKBOX_CDP_PORT", "9222")),
                     help="Chromium's DevTools port, always on loopback")
     up.add_argument("--user", default=os.environ.get("DESKBOX_USER", SESSION_USER),
@@ -440,6 +442,8 @@ class Session:
                 "--desktopd", desktopd_url]
         if bridge_url is not None:
             argv += ["--bridge", bridge_url]
+        if self.args.ocr:
+            argv.append("--ocr")
         return [*argv, "--log-level", self.args.log_level]
 
     def _service_env(self) -> dict[str, str]:
