@@ -59,6 +59,25 @@ def test_the_scene_places_page_elements_in_display_pixels(grounding, pages):
     assert names(s)["bottom-a"]["visibility"] == "offscreen"
 
 
+def test_browser_ui_comes_from_atspi_and_page_content_from_cdp_never_both(grounding, pages):
+    s = scene(grounding)
+    window = s["focused_window"]["id"]
+    native = [e for e in s["ax"] if e["source"] == "atspi" and e["window_id"] == window]
+    bar = next(e for e in native if e["name"] == "Address and search bar")
+    assert bar["role"] == "textbox" and "/grounding.html" in bar["value"]
+    assert {"Back", "Reload"} <= {e["name"] for e in native}
+    page = {e["name"] for e in s["ax"] if e["source"] == "cdp"}
+    assert not page & {e["name"] for e in native}  # nothing listed twice
+    # The toolbar is above the page's viewport, inside the window.
+    wx, wy, ww, wh = s["focused_window"]["bounds"]
+    x, y, w, h = bar["bbox"]
+    assert wx <= x and x + w <= wx + ww and wy <= y < names(s)["head-home"]["bbox"][1]
+    pages.clear()
+    http("POST", grounding.scene + "/api/v1/act", {"target": bar["id"], "action": "set_value",
+                                                  "text": pages.url("grounding.html") + "?typed\n"})
+    pages.wait_for(type="load", page="/grounding.html", timeout=20)
+
+
 def test_ids_stay_while_nothing_changes_and_a_new_element_gets_a_new_id(grounding, pages):
     first = scene(grounding)
     second = scene(grounding)
