@@ -113,16 +113,16 @@ def beside():
     session.stop()
 
 
-def _native(session: Session, app_name: str) -> list[dict]:
+def _native(session: Session, app_name: str | None = None, pid: int | None = None) -> list[dict]:
     s = _scene(session)
-    pids = {a["pid"] for a in s["apps"] if a["name"] == app_name}
+    pids = {a["pid"] for a in s["apps"] if a["name"] == app_name or a["pid"] == pid}
     windows = {w["id"] for a in s["apps"] if a["pid"] in pids for w in a["windows"]}
     return [e for e in s["ax"] if e["source"] == "atspi" and e["window_id"] in windows]
 
 
 def test_native_buttons_beside_the_browser_are_hit(beside, pages):
     session, app = beside
-    buttons = wait_until(lambda: [e for e in _native(session, "python3") if e["role"] == "button"
+    buttons = wait_until(lambda: [e for e in _native(session, pid=app.pid) if e["role"] == "button"
                                   and e["name"] in ("Alpha", "Beta", "Gamma")] or None, 20,
                          what="the fixture app's buttons in the scene")
     assert len(buttons) == 3
@@ -130,10 +130,10 @@ def test_native_buttons_beside_the_browser_are_hit(beside, pages):
         receipt = http("POST", session.scene + "/api/v1/act", {"target": button["id"]})
         assert receipt.status == 200, receipt.body[:300]
         app.wait_for(event="click", widget=button["name"])
-    toggle = next(e for e in _native(session, "python3") if e["name"] == "Delta")
+    toggle = next(e for e in _native(session, pid=app.pid) if e["name"] == "Delta")
     assert http("POST", session.scene + "/api/v1/act", {"target": toggle["id"]}).status == 200
     app.wait_for(event="toggle", widget="Delta", active=True)
-    entry = next(e for e in _native(session, "python3") if e["role"] == "textbox")
+    entry = next(e for e in _native(session, pid=app.pid) if e["role"] == "textbox")
     assert http("POST", session.scene + "/api/v1/act",
                 {"target": entry["id"], "action": "type", "text": "näive"}).status == 200
     app.wait_for(event="text", widget="Name", text="näive")

@@ -10,6 +10,7 @@ where frames changed); ``agent-turn`` re-reads everything, even on an unchanged 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -116,15 +117,15 @@ def _focused_json(w: Window, apps: list[dict]) -> dict[str, Any]:
 
 
 def _process_name(pid: int | None) -> str | None:
-    """The program's name: its command line's first word (``comm`` is cut at 15
-    characters: "gnome-calculato")."""
+    """The program's name: its executable's file name. Not ``comm`` (cut at 15
+    characters: "gnome-calculato") and not the command line (Chromium rewrites its own)."""
     if not pid:
         return None
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv0 = f.read().split(b"\0", 1)[0].decode(errors="replace")
-        if argv0:
-            return argv0.rsplit("/", 1)[-1]
+        return os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        pass
+    try:
         with open(f"/proc/{pid}/comm") as f:
             return f.read().strip()
     except OSError:
