@@ -179,15 +179,17 @@ def page_elements(
         if node.get("ignored"):
             continue
         raw_role = _ax_value(node.get("role")) or "none"
-        props = {p.get("name"): _ax_value(p.get("value")) for p in node.get("properties") or []}
-        if raw_role in _DOCUMENT_CDP_ROLES or (raw_role in _STRUCTURAL_CDP_ROLES and props.get("focusable") is not True):
+        if raw_role in _DOCUMENT_CDP_ROLES:
             continue
         role = _CDP_ROLE_NAMES.get(raw_role, raw_role)
         name = _text(node.get("name")) or ""
-        if role == "text":
+        if role == "text":  # the commonest node: decided before anything else is read
             parent = by_id.get(node.get("parentId"))
             if not name.strip() or (parent is not None and (_text(parent.get("name")) or "") == name):
                 continue
+        props = {p.get("name"): _ax_value(p.get("value")) for p in node.get("properties") or ()}
+        if raw_role in _STRUCTURAL_CDP_ROLES and props.get("focusable") is not True:
+            continue
         states, actions = _cdp_states_actions(role, props)
         if not actions and not name.strip():
             continue  # a nameless container: nothing to read, nothing to act on

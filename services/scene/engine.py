@@ -210,21 +210,28 @@ class SceneEngine:
     async def _build(self, depth: Literal["active", "agent-turn"], mode: Mode) -> Scene:
         started = time.perf_counter()
         full = depth == "agent-turn"
-        tree = await self.desktop.tree()
+        # Everything is read at once. An agent-turn reads AT-SPI whatever the frames say,
+        # so its walk (the slowest source) starts first; otherwise the frames decide.
+        native_task = None
+        if self.atspi is not None and (full or self._native_cache is None):
+            native_task = asyncio.ensure_future(self.atspi.snapshot())
+        layouts_task = asyncio.ensure_future(self._layouts()) if self.bridge is not None else None
+        try:
+            tree = await self.desktop.tree()
+            frames: list[Frame] = await asyncio.gather(*[self.desktop.frame(d.id) for d in tree.displays])
+        except BaseException:
+            for task in (native_task, layouts_task):
+                if task is not None:
+                    task.cancel()
+            raise
         prev = self.last
         sources: dict[str, str | None] = {"desktopd": None, "cdp": None, "atspi": None, "ocr": None}
-
-        frames_task = asyncio.gather(*[self.desktop.frame(d.id) for d in tree.displays])
-        layouts_task = asyncio.ensure_future(self._layouts()) if self.bridge is not None else None
-        frames: list[Frame] = await frames_task
         sigs = {f.display_id: _sign(f) for f in frames}
         changed = {f.display_id: changed_regions(prev.signatures.get(f.display_id) if prev else None,
                                                  sigs[f.display_id])
                    for f in frames}
         any_change = any(changed.values())
-
-        native_task = None
-        if self.atspi is not None and (full or any_change or self._native_cache is None):
+        if native_task is None and self.atspi is not None and any_change:
             native_task = asyncio.ensure_future(self.atspi.snapshot())
         ocr_task = None
         if self.ocr is not None and self.ocr.enabled:
