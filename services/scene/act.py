@@ -62,8 +62,12 @@ async def _focus(actor: "Actor", t: Target, req: ActRequest) -> None:
     elif e.source == "cdp" and actor.bridge is not None:
         await actor.bridge.element("focus", e.ref)
     elif e.source == "atspi" and actor.engine.atspi is not None:
-        if not await actor.engine.atspi.act(e.ref["atspi"], "focus"):
-            raise ActionFailed(f"{e.id} could not take focus", code="action_failed")
+        try:
+            done = await actor.engine.atspi.act(e.ref["atspi"], "focus")
+        except Exception as exc:  # the reader says why (no such action, app not answering)
+            raise ActionFailed(f"{e.id} could not take focus: {exc}", code="action_failed") from exc
+        if not done:
+            raise ActionFailed(f"{e.id} could not take focus (it is gone)", code="stale_element")
     else:
         raise ActionFailed(f"{e.id} ({e.role}) cannot be focused", code="unsupported_action")
 

@@ -323,8 +323,8 @@ class AtspiReader:
         """Do the named action (``click``, ``press``, ``activate`` ...) on the node with
         this key, as of the latest snapshot. ``click`` also means a node's ``press``,
         ``activate``, ``toggle``, ``jump``, ``open`` or ``doDefault`` when it has no
-        ``click``. False when the node is gone; NoSuchAction when it lives but has no
-        such action."""
+        ``click``; ``focus`` is the Component interface's grab_focus. False when the node
+        is gone; NoSuchAction when it lives but has no such action."""
         self._check()
         self._pump()
         found = self._objects.get(key)
@@ -340,6 +340,8 @@ class AtspiReader:
             if states.contains(Atspi.StateType.DEFUNCT):
                 self._objects.pop(key, None)
                 return False
+            if action == "focus":
+                return bool(Atspi.Component.grab_focus(acc))
             names = self._action_names(key, acc)
             index = _action_index(names, action)
             if index is None:
