@@ -546,6 +546,7 @@ class Browser:
             doc = (metrics["doc"], metrics["url"])
             kept = tab.kept
             snapshot = None
+            log.debug("layout", tab=tab.target_id, kept=kept is not None, fresh=fresh, changes=metrics["changes"][-40:])
             if (not fresh and kept is not None and kept.doc == metrics["doc"] and not kept.fallback
                     and now - kept.made_at < FULL_MAX_AGE):
                 try:
@@ -689,7 +690,9 @@ class Browser:
         """Patch the kept tree with what changed; raises _Cold when it cannot."""
         if set(tab.oopifs) != set(kept.oopifs):
             raise _Cold("out-of-process frames came or went")
+        started = time.perf_counter()
         taken = await _take(conn, session, reset=False)
+        took = {"take": time.perf_counter() - started}
         if taken is None or taken == "full":
             raise _Cold("the document changed as a whole")
         windows, overflow, subtree, single = taken
@@ -713,9 +716,11 @@ class Browser:
                        for t, tree in kept.oopifs.items() if keys.get(t) != tree.key}
         try:
             fresh, whole = await self._refetch(conn, session, kept, subtree, single, read_boxes)
+            took["ax"] = time.perf_counter() - started
             if not tasks:
                 read_boxes()
             snapshot = await tasks[0]
+            took["snapshot"] = time.perf_counter() - started
             docs = index_snapshot(snapshot, device_pixel_ratio=metrics["devicePixelRatio"])
             del snapshot
             if ([d.frame_id for d in docs] != [d.frame_id for d in kept.docs]
@@ -743,48 +748,69 @@ class Browser:
                     task.cancel()
         new = Kept(doc=kept.doc, made_at=kept.made_at, windows=kept.windows, records=records, roots=kept.roots,
                    docs=docs, oopifs=oopifs, meta={}, by_backend=by_backend)
-        return self._finish(tab, new, metrics, side, prev=kept, fresh=set(fresh) & set(records))
+        took["merged"] = time.perf_counter() - started
+        snapshot = self._finish(tab, new, metrics, side, prev=kept, fresh=set(fresh) & set(records))
+        took["served"] = time.perf_counter() - started
+        log.debug("warm refresh", tab=tab.target_id, subtrees=len(subtree), nodes=len(single), fresh=len(fresh),
+                  **{k: round(v * 1000, 1) for k, v in took.items()})
+        return snapshot
 
     async def _refetch(self, conn: CDPConnection, session: str, kept: Kept, subtree: list[int],
                        single: list[int], sent=None) -> tuple[dict[str, AXRecord], set[str]]:
         """Fresh records for the nodes under each ``subtree`` element (and its ancestors)
-        and for each ``single`` element; and the ids whose whole subtree is fresh."""
+        and for each ``single`` element; and the ids whose whole subtree is fresh.
+
+        A subtree is read level by level with getPartialAXTree (a node, its children
+        through ignored ones, its ancestors), which answers at once; queryAXTree reads a
+        subtree in one call but waits for the page's next rendering update (150 ms and
+        more here), so it only reads what the levels could not reach."""
         total = len(kept.records) or 1
         budget = 0
-        roots: list[int] = []
-        for backend in dict.fromkeys(subtree):
+        roots = list(dict.fromkeys(subtree))
+        for backend in roots:
             node_id = kept.by_backend.get(backend)
             if node_id is not None:
                 budget += sum(1 for _ in subtree_ids(node_id, kept.records))
-            roots.append(backend)
         if budget > WARM_SHARE * total:
             raise _Cold("too much changed")
         fresh: dict[str, AXRecord] = {}
-        whole: set[str] = set()
+        whole: dict[str, int] = {}  # re-read subtree root -> its element's backend id
         frame_roots = {root for _, root in kept.roots}
-        while roots or single:
-            calls = []
-            for backend in roots:
-                calls.append(_safe(conn.send("Accessibility.getPartialAXTree",
-                                             {"backendNodeId": backend, "fetchRelatives": True},
-                                             session=session, raw=True)))
-                calls.append(_safe(conn.send("Accessibility.queryAXTree", {"backendNodeId": backend},
-                                             session=session, raw=True)))
-            for backend in dict.fromkeys(single):
-                calls.append(_safe(conn.send("Accessibility.getPartialAXTree",
-                                             {"backendNodeId": backend, "fetchRelatives": False},
-                                             session=session, raw=True)))
-            futures = [asyncio.ensure_future(c) for c in calls]
+        singles = list(dict.fromkeys(single))
+        expand: list[int] = []  # nodes whose children are to be read
+        kids: list[int] = []  # ignored nodes: read their DOM children's AX nodes
+        query: list[int] = []  # subtrees the levels could not finish
+        rounds = 0
+
+        def partial(backend: int, relatives: bool):
+            return asyncio.ensure_future(_safe(conn.send(
+                "Accessibility.getPartialAXTree", {"backendNodeId": backend, "fetchRelatives": relatives},
+                session=session, raw=True)))
+
+        while roots or singles or expand or kids or query:
+            rounds += 1
+            calls = {
+                "roots": [partial(b, True) for b in roots],
+                "expand": [partial(b, True) for b in expand],
+                "kids": [asyncio.ensure_future(_safe(conn.send("DOM.describeNode", {"backendNodeId": b, "depth": 1},
+                                                               session=session))) for b in kids],
+                "query": [asyncio.ensure_future(_safe(conn.send("Accessibility.queryAXTree", {"backendNodeId": b},
+                                                                session=session, raw=True))) for b in query],
+                "single": [partial(b, False) for b in singles],
+            }
             if sent is not None:
                 sent()
                 sent = None
-            replies = await asyncio.gather(*futures)
+            got = {k: await asyncio.gather(*v) for k, v in calls.items()}
+            root_replies, expand_replies, query_replies = got["roots"], got["expand"], got["query"]
+            single_replies = got["single"]
+            next_expand = [c["backendNodeId"] for d in got["kids"] if d
+                           for c in d.get("node", {}).get("children", []) if "backendNodeId" in c]
             escalate: list[int] = []
-            for i in range(len(roots)):
-                partial, query = replies[2 * i], replies[2 * i + 1]
-                if partial is None:
+            for backend, reply in zip(roots, root_replies):
+                if reply is None:
                     continue  # the element left the document: its old parent was touched too
-                inspected, children, ancestors = partial_result(decode_nodes(partial))
+                inspected, children, ancestors = partial_result(decode_nodes(reply))
                 top = ancestors[-1] if ancestors else inspected
                 if top is None or top.node_id not in frame_roots:
                     raise _Cold("an element outside the kept frames")
@@ -794,19 +820,38 @@ class Browser:
                         raise _Cold("a change right under a frame's root")
                     escalate.append(ancestors[0].backend)
                     continue
-                for record in ancestors:
+                for record in (*ancestors, inspected, *children):
                     fresh[record.node_id] = record
-                fresh[inspected.node_id] = inspected
-                for record in children:
+                whole[inspected.node_id] = backend
+            for reply in expand_replies:
+                if reply is not None:
+                    inspected, children, _ancestors = partial_result(decode_nodes(reply))
+                    for record in ([inspected] if inspected is not None else []) + children:
+                        fresh[record.node_id] = record
+            for reply in query_replies:
+                for record in decode_nodes(reply, normalize_ignored=True) if reply is not None else []:
                     fresh[record.node_id] = record
-                for record in decode_nodes(query, normalize_ignored=True) if query is not None else []:
-                    fresh[record.node_id] = record
-                whole.add(inspected.node_id)
-            for reply in replies[2 * len(roots):]:
+            for reply in single_replies:
                 for record in decode_nodes(reply) if reply is not None else []:
                     if record.node_id != "0":
                         fresh[record.node_id] = record
-            roots, single = [b for b in dict.fromkeys(escalate) if kept.by_backend.get(b) not in whole], []
+            # What is still to read under each re-read root: the children of an unignored
+            # node come with it; an ignored one's come through its DOM children.
+            expand, kids, query = next_expand, [], []
+            for root_id, root_backend in whole.items():
+                _ids, missing = preorder(root_id, fresh)
+                if not missing:
+                    continue
+                parents = {p for p in (_parent_of(m, fresh) for m in missing) if p is not None}
+                if rounds < 12 and parents and all(fresh[p].backend is not None for p in parents):
+                    expand += [fresh[p].backend for p in parents if not fresh[p].ignored]
+                    kids += [fresh[p].backend for p in parents if fresh[p].ignored]
+                elif root_backend not in query and rounds < 14:
+                    query.append(root_backend)
+                else:
+                    raise _Cold("a changed subtree could not be read")
+            expand, kids = list(dict.fromkeys(expand)), list(dict.fromkeys(kids))
+            roots, singles = [b for b in dict.fromkeys(escalate) if kept.by_backend.get(b) not in whole], []
         # Everything under a re-read subtree is fresh (or gone).
         expanded: set[str] = set()
         for node_id in whole:
@@ -962,6 +1007,14 @@ class Browser:
 def _render(record: AXRecord, fid: str, kept: Kept) -> bytes:
     box = kept.boxes.get(fid, {}).get(record.backend) if record.backend is not None else None
     return _node_json(record.ax, orjson.dumps(fid), box, kept.scroll)
+
+
+def _parent_of(node_id: str, records: dict[str, AXRecord]) -> str | None:
+    """The record whose childIds name ``node_id`` (a missing node's parent)."""
+    for parent_id, record in records.items():
+        if node_id in record.child_ids:
+            return parent_id
+    return None
 
 
 def _merge(kept: Kept, fresh: dict[str, AXRecord]) -> tuple[dict[str, AXRecord], dict[int, str]]:
