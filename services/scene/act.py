@@ -154,7 +154,7 @@ class Actor:
             before = await self.engine.frame_signatures([element.display_id])
             await HANDLERS[req.action](self, target, req)
             changed, settled = await self._settle(element.display_id, before[element.display_id], req.settle_ms)
-            self.engine._dirty = True
+            self.engine.mark_dirty()
             return {
                 "ok": True,
                 "action": req.action,

@@ -165,7 +165,6 @@ class SceneEngine:
         self._task_started = 0.0
         self._task_full = False
         self._subscribers: set[asyncio.Queue] = set()
-        self._browser_pid: int | None = None
         self.last_change = time.monotonic()
 
     # -- requests ---------------------------------------------------------------------
@@ -187,6 +186,11 @@ class SceneEngine:
             self._task_full = mode == "agent-turn"
             self._task = asyncio.create_task(self._build("agent-turn" if mode == "agent-turn" else "active", mode))
             return await asyncio.shield(self._task)
+
+    def mark_dirty(self) -> None:
+        """Something may have changed (an action was sent): the next idle scene is built
+        afresh."""
+        self._dirty = True
 
     def set_vlm(self, scene: Any, elements: Any) -> None:
         self.vlm_scene, self.vlm_elements = scene, elements
