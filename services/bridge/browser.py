@@ -49,8 +49,8 @@ _WATCH_SOURCE = r"""
   if (window[key]) return;
   const MAX = 256;
   // doc: this document's identity (a navigation makes a new one).
-  const state = {n: 0, doc: Math.random().toString(36).slice(2), subtree: new Set(), node: new Set(), overflow: false,
-                 notified: false};
+  const state = {n: 0, doc: Math.random().toString(36).slice(2), subtree: new Set(), children: new Set(), node: new Set(),
+                 overflow: false, notified: false};
   Object.defineProperty(window, key, {value: state, enumerable: false});
   // Tell the bridge once that something changed (it re-arms this when it reads the page),
   // through the binding it adds to the top document.
@@ -67,14 +67,19 @@ _WATCH_SOURCE = r"""
     if (!node) return;
     if (set.size >= MAX) state.overflow = true; else set.add(node);
   };
-  const touched = node => {
-    // <head> has no AX nodes; what changes there (the title) shows on the document's node.
-    if (node && document.head && document.head.contains(node)) add(state.node, document);
-    else add(state.subtree, node);
-  };
+  // <head> has no AX nodes; what changes there (the title) shows on the document's node.
+  const inHead = node => node && document.head && document.head.contains(node);
   state.record = records => {
     if (records.length) state.n++;
-    for (const r of records) touched(r.type === 'characterData' ? r.target.parentNode : r.target);
+    for (const r of records) {
+      const target = r.type === 'characterData' ? r.target.parentNode : r.target;
+      if (inHead(target)) add(state.node, document);
+      else if (r.type === 'childList') {
+        // The parent's own list of children, and whatever came in (what left is gone).
+        add(state.children, target);
+        for (const n of r.addedNodes) if (n.nodeType === 1 || n.nodeType === 3) add(state.subtree, n);
+      } else add(state.subtree, target);
+    }
   };
   const options = {subtree: true, childList: true, attributes: true, characterData: true};
   const observer = state.observer = new MutationObserver(state.record);
@@ -152,9 +157,10 @@ _METRICS_EXPRESSION = r"""
 """
 
 # What changed since the last call, in this document and every same-origin frame in it:
-# [windows, overflow, 'S', subtree elements..., 'N', single elements...], or 'full' when
-# the document element or body changed. "windows" names the documents visited (a frame
-# that navigated or cannot be reached shows there). Elements whose accessible name comes
+# [windows, overflow, 'S', subtree elements..., 'C', elements whose children changed...,
+# 'N', single elements...], or 'full' when the document element or body changed as a
+# whole (an attribute: a class on <body> can restyle everything). "windows" names the
+# documents visited (a frame that navigated or cannot be reached shows there). Elements whose accessible name comes
 # from a touched element (labels, aria-labelledby and its kind) are listed as single
 # elements. With reset, only clears, and returns the windows.
 _TAKE_FUNCTION = r"""
@@ -162,7 +168,7 @@ function (reset, watch) {
   const key = Symbol.for('deskbox.changes');
   const REFS = ['aria-labelledby', 'aria-describedby', 'aria-controls', 'aria-owns', 'aria-activedescendant',
                 'aria-details', 'aria-errormessage', 'aria-flowto'];
-  const subtree = [], single = [], docs = [];
+  const subtree = [], parents = [], single = [], docs = [];
   let overflow = false, full = false;
   const visit = win => {
     let s, doc;
@@ -171,7 +177,7 @@ function (reset, watch) {
     if (!s) {
       // A frame that loaded before the bridge attached: watch it from now on; what
       // changed before is unknown.
-      try { win.Function(watch)(); } catch (e) { /* a sandboxed frame without scripts */ }
+      try { win.Function(watch)(); s = win[key]; } catch (e) { /* a sandboxed frame without scripts */ }
       overflow = true;
     }
     docs.push(s ? s.doc : '?');
@@ -179,14 +185,17 @@ function (reset, watch) {
       s.record(s.observer.takeRecords());
       overflow = overflow || s.overflow;
       const mine = [...s.subtree].filter(n => n.isConnected);
+      const lists = [...s.children].filter(n => n.isConnected);
       const alone = [...s.node].filter(n => n.isConnected);
-      s.subtree.clear(); s.node.clear(); s.overflow = false;
+      s.subtree.clear(); s.children.clear(); s.node.clear(); s.overflow = false;
       if (!reset) {
         if (mine.some(n => n === doc || n === doc.documentElement || n === doc.body)) full = true;
-        const refs = mine.length ? doc.querySelectorAll(REFS.map(a => `[${a}]`).join(',')) : [];
-        for (const n of mine) {
-          if (mine.some(m => m !== n && m.contains(n))) continue;
-          subtree.push(n);
+        const touched = [...mine, ...lists];
+        const refs = touched.length ? doc.querySelectorAll(REFS.map(a => `[${a}]`).join(',')) : [];
+        for (const n of touched) {
+          const inside = mine.some(m => m !== n && m.contains(n));
+          if (inside) continue;
+          (mine.includes(n) ? subtree : parents).push(n);
           const el = n.nodeType === 1 ? n : n.parentElement;
           if (!el) continue;
           const label = el.closest && el.closest('label');
@@ -210,13 +219,14 @@ function (reset, watch) {
   const windows = docs.join(' ');
   if (reset) return windows;
   if (full) return 'full';
-  return [windows, overflow, 'S', ...subtree, 'N', ...new Set(single)];
+  return [windows, overflow, 'S', ...subtree, 'C', ...parents, 'N', ...new Set(single)];
 }
 """
 
 CACHE_MAX_AGE = 5.0  # an unchanged page is answered from cache this long, then refreshed warm
 FULL_MAX_AGE = 60.0  # a kept tree is fetched whole again at least this often
 WARM_SHARE = 0.3  # re-reading more than this share of a tree in parts: fetch it whole instead
+WARM_MIN = 500  # (but a small tree is always patched)
 NAVIGATION_RETRIES = 2
 # A tab read this recently is refreshed in the background as soon as its page reports a
 # change or loads a new document (after a short pause to let a burst of changes
@@ -695,7 +705,7 @@ class Browser:
         took = {"take": time.perf_counter() - started}
         if taken is None or taken == "full":
             raise _Cold("the document changed as a whole")
-        windows, overflow, subtree, single = taken
+        windows, overflow, subtree, parents, single = taken
         if overflow or windows != kept.windows:
             raise _Cold("more changed than the page listed")
         if metrics["url"] != kept.meta.get("url"):
@@ -715,7 +725,7 @@ class Browser:
         oopif_tasks = {t: asyncio.ensure_future(self._oopif_parts(conn, tab.oopifs[t]))
                        for t, tree in kept.oopifs.items() if keys.get(t) != tree.key}
         try:
-            fresh, whole = await self._refetch(conn, session, kept, subtree, single, read_boxes)
+            fresh, whole = await self._refetch(conn, session, kept, subtree, single, read_boxes, parents=parents)
             took["ax"] = time.perf_counter() - started
             if not tasks:
                 read_boxes()
@@ -751,14 +761,16 @@ class Browser:
         took["merged"] = time.perf_counter() - started
         snapshot = self._finish(tab, new, metrics, side, prev=kept, fresh=set(fresh) & set(records))
         took["served"] = time.perf_counter() - started
-        log.debug("warm refresh", tab=tab.target_id, subtrees=len(subtree), nodes=len(single), fresh=len(fresh),
+        log.debug("warm refresh", tab=tab.target_id, subtrees=len(subtree), parents=len(parents), nodes=len(single),
+                  fresh=len(fresh),
                   **{k: round(v * 1000, 1) for k, v in took.items()})
         return snapshot
 
     async def _refetch(self, conn: CDPConnection, session: str, kept: Kept, subtree: list[int],
-                       single: list[int], sent=None) -> tuple[dict[str, AXRecord], set[str]]:
-        """Fresh records for the nodes under each ``subtree`` element (and its ancestors)
-        and for each ``single`` element; and the ids whose whole subtree is fresh.
+                       single: list[int], sent=None, parents: list[int] = ()) -> tuple[dict[str, AXRecord], set[str]]:
+        """Fresh records for the nodes under each ``subtree`` element (and its ancestors),
+        for each of ``parents`` with its children, and for each ``single`` element; and
+        the ids whose whole subtree is fresh.
 
         A subtree is read level by level with getPartialAXTree (a node, its children
         through ignored ones, its ancestors), which answers at once; queryAXTree reads a
@@ -771,13 +783,15 @@ class Browser:
             node_id = kept.by_backend.get(backend)
             if node_id is not None:
                 budget += sum(1 for _ in subtree_ids(node_id, kept.records))
-        if budget > WARM_SHARE * total:
+        if budget > max(WARM_SHARE * total, WARM_MIN):
             raise _Cold("too much changed")
         fresh: dict[str, AXRecord] = {}
         whole: dict[str, int] = {}  # re-read subtree root -> its element's backend id
         frame_roots = {root for _, root in kept.roots}
         singles = list(dict.fromkeys(single))
-        expand: list[int] = []  # nodes whose children are to be read
+        # A parent whose list of children changed: the node with its children (and
+        # ancestors), read like a subtree's first level.
+        expand: list[int] = list(dict.fromkeys(parents))  # nodes whose children are to be read
         kids: list[int] = []  # ignored nodes: read their DOM children's AX nodes
         query: list[int] = []  # subtrees the levels could not finish
         rounds = 0
@@ -825,8 +839,8 @@ class Browser:
                 whole[inspected.node_id] = backend
             for reply in expand_replies:
                 if reply is not None:
-                    inspected, children, _ancestors = partial_result(decode_nodes(reply))
-                    for record in ([inspected] if inspected is not None else []) + children:
+                    inspected, children, ancestors = partial_result(decode_nodes(reply))
+                    for record in (*ancestors, *([inspected] if inspected is not None else []), *children):
                         fresh[record.node_id] = record
             for reply in query_replies:
                 for record in decode_nodes(reply, normalize_ignored=True) if reply is not None else []:
@@ -984,6 +998,9 @@ class Browser:
         if outermost:
             order = list(order)
             frame_of = dict(frame_of)
+            # A node already served (and brought up to date above) keeps its bytes when a
+            # subtree around it is spliced: only the new nodes are serialized.
+            served = list(parts)
             for node_id in sorted(outermost, key=index.__getitem__, reverse=True):
                 start = index[node_id]
                 old_ids = preorder(node_id, prev.records)[0]
@@ -996,7 +1013,8 @@ class Browser:
                 for n in new_ids:
                     frame_of[n] = fid
                 end = start + len(old_ids)
-                parts[start:end] = [_render(records[n], fid, kept) for n in new_ids]
+                parts[start:end] = [served[index[n]] if n in index else _render(records[n], fid, kept)
+                                    for n in new_ids]
                 ignored[start:end] = [records[n].ignored for n in new_ids]
                 order[start:end] = new_ids
             index = None
@@ -1180,8 +1198,8 @@ async def _snapshot(conn: CDPConnection, session: str) -> dict:
 
 
 async def _take(conn: CDPConnection, session: str, reset: bool):
-    """What the page listed as changed since last asked: (windows, overflow, subtree
-    backend ids, single backend ids), "full", or with ``reset`` the number of windows."""
+    """What the page listed as changed since last asked: (windows, overflow, subtree,
+    parent and single backend ids), "full", or with ``reset`` the page's windows."""
     group = "deskbox-take"
     try:
         reply = await conn.send("Runtime.evaluate", {
@@ -1206,16 +1224,17 @@ async def _take(conn: CDPConnection, session: str, reset: bool):
     backends = iter([(d or {}).get("node", {}).get("backendNodeId") for d in described])
     windows, overflow = values[0].get("value"), values[1].get("value")
     subtree: list[int] = []
+    parents: list[int] = []
     single: list[int] = []
     target = None
     for v in values[2:]:
         if v.get("type") == "string":
-            target = subtree if v.get("value") == "S" else single
+            target = {"S": subtree, "C": parents, "N": single}.get(v.get("value"))
         elif v.get("subtype") == "node" and target is not None:
             backend = next(backends)
             if backend is not None:
                 target.append(backend)
-    return windows, bool(overflow), subtree, single
+    return windows, bool(overflow), subtree, parents, single
 
 
 async def _safe_release(conn: CDPConnection, session: str, group: str) -> None:
