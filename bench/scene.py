@@ -123,17 +123,24 @@ async def measure(http: ClientSession, bridge: str, scene: str, url: str, n: int
     }
     times: dict[str, list[float]] = {k: [] for k in urls}
     sizes: dict[str, int] = {}
+    stages: dict[str, list[float]] = {}
     for _ in range(iterations):
         for key, u in urls.items():  # interleaved: noise hits every row alike
             dt, body = await _timed(http, u)
             times[key].append(dt)
             sizes[key] = len(body.decode("utf-8", "replace"))
+            if key == "scene agent-turn":
+                data = json.loads(body)
+                for stage, ms in {**data.get("timings_ms", {}), "build": data.get("build_ms", 0)}.items():
+                    stages.setdefault(stage, []).append(ms / 1000)
     base = summarize(times["bridge /layout (baseline)"])["median_ms"]
     out = []
     for key in urls:
         s = summarize(times[key])
         out.append({"elements": n, "row": key, **s, "x_baseline": s["median_ms"] / base if base else None,
                     "chars": sizes[key]})
+    out.append({"elements": n, "row": "agent-turn stages", "stages_ms": {k: summarize(v)["median_ms"]
+                                                                        for k, v in stages.items()}})
     out.append({"elements": n, "row": "ax elements in the scene", "count": len(first["ax"]),
                 "from_page": sum(1 for e in first["ax"] if e["source"] == "cdp"),
                 "native": sum(1 for e in first["ax"] if e["source"] == "atspi")})
@@ -147,6 +154,10 @@ def markdown(result: dict) -> str:
              "the browser.", "",
              "| elements | row | median ms | p95 ms | x baseline | chars |", "|---:|---|---:|---:|---:|---:|"]
     for r in result["rows"]:
+        if "stages_ms" in r:
+            parts = ", ".join(f"{k} {v:.0f}" for k, v in r["stages_ms"].items())
+            lines.append(f"| {r['elements']} | agent-turn stages, median ms (run concurrently) | | | | {parts} |")
+            continue
         if "median_ms" not in r:
             lines.append(f"| {r['elements']} | {r['row']} | | | | {r['count']} ({r['from_page']} page, "
                          f"{r['native']} native) |")

@@ -65,6 +65,7 @@ class Scene:
     sources: dict[str, str | None]
     signatures: dict[int, FrameSignature] = field(default_factory=dict)
     build_ms: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)  # ms each source took, for tuning
 
     def window(self, window_id: str | None) -> Window | None:
         return next((w for w in self.windows if w.id == window_id), None)
@@ -92,6 +93,7 @@ class Scene:
             "vlm_elements": self.vlm_elements,
             "sources": self.sources,
             "build_ms": round(self.build_ms, 1),
+            "timings_ms": {k: round(v, 1) for k, v in self.timings.items()},
         }
 
 
@@ -216,13 +218,23 @@ class SceneEngine:
         full = depth == "agent-turn"
         # Everything is read at once. An agent-turn reads AT-SPI whatever the frames say,
         # so its walk (the slowest source) starts first; otherwise the frames decide.
+        timings: dict[str, float] = {}
+
+        async def timed(name: str, awaitable):
+            t0 = time.perf_counter()
+            try:
+                return await awaitable
+            finally:
+                timings[name] = (time.perf_counter() - t0) * 1000
+
         native_task = None
         if self.atspi is not None and (full or self._native_cache is None):
-            native_task = asyncio.ensure_future(self.atspi.snapshot())
-        layouts_task = asyncio.ensure_future(self._layouts()) if self.bridge is not None else None
+            native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot()))
+        layouts_task = asyncio.ensure_future(timed("cdp", self._layouts())) if self.bridge is not None else None
         try:
-            tree = await self.desktop.tree()
-            frames: list[Frame] = await asyncio.gather(*[self.desktop.frame(d.id) for d in tree.displays])
+            tree = await timed("tree", self.desktop.tree())
+            frames: list[Frame] = await timed("frames", asyncio.gather(*[self.desktop.frame(d.id)
+                                                                         for d in tree.displays]))
         except BaseException:
             for task in (native_task, layouts_task):
                 if task is not None:
@@ -235,11 +247,15 @@ class SceneEngine:
                                                  sigs[f.display_id])
                    for f in frames}
         any_change = any(changed.values())
+        native_pids: frozenset[int] | None = None  # None: every app was walked
         if native_task is None and self.atspi is not None and any_change:
-            native_task = asyncio.ensure_future(self.atspi.snapshot())
+            # Only the apps whose windows show a change are walked again.
+            native_pids = _changed_pids(tree, changed)
+            if native_pids:
+                native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot(native_pids)))
         ocr_task = None
         if self.ocr is not None and self.ocr.enabled:
-            ocr_task = asyncio.ensure_future(self._ocr(frames, changed))
+            ocr_task = asyncio.ensure_future(timed("ocr", self._ocr(frames, changed)))
 
         elements: list[Element] = []
         keep_tabs: set[str] = set()
@@ -250,7 +266,9 @@ class SceneEngine:
             except Unavailable as exc:
                 tabs, cdp_failed = [], True
                 sources["cdp"] = exc.message
+            t0 = time.perf_counter()
             cdp, keep_tabs, tab_errors = self._page_elements(tabs, tree)
+            timings["cdp_elements"] = (time.perf_counter() - t0) * 1000
             if tab_errors:
                 sources["cdp"] = "; ".join(tab_errors)
             elements += cdp
@@ -260,7 +278,11 @@ class SceneEngine:
         native_failed = False
         if native_task is not None:
             try:
-                self._native_cache = await native_task
+                fresh = await native_task
+                if native_pids is not None and self._native_cache is not None:
+                    alive = {w.pid for w in tree.windows}
+                    fresh = [n for n in self._native_cache if n.pid not in native_pids and n.pid in alive] + fresh
+                self._native_cache = fresh
             except Exception as exc:  # AT-SPI is best effort: the scene still has the rest
                 native_failed = True
                 sources["atspi"] = f"{type(exc).__name__}: {exc}"
@@ -316,6 +338,7 @@ class SceneEngine:
             signatures=sigs,
         )
         scene.build_ms = (time.perf_counter() - started) * 1000
+        scene.timings = timings
         if prev is None or any_change:
             self.last_change = time.monotonic()
         self.last = scene
@@ -453,6 +476,17 @@ class SceneEngine:
                         await self.scene("active")
                     except Exception as exc:
                         log.warning("watch: scene failed", error=str(exc))
+
+
+def _changed_pids(tree: Tree, changed: dict[int, list[tuple[int, int, int, int]]]) -> frozenset[int]:
+    """Processes owning a window that overlaps a changed region of its display."""
+    pids = set()
+    for w in tree.windows:
+        if w.pid is None or w.bounds is None:
+            continue
+        if any(visible_part(w.bounds, Rect(*r)) is not None for r in changed.get(w.display_id, ())):
+            pids.add(w.pid)
+    return frozenset(pids)
 
 
 def _sign(frame: Frame) -> FrameSignature:

@@ -59,8 +59,9 @@ class NativeSource:
         except asyncio.TimeoutError:
             raise NativeSourceBusy(f"AT-SPI did not answer within {self._timeout:g} s") from None
 
-    async def snapshot(self) -> list[Any]:
-        return await self._call(lambda r: r.snapshot(prune_documents=True))
+    async def snapshot(self, pids: frozenset[int] | None = None) -> list[Any]:
+        """Every app's nodes; with ``pids``, only those processes' apps."""
+        return await self._call(lambda r: r.snapshot(prune_documents=True, pids=pids))
 
     async def act(self, key: str, action: str) -> bool:
         return await self._call(lambda r: r.act(key, action))
