@@ -107,12 +107,16 @@ async def measure(http: ClientSession, bridge: str, scene: str, url: str, n: int
     async with http.post(bridge + "/navigate", json={"url": url}) as resp:
         tab = (await resp.json())["id"]
 
+    counts: list[int] = []
+
     async def page_listed():
+        # Loaded: the page's element count is over half the page and the same twice running.
         _, body = await _timed(http, scene + "/api/v1/scene?mode=agent-turn")
         data = json.loads(body)
-        return sum(1 for e in data["ax"] if e["source"] == "cdp") > n // 2 and data
+        counts.append(sum(1 for e in data["ax"] if e["source"] == "cdp"))
+        return counts[-1] > n // 2 and len(counts) > 1 and counts[-1] == counts[-2] and data
 
-    first = await _wait(page_listed, 60, f"the {n}-element page in the scene")
+    first = await _wait(page_listed, 90, f"the {n}-element page in the scene")
     await asyncio.sleep(1.0)
     urls = {
         "bridge /layout (baseline)": f"{bridge}/layout?tab={tab}&interesting=1",

@@ -1,19 +1,23 @@
-"""Native apps over AT-SPI, for an asyncio service: pyatspi is synchronous and not
-thread-safe, so one worker thread owns the reader and every call goes through it.
+"""Native apps over AT-SPI, for an asyncio service: the reader runs in a worker process
+(``services.scene.atspi_worker``) spoken to in JSON lines, one request at a time.
 
-The worker is a daemon thread, not an executor's: an app that never answers a D-Bus call
-would otherwise hold the service's shutdown forever (executor threads are joined at
-exit). Calls wait at most ``timeout`` seconds; while a call that timed out is still stuck
-in the worker, new calls fail at once instead of queueing behind it."""
+A process rather than a thread: the walk's thousands of blocking D-Bus calls no longer
+compete with the event loop for the GIL, and an app that never answers cannot hold the
+service: a call waits at most ``timeout`` seconds, after which the worker is killed and
+the next call starts a new one."""
 
 from __future__ import annotations
 
 import asyncio
-import queue
-import threading
-from typing import Any, Callable
+import json
+import sys
+from typing import Any
+
+from .atspi import NativeNode, NoSuchAction
 
 __all__ = ["NativeSource", "NativeSourceBusy"]
+
+_LINE_LIMIT = 64 * 1024 * 1024  # one snapshot is one line
 
 
 class NativeSourceBusy(RuntimeError):
@@ -23,62 +27,65 @@ class NativeSourceBusy(RuntimeError):
 class NativeSource:
     def __init__(self, timeout: float = 3.0) -> None:
         self._timeout = timeout
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._reader: Any = None
-        self._busy = threading.Event()
-        self._thread = threading.Thread(target=self._work, name="atspi", daemon=True)
-        self._thread.start()
+        self._proc: asyncio.subprocess.Process | None = None
+        self._lock = asyncio.Lock()
 
-    def _work(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            fn, loop, future = job
-            self._busy.set()
+    async def _worker(self) -> asyncio.subprocess.Process:
+        if self._proc is None or self._proc.returncode is not None:
+            self._proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "services.scene.atspi_worker",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=_LINE_LIMIT)
+        return self._proc
+
+    async def _call(self, request: dict[str, Any]) -> dict[str, Any]:
+        async with self._lock:
+            proc = await self._worker()
+            assert proc.stdin is not None and proc.stdout is not None
             try:
-                if self._reader is None:
-                    from .atspi import AtspiReader  # pyatspi needs the session's D-Bus
+                proc.stdin.write((json.dumps(request) + "\n").encode())
+                await proc.stdin.drain()
+                line = await asyncio.wait_for(proc.stdout.readline(), self._timeout)
+            except asyncio.TimeoutError:
+                self._kill()
+                raise NativeSourceBusy(f"AT-SPI did not answer within {self._timeout:g} s") from None
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                self._kill()
+                raise NativeSourceBusy(f"the AT-SPI worker died: {exc}") from exc
+            if not line:
+                self._kill()
+                raise NativeSourceBusy("the AT-SPI worker exited (see the service log)")
+            return json.loads(line)
 
-                    self._reader = AtspiReader()
-                result, error = fn(self._reader), None
-            except BaseException as exc:  # handed to the caller, whatever it is
-                result, error = None, exc
-            finally:
-                self._busy.clear()
-            loop.call_soon_threadsafe(_settle, future, result, error)
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.returncode is None:
+            self._proc.kill()
+        self._proc = None
 
-    async def _call(self, fn: Callable[[Any], Any]) -> Any:
-        if self._busy.is_set():
-            raise NativeSourceBusy("an earlier AT-SPI call has not returned yet")
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        self._jobs.put((fn, loop, future))
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), self._timeout)
-        except asyncio.TimeoutError:
-            raise NativeSourceBusy(f"AT-SPI did not answer within {self._timeout:g} s") from None
-
-    async def snapshot(self, pids: frozenset[int] | None = None) -> list[Any]:
+    async def snapshot(self, pids: frozenset[int] | None = None) -> list[NativeNode]:
         """Every app's nodes; with ``pids``, only those processes' apps."""
-        return await self._call(lambda r: r.snapshot(prune_documents=True, pids=pids))
+        reply = await self._call({"op": "snapshot", "prune_documents": True,
+                                  "pids": sorted(pids) if pids is not None else None})
+        return [_node(n) for n in reply["nodes"]]
 
     async def act(self, key: str, action: str) -> bool:
-        return await self._call(lambda r: r.act(key, action))
+        reply = await self._call({"op": "act", "key": key, "action": action})
+        if reply.get("error") == "NoSuchAction":
+            raise NoSuchAction(key, action, tuple(reply.get("actions") or ()))
+        return bool(reply.get("ok"))
 
     async def close(self) -> None:
-        if not self._busy.is_set() and self._reader is not None:
+        if self._proc is not None and self._proc.returncode is None:
+            assert self._proc.stdin is not None
+            self._proc.stdin.close()
             try:
-                await self._call(lambda r: r.close())
-            except Exception:
-                pass
-        self._jobs.put(None)
+                await asyncio.wait_for(self._proc.wait(), 2)
+            except asyncio.TimeoutError:
+                self._proc.kill()
+        self._proc = None
 
 
-def _settle(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
-    if future.done():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
+def _node(fields: dict[str, Any]) -> NativeNode:
+    extents = fields.get("extents")
+    return NativeNode(**{**fields, "extents": tuple(extents) if extents is not None else None,
+                         "states": tuple(fields["states"]), "actions": tuple(fields["actions"]),
+                         "spans": tuple(tuple(s) for s in fields.get("spans") or ())})
