@@ -104,16 +104,22 @@ def bridge_pid(state: dict) -> int | None:
     return state.get("pids", {}).get("bridge")
 
 
-async def run(args: argparse.Namespace) -> dict:
+async def serve_generated_pages() -> tuple[web.AppRunner, int]:
+    """A loopback server of ``/page/{n}`` (``page_html(n)``); returns it and its port."""
     app = web.Application()
     app.router.add_get("/page/{n}", lambda r: web.Response(text=page_html(int(r.match_info["n"])), content_type="text/html"))
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]
+    return runner, site._server.sockets[0].getsockname()[1]
+
+
+async def run(args: argparse.Namespace) -> dict:
+    runner, port = await serve_generated_pages()
     session = SpawnedSession(["--output", "1920x1080", "--desktopd-port", str(args.desktopd_port),
-                              "--cdp-port", str(args.cdp_port), "--bridge-port", str(args.bridge_port)],
+                              "--cdp-port", str(args.cdp_port), "--bridge-port", str(args.bridge_port),
+                              "--scene-port", str(args.bridge_port + 1)],
                              prefix="deskbox-bench-bridge-")
     rows: list[dict] = []
     try:

@@ -28,11 +28,11 @@ import sys
 import time
 from pathlib import Path
 
-from aiohttp import ClientSession, ClientTimeout, web
+from aiohttp import ClientSession, ClientTimeout
 
 from services.session.spawn import SessionFailed, SpawnedSession
 
-from .bridge import page_html
+from .bridge import serve_generated_pages
 from .stats import summarize
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -66,14 +66,7 @@ async def _wait(predicate, timeout: float, what: str):
 
 
 async def run(args: argparse.Namespace) -> dict:
-    app = web.Application()
-    app.router.add_get("/page/{n}", lambda r: web.Response(text=page_html(int(r.match_info["n"])),
-                                                            content_type="text/html"))
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
+    runner, port = await serve_generated_pages()
     session = SpawnedSession(["--output", "1920x1080", "--desktopd-port", str(args.desktopd_port),
                               "--cdp-port", str(args.cdp_port), "--bridge-port", str(args.bridge_port),
                               "--scene-port", str(args.scene_port)], prefix="deskbox-bench-scene-")

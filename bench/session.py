@@ -13,7 +13,7 @@ class BenchSession(SpawnedSession):
     def __init__(self, url: str, *, output: str, desktopd_port: int, cdp_port: int, bridge_port: int) -> None:
         super().__init__(
             ["--output", output, "--url", url, "--desktopd-port", str(desktopd_port), "--cdp-port", str(cdp_port),
-             "--bridge-port", str(bridge_port)],
+             "--bridge-port", str(bridge_port), "--scene-port", str(bridge_port + 1)],
             prefix="deskbox-bench-",
         )
 
