@@ -20,3 +20,10 @@ bench: deps
 
 clean:
 	rm -rf .venv bench/results
+
+# Builds the container image and drives a session in it through its published ports
+# (installs podman and makes the base image where needed); see tests/container/drive.py.
+.PHONY: container-test
+container-test:
+	scripts/container-build deskbox
+	python3 tests/container/drive.py --image deskbox
