@@ -17,6 +17,7 @@ bench: deps
 	.venv/bin/python -m bench $(ARGS)
 	.venv/bin/python -m bench.bridge
 	.venv/bin/python -m bench.scene
+	.venv/bin/python -m bench.container
 
 clean:
 	rm -rf .venv bench/results
