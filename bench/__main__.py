@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
-import json
 import os
 import platform
 import sys
@@ -19,7 +18,7 @@ from PIL import Image
 from .encoders import run_encoders
 from .live import LiveBench
 from .page import PAGES, PageServer
-from .report import markdown, screenshot_rows
+from .report import markdown, screenshot_rows, write_results
 from .session import BenchSession, SessionFailed
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -119,11 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         "encoders": encoders,
     }
     result["meta"]["duration_s"] = round(time.time() - started, 1)
-    md = markdown(result)
-    args.results.mkdir(parents=True, exist_ok=True)
-    (args.results / "desktopd.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.results / "desktopd.md").write_text(md)
-    print(md)
+    write_results(args.results, "desktopd", result, markdown(result))
     print(f"bench: wrote {args.results / 'desktopd.json'} and {args.results / 'desktopd.md'} "
           f"in {result['meta']['duration_s']} s", file=sys.stderr)
     return 0

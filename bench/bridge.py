@@ -40,6 +40,7 @@ from services.bridge.axtree import decode_nodes
 from services.cdp import CDPConnection
 from services.session.spawn import SessionFailed, SpawnedSession
 
+from .report import write_results
 from .stats import summarize
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -361,11 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench.bridge: {exc}", file=sys.stderr)
         return 1
     result["load"] = [before, [round(v, 2) for v in os.getloadavg()]]
-    md = markdown(result)
-    args.results.mkdir(parents=True, exist_ok=True)
-    (args.results / "bridge.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.results / "bridge.md").write_text(md)
-    print(md)
+    write_results(args.results, "bridge", result, markdown(result))
     return 0
 
 

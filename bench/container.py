@@ -33,6 +33,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from .report import write_results
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 PORTS = {"scene": 8000, "desktopd": 8080, "bridge": 8122}
@@ -356,11 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench.container: {exc}", file=sys.stderr)
         return 1
     result["load"] = f"{load_before[0]:.2f} / {os.getloadavg()[0]:.2f}"
-    args.results.mkdir(parents=True, exist_ok=True)
-    (args.results / "container.json").write_text(json.dumps(result, indent=2))
-    md = markdown(result)
-    (args.results / "container.md").write_text(md)
-    print(md)
+    write_results(args.results, "container", result, markdown(result))
     return 0
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-__all__ = ["screenshot_rows", "markdown"]
+import json
+from pathlib import Path
+
+__all__ = ["screenshot_rows", "markdown", "write_results"]
 
 # Quoted in the issue and DESIGN.md, not measured here: grim's 1080p PNG on "a real page"
 # on these machines, and OSWorld's in-VM server per /screenshot (under Xvfb).
@@ -141,3 +144,12 @@ def markdown(result: dict) -> str:
                 f"| {e['check']} | {'yes' if e['chosen'] else ''} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def write_results(folder: Path, name: str, result: dict, md: str) -> None:
+    """Write ``<name>.json`` and ``<name>.md`` into ``folder`` (made if missing) and print
+    the Markdown table: what every bench leaves behind."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (folder / f"{name}.md").write_text(md)
+    print(md)

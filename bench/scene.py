@@ -33,6 +33,7 @@ from aiohttp import ClientSession, ClientTimeout
 from services.session.spawn import SessionFailed, SpawnedSession
 
 from .bridge import serve_generated_pages
+from .report import write_results
 from .stats import summarize
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -185,11 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench.scene: the session did not start: {exc}", file=sys.stderr)
         return 1
     result["load"] = f"{load_before[0]:.2f} / {os.getloadavg()[0]:.2f}"
-    args.results.mkdir(parents=True, exist_ok=True)
-    (args.results / "scene.json").write_text(json.dumps(result, indent=2))
-    md = markdown(result)
-    (args.results / "scene.md").write_text(md)
-    print(md)
+    write_results(args.results, "scene", result, markdown(result))
     return 0
 
 

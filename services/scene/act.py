@@ -119,10 +119,10 @@ class Actor:
         element = self.engine.by_id.get(ident)
         if element is not None:
             return element
-        registry = self.engine.text_ids if ident.startswith("t") else self.engine.ids
         if ident.startswith("t"):
             raise ActionFailed(f"{ident} is OCR text; act on accessibility elements (a...) or click its box "
                                "through desktopd", code="not_actionable")
+        registry = self.engine.ids
         gone = registry.retired(ident)
         if gone is not None or registry.issued(ident):
             what = f" (it was {gone.role} {gone.name!r})" if gone is not None and gone.role else ""

@@ -186,7 +186,7 @@ class SceneEngine:
                 continue
             self._task_started = time.monotonic()
             self._task_full = mode == "agent-turn"
-            self._task = asyncio.create_task(self._build("agent-turn" if mode == "agent-turn" else "active", mode))
+            self._task = asyncio.create_task(self._build(mode))
             return await asyncio.shield(self._task)
 
     def mark_dirty(self) -> None:
@@ -213,9 +213,10 @@ class SceneEngine:
 
     # -- building ---------------------------------------------------------------------
 
-    async def _build(self, depth: Literal["active", "agent-turn"], mode: Mode) -> Scene:
+    async def _build(self, mode: Mode) -> Scene:
+        """A fresh scene: ``idle`` builds like ``active`` (it only builds when dirty)."""
         started = time.perf_counter()
-        full = depth == "agent-turn"
+        full = mode == "agent-turn"
         # Everything is read at once. An agent-turn reads AT-SPI whatever the frames say,
         # so its walk (the slowest source) starts first; otherwise the frames decide.
         timings: dict[str, float] = {}
@@ -230,7 +231,7 @@ class SceneEngine:
         native_task = None
         if self.atspi is not None and (full or self._native_cache is None):
             native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot()))
-        layouts_task = asyncio.ensure_future(timed("cdp", self._layouts())) if self.bridge is not None else None
+        layouts_task = asyncio.ensure_future(timed("cdp", self.bridge.layouts())) if self.bridge is not None else None
         try:
             tree = await timed("tree", self.desktop.tree())
             frames: list[Frame] = await timed("frames", asyncio.gather(*[self.desktop.frame(d.id)
@@ -347,10 +348,6 @@ class SceneEngine:
         self._dirty = False
         self._publish(scene)
         return scene
-
-    async def _layouts(self) -> list[dict]:
-        assert self.bridge is not None
-        return await self.bridge.layouts()
 
     def _page_elements(self, tabs: list[dict], tree: Tree) -> tuple[list[Element], set[str], list[str]]:
         """Elements of each browser window's front tab. Returns them, the ids of tabs that

@@ -11,7 +11,7 @@ import orjson
 from aiohttp import ClientError, ClientSession, ClientTimeout
 
 from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, ServiceError, Unavailable
-from ..geometry import Display, Rect
+from ..geometry import Display, Rect, device_rect
 
 __all__ = ["Desktop", "Bridge", "Frame", "Window", "Tree"]
 
@@ -32,8 +32,6 @@ class Window:
 
     @property
     def bounds_list(self) -> list[int] | None:
-        from ..geometry import device_rect
-
         return list(device_rect(self.bounds)) if self.bounds is not None else None
 
 
