@@ -44,6 +44,7 @@ __all__ = [
     "frame_document_offset",
     "offset_box",
     "snapshot_to_css",
+    "measured_to_snapshot",
     "document_to_viewport",
     "viewport_to_document",
     "PagePlacement",
@@ -216,6 +217,37 @@ def snapshot_to_css(box: Box, device_pixel_ratio: float) -> Box:
         return box
     s = device_pixel_ratio
     return box[0] / s, box[1] / s, box[2] / s, box[3] / s
+
+
+LAYOUT_UNIT = 64  # Blink lays out in 1/64 px
+
+
+def measured_to_snapshot(box: Box, device_pixel_ratio: float) -> Box:
+    """A box the page measured (``getBoundingClientRect``, CSS px, document-relative) ->
+    the box ``DOMSnapshot`` gives the same node, in CSS px. Measured on these machines:
+    the snapshot's box is the page's float rect enclosed at 1/64 device px (left and top
+    rounded down, right and bottom up), so the two agree to the bit for untransformed
+    elements and text, and a rotated button's 6.523 -> 74.102 comes as 6.516 -> 74.109."""
+    s = device_pixel_ratio or 1.0
+    snap = s != 1.0
+    x0, y0 = _to_grid(box[0] * s, math.floor, snap), _to_grid(box[1] * s, math.floor, snap)
+    x1, y1 = _to_grid((box[0] + box[2]) * s, math.ceil, snap), _to_grid((box[1] + box[3]) * s, math.ceil, snap)
+    return snapshot_to_css((x0, y0, x1 - x0, y1 - y0), s)
+
+
+def _to_grid(device_px: float, direction, snap: bool) -> float:
+    """A device-pixel edge the page measured -> Blink's 1/64 px grid. At a zoom of 1 the
+    page's rect is Blink's own float rect, and a rotated box's edge a hair below a grid
+    line is enclosed by the line below (measured). At another zoom it is single precision
+    divided by the zoom: at 150 % an edge on the grid comes back as 639.99998/64, which
+    rounding down would move a whole unit; so there (``snap``) a value within float
+    error of a grid line is taken as that line, and only one clearly between two is
+    rounded. (A rotated box's edge can then be 1/64 px off; the box check corrects it.)"""
+    units = device_px * LAYOUT_UNIT
+    nearest = round(units)
+    if snap and abs(units - nearest) <= 1e-3 + abs(units) * 2.4e-7:  # float32 has 24 bits
+        return nearest / LAYOUT_UNIT
+    return direction(units) / LAYOUT_UNIT
 
 
 def offset_box(box: Box, offset: Point) -> Box:

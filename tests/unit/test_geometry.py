@@ -1,5 +1,7 @@
 """Coordinate transforms: pure functions, checked with numbers worked out by hand."""
 
+import struct
+
 from services.geometry import (
     Display,
     Rect,
@@ -14,6 +16,7 @@ from services.geometry import (
     layout_extent,
     layout_rect_to_device,
     layout_to_device,
+    measured_to_snapshot,
     offset_box,
     resize_factor,
     scaled_size,
@@ -181,3 +184,31 @@ def test_gemini_grid_points_scale_to_the_display():
 def test_fit_within_only_shrinks_and_keeps_the_aspect():
     assert fit_within((300, 150), (1280, 720)) == (300, 150)
     assert fit_within((1920, 540), (1280, 720)) == (1280, 360)
+
+
+def test_a_box_the_page_measured_becomes_the_box_the_snapshot_gives():
+    # Measured on a rotated button: the page's float rect, enclosed at 1/64 px.
+    assert measured_to_snapshot((6.523033142089844, 121.51130676269531, 67.57893371582031, 33.977386474609375),
+                                1.0) == (6.515625, 121.5, 67.59375, 34.0)
+    # On the 1/64 grid already: unchanged, to the bit.
+    assert measured_to_snapshot((14.96875, 126.09375, 50.6875, 24.8125), 1.0) == (14.96875, 126.09375, 50.6875,
+                                                                                  24.8125)
+    # At page zoom 150 % the grid is in device pixels: 1/64 device px is 1/96 CSS px.
+    x, y, w, h = measured_to_snapshot((10.0, 20.0, 30.0, 40.0), 1.5)
+    assert (x, y, w, h) == (10.0, 20.0, 30.0, 40.0)
+    x, y, w, h = measured_to_snapshot((10.004, 20.0, 30.0, 40.0), 1.5)
+    assert x == 960 / 96 and abs((x + w) - 3841 / 96) < 1e-9  # left down, right (40.004) up
+
+
+def test_a_measured_edge_a_float_error_off_the_grid_stays_on_it():
+    # The page's rect is single precision divided by the zoom: at 150 % and 125 % an edge
+    # on the 1/64 device px grid comes back a hair below or above it.
+    f32 = lambda v: struct.unpack("f", struct.pack("f", v))[0]  # noqa: E731
+    # At a zoom of 1 nothing is divided: a hair below a line is below it.
+    assert measured_to_snapshot((0.0, 254.78125 - 1e-6, 1.0, 1.0), 1.0)[1] == 254.765625
+    for dpr in (1.5, 1.25, 1.1, 2.0):
+        for units in (1, 63, 640, 12_345, 98_765, 1_234_567):
+            edge = f32(units / 64 / dpr)
+            x, _, w, _ = measured_to_snapshot((edge, 0.0, f32(64 / 64 / dpr), 1.0), dpr)
+            assert round(x * dpr * 64, 6) == units, (dpr, units)
+            assert round((x + w) * dpr * 64, 6) == units + 64, (dpr, units)
