@@ -163,7 +163,7 @@ async def measure_size(n, port, conn, browser, http, bridge, desktopd, iteration
     pw_page = next(p for c in browser.contexts for p in c.pages if p.url == url)
     times: dict[str, list[float]] = {k: [] for k in ("a", "b", "cold", "first", "repeated", "click", "click_at_once")}
     counts: dict[str, int] = {"clicked": 0}
-    # How the bridge made each answer (X-Deskbox-Layout: cache, warm or full).
+    # How the bridge made each answer (X-Deskbox-Layout: cache, measured, warm or full).
     paths: dict[str, list[str]] = {k: [] for k in ("cold", "first", "repeated", "click", "click_at_once")}
     reps = max(1, iterations if n <= 5000 else iterations // 3)
     for i in range(reps):
@@ -321,7 +321,8 @@ def markdown(result: dict) -> str:
                      f"{r.get('ax_nodes') or ''} | {r.get('paths') or ''} |")
     lines += ["", "Targets (issue 3): first /layout at 5k <= 1/8 of (a); repeated <= 50 ms; after a click <= 150 ms.",
               "AX nodes: as Chromium sends them for (a) and (b), as the bridge serves them (no InlineTextBox) for",
-              "its rows. Bridge path: how the bridge made the answers (full read, warm patch, cache).", ""]
+              "its rows. Bridge path: how the bridge made the answers (full: a whole read; measured: patched, boxes",
+              "from the page; warm: patched, boxes from a new DOMSnapshot; cache).", ""]
     clients = result.get("clients")
     if clients:
         py = clients.get("pychrome")

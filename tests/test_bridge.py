@@ -270,6 +270,102 @@ def test_a_kept_tree_patched_after_changes_equals_a_fresh_read(browser, frames, 
     assert all(path in ("warm", "cache") for path in paths), list(zip([c[0] for c in CHANGES], paths))
 
 
+# On a page without same-process frames the boxes of a patched tree come from what the
+# page measured: the changes above, and ones that move much of the page, only text, an
+# element with user-agent shadow content, a transformed element, shadow DOM, list
+# markers, bare text in a box that scrolls, and the scroll position (the fixed header
+# moves in the document).
+FLOW_CHANGES = [(name, change.replace("{doc}", "document")) for name, change in CHANGES] + [
+    ("grow inline", "document.getElementById('bold').textContent = 'many more bold words '.repeat(12)"),
+    ("insert above", "document.getElementById('main').insertAdjacentHTML('afterbegin', '<p>A banner</p>')"),
+    ("move input", "document.getElementById('name').style.marginLeft = '30px'"),
+    ("type more", "(() => { const f = document.getElementById('name'); f.value += ' and typed after'; "
+                  "f.dispatchEvent(new Event('input', {bubbles: true})); })()"),
+    ("turn", "document.getElementById('turned').style.transform = 'rotate(21deg)'"),
+    ("shadow", "document.getElementById('host').shadowRoot.querySelector('p')"
+               ".insertAdjacentHTML('afterbegin', '<b>New</b> ')"),
+    ("list", "document.getElementById('list').insertAdjacentHTML('afterbegin', '<li>Zeroth item</li>')"),
+    # (once its scroll event has come, as it has after a wheel: until then nothing the
+    # bridge asks the page tells it anything moved)
+    ("scroll a box", "new Promise(done => { const box = document.getElementById('scroller'); "
+                     "box.addEventListener('scroll', done, {once: true}); box.scrollTop = 30; })"),
+    ("scroll", "scrollTo(0, 120)"),
+]
+# Changes whose boxes need a snapshot: list items moved (the paragraph above grew by
+# lines, a paragraph came above, an item came first) and their markers cannot be
+# measured by the page. (What is typed into an input has no box in a snapshot either.)
+SNAPSHOT_NEEDED = {"grow inline", "insert above", "list"}
+
+
+@pytest.fixture
+def flow(browser, pages):
+    pages.clear()
+    tab = browser.open_page(pages.url("flow.html"))
+    pages.wait_for(type="load", page="/flow.html", timeout=20)
+    return tab
+
+
+def health(session: Session) -> dict:
+    return http("GET", session.bridge + "/health").json()
+
+
+def test_boxes_the_page_measured_equal_a_fresh_read(browser, flow):
+    run_js(browser, flow["id"], SETUP.replace("{doc}", "document"))
+    layout_and_path(browser, flow["id"], "&fresh=1")
+    ways = {}
+    checks = health(browser)["box_checks"]
+    for name, change in FLOW_CHANGES:
+        before = health(browser)["layouts"]
+        run_js(browser, flow["id"], change)
+        kept, _ = layout_and_path(browser, flow["id"])
+        after = health(browser)["layouts"]
+        fresh, _ = layout_and_path(browser, flow["id"], "&fresh=1")
+        assert kept == fresh, f"after {name!r}: the patched tree differs from a fresh read: {node_diff(kept, fresh)}"
+        # Patched (by the request, or by the refresh the page's report started), with
+        # boxes from the page unless it could not tell; never read whole again.
+        ways[name] = {k: after[k] - before[k] for k in after if after[k] != before[k]}
+    assert all(w.get("measured") and not w.get("full") for n, w in ways.items() if n not in SNAPSHOT_NEEDED), str(ways)
+    assert all(w.get("warm") and not w.get("full") for n, w in ways.items() if n in SNAPSHOT_NEEDED), str(ways)
+    # The boxes were right as the page measured them: no check behind them (a snapshot
+    # soon after) found one to put right, so none was hidden by a correction.
+    assert health(browser)["box_checks"]["differed"] == checks["differed"]
+
+
+def test_text_a_float_pushes_is_put_right_by_the_box_check(browser, flow):
+    """A float that grows moves the lines of the paragraph beside it, not the paragraph:
+    the page's own account of what moved misses that text, and the snapshot taken soon
+    after a measured patch puts it right."""
+    layout_and_path(browser, flow["id"], "&fresh=1")
+    before = health(browser)
+    run_js(browser, flow["id"], "document.getElementById('float').style.width = '300px'")
+    layout_and_path(browser, flow["id"])
+    wait_until(lambda: health(browser)["box_checks"]["run"] > before["box_checks"]["run"], 10, what="the box check")
+    after = health(browser)
+    assert after["layouts"]["measured"] > before["layouts"]["measured"]
+    assert after["box_checks"]["differed"] > before["box_checks"]["differed"]
+    checked, _ = layout_and_path(browser, flow["id"])
+    fresh, _ = layout_and_path(browser, flow["id"], "&fresh=1")
+    assert checked == fresh, node_diff(checked, fresh)
+
+
+def test_an_element_added_hidden_then_shown_by_a_style_alone_is_patched_right(browser, flow):
+    """A list added hidden under a patch with boxes from the page is in no snapshot's
+    DOM yet; a style rule then shows it with no change of its own, and its items (and
+    their markers) come into the AX tree and get boxes. The next answer has them, as a
+    fresh read does, without waiting for a box check."""
+    layout_and_path(browser, flow["id"], "&fresh=1")
+    run_js(browser, flow["id"], "document.getElementById('main').insertAdjacentHTML('beforeend', "
+                                "'<ul id=\"late\" style=\"display: none\"><li>Late item</li></ul>')")
+    _, path = layout_and_path(browser, flow["id"])
+    assert path == "measured"
+    run_js(browser, flow["id"], "document.head.insertAdjacentHTML('beforeend', "
+                                "'<style>#late { display: block !important }</style>')")
+    shown, _ = layout_and_path(browser, flow["id"])
+    fresh, _ = layout_and_path(browser, flow["id"], "&fresh=1")
+    assert any((n.get("name") or {}).get("value") == "Late item" and n["bounds"] for n in fresh["nodes"])
+    assert shown == fresh, node_diff(shown, fresh)
+
+
 def test_an_unchanged_page_is_answered_from_the_kept_tree(browser, frames):
     tab, _ = frames
     first, _ = layout_and_path(browser, tab["id"])

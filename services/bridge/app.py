@@ -130,7 +130,8 @@ async def health(request: web.Request) -> web.Response:
     chromium = request.app[CHROMIUM]
     up = chromium.up.is_set() and chromium.pid is not None
     body = {"status": "ok" if up else "down", "chromium_pid": chromium.pid, "restarts": chromium.restarts,
-            "cdp_port": chromium.config.cdp_port, "version": __version__}
+            "cdp_port": chromium.config.cdp_port, "version": __version__, "layouts": request.app[BROWSER].made,
+            "box_checks": request.app[BROWSER].checks}
     return json_ok(body, status=200 if up else 503)
 
 

@@ -7,8 +7,10 @@ small script for the window metrics. The tab's tree is then kept ("Kept"): a scr
 every page counts changes and lists the elements they touched (DOM mutations, focus,
 input). On the next request the bridge re-reads only those parts of the AX tree
 (``getPartialAXTree`` for a node and its ancestors, ``queryAXTree`` for a subtree), takes
-a new DOMSnapshot for the boxes, and re-serializes only the nodes whose data or box
-moved. Elements that gained or lost a box without a DOM change (a CSS rule that shows a
+the boxes that moved from the page (which keeps every element's last measured box) or,
+when the page cannot tell, from a new DOMSnapshot, and re-serializes only the nodes whose
+data or box moved; boxes taken from the page are checked against a snapshot soon after.
+Elements that gained or lost a box without a DOM change (a CSS rule that shows a
 menu) are re-read too. When the change is too big to patch (the document itself, a
 frame added, more changes than the page listed) the tree is fetched whole again, as it
 is when a request asks for ``fresh``. Concurrent requests for a tab share one gathering.
@@ -21,14 +23,14 @@ import ctypes
 import ctypes.util
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import orjson
 
 from ..cdp import CDPClosed, CDPConnection, CDPError
 from ..common.errors import ActionFailed, NotFoundError, Unavailable
 from ..common.logging import get_logger
-from ..geometry import frame_document_offset
+from ..geometry import frame_document_offset, measured_to_snapshot
 from .axtree import AXRecord, decode_nodes, partial_result, preorder, subtree_ids
 from .chromium import Chromium
 from .layout import SNAPSHOT_STYLES, DocumentBoxes, box_json, index_snapshot
@@ -156,6 +158,13 @@ _METRICS_EXPRESSION = r"""
 })()
 """
 
+# The page keeps the boxes of at most this many elements; a refresh takes boxes from the
+# page when at most this many nodes moved (each is one DOM.describeNode), from a new
+# DOMSnapshot otherwise.
+MEASURE_MAX_ELEMENTS = 50000
+MEASURE_MAX_MOVED = 300
+UNMEASURED_MAX = 20  # new nodes the page could not measure, each described to tell what it is
+
 # What changed since the last call, in this document and every same-origin frame in it:
 # [windows, overflow, 'S', subtree elements..., 'C', elements whose children changed...,
 # 'N', single elements...], or 'full' when the document element or body changed as a
@@ -166,6 +175,94 @@ _METRICS_EXPRESSION = r"""
 _TAKE_FUNCTION = r"""
 function (reset, watch) {
   const key = Symbol.for('deskbox.changes');
+  const GEO = Symbol.for('deskbox.boxes');
+  const MAX_TRACKED = __MAX_TRACKED__, MAX_MOVED = __MAX_MOVED__;
+  const measure = (reset, roots, lists) => {
+    const sx = window.scrollX, sy = window.scrollY;
+    const out = ['G', sx, sy];
+    let many = false;
+    const put = (n, r) => {
+      if (out.length >= 3 + MAX_MOVED * 5) many = true;
+      else out.push(n, r.x + sx, r.y + sy, r.width, r.height);
+    };
+    const elementsUnder = root => {  // the root and the elements in it, through open shadow roots
+      const found = [];
+      const walk = top => {
+        const w = document.createTreeWalker(top, NodeFilter.SHOW_ELEMENT);
+        for (let n = top.nodeType === 1 ? top : w.nextNode(); n; n = w.nextNode()) {
+          found.push(n);
+          if (n.shadowRoot) walk(n.shadowRoot);
+        }
+      };
+      if (root.nodeType === 1 || root.nodeType === 9 || root.nodeType === 11) walk(root);
+      return found;
+    };
+    const g = window[GEO];
+    if (g === 'too many' && !reset) return null;  // measured again only after the next full read
+    if (reset || !g) {
+      const els = elementsUnder(document);
+      const rects = [];
+      if (els.length > MAX_TRACKED) { window[GEO] = 'too many'; return null; }
+      for (const e of els) {
+        const r = e.getBoundingClientRect();
+        rects.push(r.x + sx, r.y + sy, r.width, r.height, e.scrollLeft, e.scrollTop);
+      }
+      window[GEO] = {els, rects, known: new WeakSet(els)};
+      return null;
+    }
+    const {els, rects, known} = g;
+    const nextEls = [], nextRects = [];
+    const texts = new Set();
+    const textOf = n => {
+      if (!n) return;
+      for (const c of n.childNodes) if (c.nodeType === 3) texts.add(c);
+      if (n.shadowRoot) textOf(n.shadowRoot);
+    };
+    const track = (e, r) => {
+      nextEls.push(e); nextRects.push(r.x + sx, r.y + sy, r.width, r.height, e.scrollLeft, e.scrollTop);
+    };
+    // What an input, a text area or a list box scrolls lives in its user-agent shadow
+    // tree, where no script reaches.
+    const OPAQUE = new Set(['INPUT', 'TEXTAREA', 'SELECT']);
+    for (let i = 0; i < els.length; i++) {
+      const e = els[i];
+      if (!e.isConnected) { known.delete(e); continue; }
+      const r = e.getBoundingClientRect(), j = i * 6;
+      if (r.x + sx !== rects[j] || r.y + sy !== rects[j + 1] || r.width !== rects[j + 2] || r.height !== rects[j + 3]) {
+        // Its text moved with it, and its siblings' text flows around it.
+        put(e, r); textOf(e); textOf(e.parentNode);
+      }
+      if (e.scrollLeft !== rects[j + 4] || e.scrollTop !== rects[j + 5]) {
+        // It scrolled its content: the elements in it moved (and are found so), the
+        // text right in it too.
+        if (OPAQUE.has(e.tagName)) many = true;
+        textOf(e);
+      }
+      track(e, r);
+    }
+    for (const root of roots) {
+      if (root.nodeType === 3) texts.add(root);
+      for (const e of elementsUnder(root)) {
+        textOf(e);
+        if (known.has(e)) continue;
+        known.add(e);
+        const r = e.getBoundingClientRect();
+        put(e, r); track(e, r);
+      }
+      textOf(root.parentNode);
+    }
+    for (const p of lists) textOf(p);
+    const range = document.createRange();
+    for (const t of texts) {
+      if (!t.isConnected) continue;
+      range.selectNodeContents(t);
+      const r = range.getBoundingClientRect();
+      if (r.width || r.height || t.data.trim()) put(t, r);
+    }
+    g.els = nextEls; g.rects = nextRects;
+    if (nextEls.length > MAX_TRACKED) window[GEO] = 'too many';
+    return many || nextEls.length > MAX_TRACKED ? null : out;
+  };
   const REFS = ['aria-labelledby', 'aria-describedby', 'aria-controls', 'aria-owns', 'aria-activedescendant',
                 'aria-details', 'aria-errormessage', 'aria-flowto'];
   const subtree = [], parents = [], single = [], docs = [];
@@ -217,11 +314,17 @@ function (reset, watch) {
   };
   visit(window);
   const windows = docs.join(' ');
+  // With one document (no same-process frames) the page keeps every element's box as
+  // last measured, so that the bridge learns what moved from the page instead of a new
+  // DOMSnapshot of everything: ['G', scrollX, scrollY, (node, x, y, width, height)...]
+  // for the elements whose box changed, the new ones, and the text nodes around them;
+  // 'X' when it cannot tell (first measure, too much moved, frames).
+  const moved = docs.length === 1 ? measure(reset, subtree, parents) : (window[GEO] = null);
   if (reset) return windows;
   if (full) return 'full';
-  return [windows, overflow, 'S', ...subtree, 'C', ...parents, 'N', ...new Set(single)];
+  return [windows, overflow, 'S', ...subtree, 'C', ...parents, 'N', ...new Set(single), ...(moved || ['X'])];
 }
-"""
+""".replace("__MAX_TRACKED__", str(MEASURE_MAX_ELEMENTS)).replace("__MAX_MOVED__", str(MEASURE_MAX_MOVED))
 
 CACHE_MAX_AGE = 5.0  # an unchanged page is answered from cache this long, then refreshed warm
 FULL_MAX_AGE = 60.0  # a kept tree is fetched whole again at least this often
@@ -233,6 +336,8 @@ NAVIGATION_RETRIES = 2
 # settle), so that the next read finds it ready.
 BACKGROUND_WINDOW = 10.0
 BACKGROUND_DEBOUNCE = 0.02
+# Boxes measured in the page are checked against a DOMSnapshot this long after.
+VERIFY_DELAY = 0.3
 
 
 class TabGone(Exception):
@@ -290,6 +395,15 @@ class OopifTree:
     docs: list[DocumentBoxes]
 
 
+@dataclass
+class Measured:
+    """Boxes the page measured (CSS px, document-relative) of the nodes that moved or came
+    since it last measured, by backend id, and its scroll offset then."""
+
+    scroll: tuple[float, float]
+    boxes: dict[int, tuple[float, float, float, float]]
+
+
 @dataclass(eq=False)
 class Kept:
     """A tab's layout kept between requests: what a warm refresh patches."""
@@ -313,6 +427,12 @@ class Kept:
     scroll: tuple[float, float] = (0.0, 0.0)
     present: dict[str, set[int]] = field(default_factory=dict)  # frame id -> backends with a non-empty box
     by_backend: dict[int, str] = field(default_factory=dict)  # same-process frames: backend -> AX node id
+    # The boxes were patched from what the page measured (not a DOMSnapshot): a snapshot
+    # in the background checks them soon after.
+    measured: bool = False
+    # Nodes the page measured since the last snapshot that its DOM does not list: where
+    # they are in the document is known only once a snapshot lists them.
+    unlisted: frozenset[int] = frozenset()
 
     @property
     def fallback(self) -> bool:
@@ -335,6 +455,7 @@ class Tab:
     cached_key: tuple | None = None
     cached_at: float = 0.0
     kept: Kept | None = None
+    check: asyncio.TimerHandle | None = None  # the box check to come (see Browser._check_soon)
 
 
 class Browser:
@@ -346,8 +467,14 @@ class Browser:
         self._connect_lock = asyncio.Lock()
         # Open tabs' URLs in target order: what a relaunched Chromium opens again.
         self._page_urls: dict[str, str] = {}
-        # How the last layouts were made, for the bench and the logs: "cache", "warm", "full".
+        # How the last layout of each tab was made, for the bench and the logs: "cache",
+        # "measured" (patched, boxes from the page), "warm" (patched, boxes from a
+        # DOMSnapshot) or "full"; and how many of each were made.
         self.last_path: dict[str, str] = {}
+        self.made: dict[str, int] = {"cache": 0, "measured": 0, "warm": 0, "full": 0}
+        # Box checks (a snapshot after answers with boxes from the page) run, and how many
+        # of them found a box the page had not reported right: the tests read both.
+        self.checks: dict[str, int] = {"run": 0, "differed": 0}
 
     # -- connection -------------------------------------------------------------------
 
@@ -447,6 +574,35 @@ class Browser:
                 log.debug("background refresh failed", tab=tab.target_id, error=str(exc))
                 return
 
+    def _made(self, tab: Tab, path: str) -> None:
+        self.last_path[tab.target_id] = path
+        self.made[path] += 1
+
+    def _check_soon(self, tab: Tab) -> None:
+        """Boxes the page measured are checked against a DOMSnapshot VERIFY_DELAY after
+        the first answer that used them (in case something moved that the page's rules
+        did not catch: text pushed by a float, say); what differs is patched in and
+        logged. One check is pending at a time, and it checks whatever is kept when it
+        runs, so a page that keeps changing is still checked that often."""
+        if tab.check is not None:
+            return
+
+        def start() -> None:
+            tab.check = None
+            if (tab.kept is None or not tab.kept.measured or tab.target is None
+                    or self.tabs.get(tab.target_id) is not tab):
+                return  # read whole or from a snapshot since, or closed
+            asyncio.ensure_future(self._check(tab))
+
+        tab.check = asyncio.get_running_loop().call_later(VERIFY_DELAY, start)
+
+    async def _check(self, tab: Tab) -> None:
+        try:
+            assert tab.target is not None
+            await self.layout(tab.target, background=True, verify=True)
+        except Exception as exc:  # the next read tries again
+            log.debug("box check failed", tab=tab.target_id, error=str(exc))
+
     def _remember_tabs(self) -> None:
         urls = [u for u in self._page_urls.values() if u]
         self.chromium.tab_urls = urls or ["about:blank"]
@@ -520,11 +676,13 @@ class Browser:
 
     # -- layout -----------------------------------------------------------------------
 
-    async def layout(self, target: dict, fresh: bool = False, background: bool = False) -> "Snapshot":
+    async def layout(self, target: dict, fresh: bool = False, background: bool = False,
+                     verify: bool = False) -> "Snapshot":
         """One tab's layout. ``fresh`` fetches the whole tree again instead of patching
-        the kept one. Callers share a gathering that started after they asked; one that
-        started before might miss what the caller just did (a click), so they wait for
-        it to end and then gather (from cache when nothing changed since)."""
+        the kept one; ``verify`` takes the boxes from a DOMSnapshot even when the page
+        could tell what moved. Callers share a gathering that started after they asked;
+        one that started before might miss what the caller just did (a click), so they
+        wait for it to end and then gather (from cache when nothing changed since)."""
         target_id = target["targetId"]
         tab = self.tabs.setdefault(target_id, Tab(target_id))
         asked = time.monotonic()
@@ -538,11 +696,11 @@ class Browser:
             if tab.inflight_started >= asked and (tab.inflight_fresh or not fresh):
                 return await asyncio.shield(inflight)
             await asyncio.wait([inflight])
-        tab.inflight = asyncio.ensure_future(self._layout(tab, target, fresh))
+        tab.inflight = asyncio.ensure_future(self._layout(tab, target, fresh, verify))
         tab.inflight_fresh, tab.inflight_started = fresh, time.monotonic()
         return await asyncio.shield(tab.inflight)
 
-    async def _layout(self, tab: Tab, target: dict, fresh: bool) -> "Snapshot":
+    async def _layout(self, tab: Tab, target: dict, fresh: bool, verify: bool = False) -> "Snapshot":
         conn = await self.ensure()
         session = await self._session(tab.target_id)
         for _attempt in range(NAVIGATION_RETRIES + 1):
@@ -550,8 +708,9 @@ class Browser:
                                                        self._frame_keys(conn, tab))
             key = (metrics, frame_keys)
             now = time.monotonic()
-            if not fresh and tab.cached is not None and tab.cached_key == key and now - tab.cached_at < CACHE_MAX_AGE:
-                self.last_path[tab.target_id] = "cache"
+            if (not fresh and not verify and tab.cached is not None and tab.cached_key == key
+                    and now - tab.cached_at < CACHE_MAX_AGE):
+                self._made(tab, "cache")
                 return tab.cached
             doc = (metrics["doc"], metrics["url"])
             kept = tab.kept
@@ -560,19 +719,26 @@ class Browser:
             if (not fresh and kept is not None and kept.doc == metrics["doc"] and not kept.fallback
                     and now - kept.made_at < FULL_MAX_AGE):
                 try:
-                    snapshot = await self._warm(conn, tab, session, kept, metrics, frame_keys)
-                    self.last_path[tab.target_id] = "warm"
+                    snapshot = await self._warm(conn, tab, session, kept, metrics, frame_keys, verify)
+                    self._made(tab, "measured" if tab.kept is not None and tab.kept.measured else "warm")
                 except _Cold as why:
                     log.debug("warm refresh not possible", reason=str(why))
+                except BaseException:
+                    # The page handed over its change lists and boxes: a patch that failed
+                    # after that would leave the kept tree missing them. Read it whole next.
+                    tab.kept, tab.cached = None, None
+                    raise
             if snapshot is None:
                 snapshot = await self._full(conn, tab, session, metrics, frame_keys, metrics["doc"])
-                self.last_path[tab.target_id] = "full"
+                self._made(tab, "full")
             after = await _evaluate_json(conn, session, _METRICS_EXPRESSION)
             if (after["doc"], after["url"]) != doc:
                 # The tab navigated while its parts were gathered: they may come from two
                 # documents. Gather again from the new one.
                 tab.cached, tab.kept = None, None
                 continue
+            if tab.kept is not None and tab.kept.measured:
+                self._check_soon(tab)
             if after == metrics:
                 tab.cached, tab.cached_key, tab.cached_at = snapshot, key, time.monotonic()
             else:
@@ -696,8 +862,10 @@ class Browser:
     # -- warm -----------------------------------------------------------------------------
 
     async def _warm(self, conn: CDPConnection, tab: Tab, session: str, kept: Kept, metrics: dict,
-                    frame_keys: tuple) -> "Snapshot":
-        """Patch the kept tree with what changed; raises _Cold when it cannot."""
+                    frame_keys: tuple, verify: bool = False) -> "Snapshot":
+        """Patch the kept tree with what changed; raises _Cold when it cannot. Boxes come
+        from what the page measured when it could tell, else (and with ``verify``) from a
+        new DOMSnapshot."""
         if set(tab.oopifs) != set(kept.oopifs):
             raise _Cold("out-of-process frames came or went")
         started = time.perf_counter()
@@ -705,7 +873,7 @@ class Browser:
         took = {"take": time.perf_counter() - started}
         if taken is None or taken == "full":
             raise _Cold("the document changed as a whole")
-        windows, overflow, subtree, parents, single = taken
+        windows, overflow, subtree, parents, single, measured = taken
         if overflow or windows != kept.windows:
             raise _Cold("more changed than the page listed")
         if metrics["url"] != kept.meta.get("url"):
@@ -713,13 +881,40 @@ class Browser:
             root = kept.records.get(kept.roots[0][1] or "")
             if root is not None and root.backend is not None:
                 single = [*single, root.backend]
-        tasks: list[asyncio.Future] = []
+        measured_docs = None if verify else _measured_docs(kept, measured, metrics["devicePixelRatio"], subtree, parents)
+        tasks: dict[str, asyncio.Future] = {}
+
+        async def snapshot_docs() -> list[DocumentBoxes]:
+            if "snapshot" not in tasks:
+                tasks["snapshot"] = asyncio.ensure_future(_snapshot(conn, session))
+            snapshot = await tasks["snapshot"]
+            took["snapshot"] = time.perf_counter() - started
+            docs = index_snapshot(snapshot, device_pixel_ratio=metrics["devicePixelRatio"])
+            del snapshot
+            if ([d.frame_id for d in docs] != [d.frame_id for d in kept.docs]
+                    or [d.url for d in docs[1:]] != [d.url for d in kept.docs[1:]]):
+                raise _Cold("frames changed")
+            if verify and kept.measured:
+                self.checks["run"] += 1
+                drift = _drift(kept.docs, docs)
+                if drift:
+                    self.checks["differed"] += 1
+                    log.info("boxes measured in the page differed from the snapshot", tab=tab.target_id, nodes=drift)
+            return docs
+
+        async def page_cannot_tell(records: dict[str, AXRecord]) -> bool:
+            # New nodes the page could not measure: the inner parts Chromium makes for an
+            # input, which a snapshot does not box either, or a pseudo-element, which it does.
+            unmeasured = _unmeasured(kept, measured, records) if measured is not None else []
+            return bool(unmeasured) and (len(unmeasured) > UNMEASURED_MAX
+                                         or await _any_pseudo(conn, session, unmeasured))
 
         def read_boxes() -> None:
             # Sent right after the AX reads: the page's process answers those first and
             # then builds the snapshot while this process decodes them.
-            tasks.append(asyncio.ensure_future(_snapshot(conn, session)))
-            tasks.append(asyncio.ensure_future(self._side(conn, tab, session)))
+            if measured_docs is None:
+                tasks["snapshot"] = asyncio.ensure_future(_snapshot(conn, session))
+            tasks["side"] = asyncio.ensure_future(self._side(conn, tab, session))
 
         keys = dict((k[0], k) for k in frame_keys)
         oopif_tasks = {t: asyncio.ensure_future(self._oopif_parts(conn, tab.oopifs[t]))
@@ -729,23 +924,33 @@ class Browser:
             took["ax"] = time.perf_counter() - started
             if not tasks:
                 read_boxes()
-            snapshot = await tasks[0]
-            took["snapshot"] = time.perf_counter() - started
-            docs = index_snapshot(snapshot, device_pixel_ratio=metrics["devicePixelRatio"])
-            del snapshot
-            if ([d.frame_id for d in docs] != [d.frame_id for d in kept.docs]
-                    or [d.url for d in docs[1:]] != [d.url for d in kept.docs[1:]]):
-                raise _Cold("frames changed")
+            if measured_docs is not None and await page_cannot_tell(fresh):
+                measured_docs = None
+            docs = measured_docs if measured_docs is not None else await snapshot_docs()
             records, by_backend = _merge(kept, fresh)
             # Elements that gained or lost a box with no DOM change of their own (a CSS rule
-            # that shows a menu): re-read the AX subtree around them too.
-            around = _presence_changes(kept, docs, by_backend, whole)
-            if around:
+            # that shows a menu): re-read the AX subtree around them too. One that the page
+            # reported before but no snapshot has listed yet (added hidden, then shown by a
+            # style alone) cannot be placed in the document without a snapshot.
+            for _ in range(3):
+                around, unplaced = _presence_changes(kept, docs, by_backend, whole)
+                if measured_docs is not None and not kept.unlisted.isdisjoint(unplaced):
+                    measured_docs = None
+                    docs = await snapshot_docs()
+                    continue
+                if not around:
+                    break
                 more, more_whole = await self._refetch(conn, session, kept, around, [])
                 fresh.update(more)
                 whole |= more_whole
                 records, by_backend = _merge(kept, fresh)
-            side = await tasks[1]
+                if measured_docs is None or not await page_cannot_tell(more):
+                    break
+                # A shown element's new marker or ::before: boxes from a snapshot, which
+                # may show more that gained or lost a box (those not re-read just now).
+                measured_docs = None
+                docs = await snapshot_docs()
+            side = await tasks["side"]
             oopifs = dict(kept.oopifs)
             for target_id, task in oopif_tasks.items():
                 tree = await self._oopif_tree(conn, session, tab.oopifs.get(target_id), task, frame_keys)
@@ -753,16 +958,19 @@ class Browser:
                     raise _Cold("an out-of-process frame could not be read")
                 oopifs[target_id] = tree
         finally:
-            for task in (*tasks, *oopif_tasks.values()):
+            for task in (*tasks.values(), *oopif_tasks.values()):
                 if not task.done():
                     task.cancel()
+        unlisted = (kept.unlisted | _not_listed(docs[0], measured.boxes)) if measured_docs is not None else frozenset()
         new = Kept(doc=kept.doc, made_at=kept.made_at, windows=kept.windows, records=records, roots=kept.roots,
-                   docs=docs, oopifs=oopifs, meta={}, by_backend=by_backend)
+                   docs=docs, oopifs=oopifs, meta={}, by_backend=by_backend, measured=measured_docs is not None,
+                   unlisted=unlisted)
         took["merged"] = time.perf_counter() - started
         snapshot = self._finish(tab, new, metrics, side, prev=kept, fresh=set(fresh) & set(records))
         took["served"] = time.perf_counter() - started
         log.debug("warm refresh", tab=tab.target_id, subtrees=len(subtree), parents=len(parents), nodes=len(single),
-                  fresh=len(fresh),
+                  fresh=len(fresh), boxes="page" if new.measured else "snapshot",
+                  moved=len(measured.boxes) if measured is not None else None,
                   **{k: round(v * 1000, 1) for k, v in took.items()})
         return snapshot
 
@@ -1076,9 +1284,11 @@ def _by_backend(records: dict[str, AXRecord]) -> dict[int, str]:
 
 
 def _presence_changes(kept: Kept, docs: list[DocumentBoxes], by_backend: dict[int, str | None],
-                      whole: set[str]) -> list[int]:
+                      whole: set[str]) -> tuple[list[int], list[int]]:
     """Elements around DOM nodes that gained or lost a box, outside the subtrees already
-    re-read: the nearest one with an AX node, by the new snapshot's DOM."""
+    re-read: the nearest one with an AX node, by the documents' DOM; and the nodes that
+    gained or lost one that neither has an AX node nor is in that DOM (gone, or new
+    since the DOM was listed)."""
     main_frame = kept.roots[0][0] if kept.roots else None
     changed: set[int] = set()
     now: dict[str, set[int]] = {}
@@ -1088,20 +1298,121 @@ def _presence_changes(kept: Kept, docs: list[DocumentBoxes], by_backend: dict[in
     for fid, present in now.items():
         changed |= present.symmetric_difference(kept.present.get(fid, set()))
     if not changed:
-        return []
+        return [], []
     parents: dict[int, int] = {}
     for d in docs:
         parents.update(d.parent_of())
     out: list[int] = []
+    unplaced: list[int] = []
     for backend in changed:
         b: int | None = backend
         while b is not None and b not in by_backend:
             b = parents.get(b)
         if b is None:
-            continue  # gone from the document: its parent's change lists it
-        if by_backend[b] not in whole:
+            unplaced.append(backend)  # gone from the document (its parent's change lists it), or new
+        elif by_backend[b] not in whole:
             out.append(b)
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(out)), unplaced
+
+
+def _measured_docs(kept: Kept, measured: Measured | None, dpr: float, subtree: list[int] = (),
+                   parents: list[int] = ()) -> list[DocumentBoxes] | None:
+    """The kept document's boxes with those the page measured put in, or None when a
+    DOMSnapshot is needed: the page could not tell, there are same-process frames, an
+    iframe moved, an element with boxed pseudo-elements moved (they do not simply move
+    with it: Chromium places a list item's marker 40 px further right when the item is
+    first in its list), or one with boxed user-agent shadow content (an input's text)
+    changed size, or an element with either kind changed (``subtree``: it or an ancestor;
+    ``parents``: its children), since what the page cannot reach may have changed with
+    it: a ::after's text, what was typed into an input. That content moves with its
+    element when only the element moved."""
+    if measured is None or len(kept.docs) != 1 or kept.fallback:
+        return None
+    old = kept.docs[0]
+    moved = measured.boxes
+    if any(b in old.frame_origins for b in moved):
+        return None
+    if old.pseudo_owner and not moved.keys().isdisjoint(old.pseudo_owner.values()):
+        return None
+    owners = {*old.pseudo_owner.values(), *old.shadow_owner.values()}
+    if owners and (not owners.isdisjoint(parents) or _any_within(owners, set(subtree), old)):
+        return None
+    boxes = dict(old.boxes)
+    for backend, box in moved.items():
+        if box[2] > 0 or box[3] > 0:
+            boxes[backend] = measured_to_snapshot(box, dpr)
+        else:
+            boxes.pop(backend, None)
+    for node, owner in old.shadow_owner.items():
+        if owner not in moved or node not in boxes or node in moved:
+            continue  # (the page measured it itself: the content of a closed shadow root)
+        before, after = old.boxes.get(owner), boxes.get(owner)
+        if before is None or after is None or before[2:] != after[2:]:
+            return None
+        x, y, w, h = boxes[node]
+        boxes[node] = (x + after[0] - before[0], y + after[1] - before[1], w, h)
+    return [replace(old, boxes=boxes, scroll=measured.scroll)]
+
+
+def _any_within(nodes: set[int], roots: set[int], doc: DocumentBoxes) -> bool:
+    """Whether one of ``nodes`` is one of ``roots`` or inside one, by the document's DOM."""
+    if not roots:
+        return False
+    if not nodes.isdisjoint(roots):
+        return True
+    parent = doc.parent_of()
+    for node in nodes:
+        seen = 0
+        b = parent.get(node)
+        while b is not None and seen < 4096:
+            if b in roots:
+                return True
+            b, seen = parent.get(b), seen + 1
+    return False
+
+
+def _not_listed(doc: DocumentBoxes, boxes: dict[int, tuple]) -> frozenset[int]:
+    """Those of ``boxes`` that the document's DOM (as its snapshot listed it) lacks."""
+    listed = doc.listed()
+    return frozenset(b for b in boxes if b not in listed)
+
+
+def _unmeasured(kept: Kept, measured: Measured, fresh: dict[str, AXRecord]) -> list[int]:
+    """Re-read AX nodes' DOM nodes that are new to the kept document and that the page
+    did not measure: a pseudo-element, or the inner element Chromium makes for an input
+    when it is first needed (inside the input's user-agent shadow tree, whose content
+    DOMSnapshot gives no box)."""
+    old = kept.docs[0]
+    known: set[int] | None = None
+    out: list[int] = []
+    for record in fresh.values():
+        b = record.backend
+        if b is None or b in measured.boxes or b in old.boxes:
+            continue
+        if known is None:
+            known = old.listed()
+        if b not in known:
+            out.append(b)
+    return out
+
+
+async def _any_pseudo(conn: CDPConnection, session: str, backends: list[int]) -> bool:
+    """Whether one of these nodes is a pseudo-element (or cannot be described)."""
+    described = await asyncio.gather(*[_safe(conn.send("DOM.describeNode", {"backendNodeId": b}, session=session))
+                                       for b in backends])
+    return any(d is None or "pseudoType" in d.get("node", {}) for d in described)
+
+
+def _drift(before: list[DocumentBoxes], after: list[DocumentBoxes]) -> int:
+    """How many present boxes of nodes still in the document differ between two
+    readings of the same documents (a removed node's last box is never served)."""
+    count = 0
+    for a, b in zip(before, after):
+        alive = set(b.dom_backend)
+        present_a = {k: v for k, v in a.boxes.items() if v[2] > 0 and v[3] > 0 and k in alive}
+        present_b = {k: v for k, v in b.boxes.items() if v[2] > 0 and v[3] > 0}
+        count += sum(1 for k in present_a.keys() | present_b.keys() if present_a.get(k) != present_b.get(k))
+    return count
 
 
 _NO_BOX = b'"bounds":null,"viewportBounds":null}'
@@ -1199,7 +1510,8 @@ async def _snapshot(conn: CDPConnection, session: str) -> dict:
 
 async def _take(conn: CDPConnection, session: str, reset: bool):
     """What the page listed as changed since last asked: (windows, overflow, subtree,
-    parent and single backend ids), "full", or with ``reset`` the page's windows."""
+    parent and single backend ids, boxes it measured), "full", or with ``reset`` the
+    page's windows."""
     group = "deskbox-take"
     try:
         reply = await conn.send("Runtime.evaluate", {
@@ -1221,20 +1533,42 @@ async def _take(conn: CDPConnection, session: str, reset: bool):
         return None
     finally:
         asyncio.ensure_future(_safe_release(conn, session, group))
-    backends = iter([(d or {}).get("node", {}).get("backendNodeId") for d in described])
+    backends = [(d or {}).get("node", {}).get("backendNodeId") for d in described]
+    return _read_changes(values, backends)
+
+
+def _number(value: dict) -> float:
+    return float(value.get("value", 0.0))  # -0 comes as an unserializableValue
+
+
+def _read_changes(values: list[dict], backends: list[int | None]):
+    """The take function's array as Runtime.getProperties lists it, with the backend id
+    of each node in it (in order) -> (windows, overflow, subtree, parents, single,
+    Measured or None)."""
+    nodes = iter(backends)
     windows, overflow = values[0].get("value"), values[1].get("value")
     subtree: list[int] = []
     parents: list[int] = []
     single: list[int] = []
-    target = None
-    for v in values[2:]:
+    target: list[int] | None = None
+    measured: Measured | None = None
+    rest = iter(values[2:])
+    for v in rest:
+        if v.get("type") == "string" and v.get("value") == "G":
+            measured = Measured((_number(next(rest)), _number(next(rest))), {})
+            for node in rest:
+                box = tuple(_number(next(rest)) for _ in range(4))
+                backend = next(nodes) if node.get("subtype") == "node" else None
+                if backend is not None:
+                    measured.boxes[backend] = box
+            break
         if v.get("type") == "string":
             target = {"S": subtree, "C": parents, "N": single}.get(v.get("value"))
-        elif v.get("subtype") == "node" and target is not None:
-            backend = next(backends)
-            if backend is not None:
+        elif v.get("subtype") == "node":
+            backend = next(nodes)
+            if backend is not None and target is not None:
                 target.append(backend)
-    return windows, bool(overflow), subtree, parents, single
+    return windows, bool(overflow), subtree, parents, single, measured
 
 
 async def _safe_release(conn: CDPConnection, session: str, group: str) -> None:

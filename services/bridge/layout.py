@@ -40,11 +40,29 @@ class DocumentBoxes:
     # The DOM as the snapshot lists it: backend node id and parent index of each node.
     dom_backend: list[int] = field(default_factory=list)
     dom_parent: list[int] = field(default_factory=list)
+    # Nodes with a box that a page script cannot reach: backend id -> the nearest
+    # ancestor's that it can, for pseudo-elements (and what is in them) and for the
+    # content of user-agent and closed shadow trees.
+    pseudo_owner: dict[int, int] = field(default_factory=dict)
+    shadow_owner: dict[int, int] = field(default_factory=dict)
+    # Made from the DOM lists when first asked (see listed and parent_of).
+    _listed: frozenset[int] | None = field(default=None, repr=False, compare=False)
+    _parents: dict[int, int] | None = field(default=None, repr=False, compare=False)
+
+    def listed(self) -> frozenset[int]:
+        """The backend ids of every node the snapshot listed (made once per snapshot:
+        documents patched with boxes from the page share it)."""
+        if self._listed is None:
+            self._listed = frozenset(self.dom_backend)
+        return self._listed
 
     def parent_of(self) -> dict[int, int]:
-        """backend node id -> its parent's backend node id."""
-        backend, parent = self.dom_backend, self.dom_parent
-        return {b: backend[p] for b, p in zip(backend, parent) if 0 <= p < len(backend)}
+        """backend node id -> its parent's backend node id (made once per snapshot, as
+        listed is; not to be changed by the caller)."""
+        if self._parents is None:
+            backend, parent = self.dom_backend, self.dom_parent
+            self._parents = {b: backend[p] for b, p in zip(backend, parent) if 0 <= p < len(backend)}
+        return self._parents
 
 
 def _px(value: str) -> float:
@@ -129,6 +147,36 @@ def _index_document(raw: dict, strings: list[str], doc: DocumentBoxes, offset: t
             doc.frame_origins[backend] = content_box_origin(own, offset, (bl, bt), (pl, pt))
             if node_index in owner_of:
                 doc.child_documents[backend] = owner_of[node_index]
+    doc.pseudo_owner, doc.shadow_owner = _opaque_owners(nodes, strings, boxes)
+
+
+def _opaque_owners(nodes: dict, strings: list[str], boxes: dict[int, tuple]) -> tuple[dict[int, int], dict[int, int]]:
+    """backend id -> reachable owner's backend id, for the boxed nodes of pseudo-elements
+    and for those of user-agent or closed shadow trees (nodes come parents first;
+    ``shadowRootType`` is set on every node inside a shadow tree)."""
+    backend_ids, parents = nodes.get("backendNodeId", []), nodes.get("parentIndex", [])
+    shadow = nodes.get("shadowRootType", {})
+    pseudo_starts = set(nodes.get("pseudoType", {}).get("index", []))
+    shadow_starts = {i for i, v in zip(shadow.get("index", []), shadow.get("value", []))
+                     if not (0 <= v < len(strings) and strings[v] == "open")}
+    pseudo: dict[int, int] = {}
+    hidden: dict[int, int] = {}
+    if not pseudo_starts and not shadow_starts:
+        return pseudo, hidden
+    owner = [-1] * len(backend_ids)  # index of the reachable owner, or -1 for a reachable node
+    in_pseudo = bytearray(len(backend_ids))
+    for i, p in enumerate(parents[:len(backend_ids)]):
+        if not 0 <= p < i:
+            continue
+        if owner[p] >= 0:
+            owner[i], in_pseudo[i] = owner[p], in_pseudo[p]
+        elif i in pseudo_starts or i in shadow_starts:
+            owner[i], in_pseudo[i] = p, i in pseudo_starts
+        else:
+            continue
+        if backend_ids[i] in boxes:
+            (pseudo if in_pseudo[i] else hidden)[backend_ids[i]] = backend_ids[owner[i]]
+    return pseudo, hidden
 
 
 def _union(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, float, float, float]:

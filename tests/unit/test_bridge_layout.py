@@ -4,8 +4,8 @@ hand-made CDP replies."""
 import orjson
 
 from services.bridge.axtree import decode_nodes, partial_result, preorder
-from services.bridge.browser import _node_json
-from services.bridge.layout import box_json, index_snapshot
+from services.bridge.browser import Kept, Measured, _measured_docs, _node_json, _read_changes
+from services.bridge.layout import DocumentBoxes, box_json, index_snapshot
 
 STRINGS = ["http://a/", "F0", "F1", "http://a/child", "IFRAME", "BUTTON", "5px", "3px"]
 
@@ -99,3 +99,74 @@ def test_trees_are_served_in_preorder_and_missing_children_are_reported():
         {"nodeId": "2", "parentId": "1", "childIds": ["9"]}, {"nodeId": "4", "parentId": "3"}))}
     order, missing = preorder("1", records)
     assert order == ["1", "2", "3", "4"] and missing == ["9"]
+
+
+def test_boxed_nodes_a_script_cannot_reach_are_owned_by_the_nearest_one_it_can():
+    # <li> (31) with a ::marker (32); <input> (33) whose user-agent shadow root (34)
+    # holds a div (35) and its text (36); an open shadow root's button (38) is reachable.
+    strings = ["http://a/", "LI", "::marker", "INPUT", "#shadow-root", "DIV", "#text", "BUTTON", "user-agent", "open"]
+    snap = {"strings": strings, "documents": [{
+        "documentURL": 0,
+        "nodes": {"backendNodeId": [30, 31, 32, 33, 34, 35, 36, 37, 38],
+                  "nodeName": [1, 1, 2, 3, 4, 5, 6, 4, 7], "parentIndex": [-1, 0, 1, 0, 3, 4, 5, 0, 7],
+                  "pseudoType": {"index": [2], "value": [2]},
+                  "shadowRootType": {"index": [4, 5, 6, 8], "value": [8, 8, 8, 9]}},
+        "layout": {"nodeIndex": [1, 2, 3, 5, 6, 8],
+                   "bounds": [[40, 10, 200, 20], [22, 10, 7, 20], [40, 40, 100, 20], [42, 42, 96, 16],
+                              [42, 42, 30, 16], [40, 80, 60, 20]]}}]}
+    (doc,) = index_snapshot(snap)
+    assert doc.pseudo_owner == {32: 31}
+    assert doc.shadow_owner == {35: 33, 36: 33}
+
+
+def test_the_take_functions_array_reads_as_changes_and_measured_boxes():
+    def s(v):
+        return {"type": "string", "value": v}
+
+    def n(v):
+        return {"type": "number", "value": v}
+
+    node = {"type": "object", "subtype": "node", "objectId": "x"}
+    values = [s("doc1"), {"type": "boolean", "value": False}, s("S"), node, s("C"), node, s("N"), node, node,
+              s("G"), n(0), n(120), node, n(10), n(20), n(30), n(40), node, {"type": "number", "unserializableValue": "-0"},
+              n(5), n(0), n(0)]
+    windows, overflow, subtree, parents, single, measured = _read_changes(values, [11, 12, 13, None, 15, 16])
+    assert (windows, overflow, subtree, parents, single) == ("doc1", False, [11], [12], [13])
+    assert measured.scroll == (0.0, 120.0)
+    assert measured.boxes == {15: (10.0, 20.0, 30.0, 40.0), 16: (0.0, 5.0, 0.0, 0.0)}
+    # 'X': the page could not tell what moved.
+    assert _read_changes([s("doc1"), {"type": "boolean", "value": True}, s("S"), s("C"), s("N"), s("X")], [])[5] is None
+
+
+def _kept(doc: DocumentBoxes) -> Kept:
+    return Kept(doc="d", made_at=0.0, windows="d", records={}, roots=[("F0", "1")], docs=[doc], oopifs={}, meta={})
+
+
+def test_measured_boxes_patch_the_kept_ones_unless_a_snapshot_is_needed():
+    doc = DocumentBoxes(url="http://a/", frame_id="F0", offset=(0.0, 0.0), scroll=(0.0, 0.0),
+                        boxes={1: (0, 0, 100, 20), 2: (0, 20, 100, 20), 3: (2, 22, 50, 16), 4: (0, 40, 100, 20),
+                               5: (-18, 40, 7, 20), 6: (0, 80, 300, 150)},
+                        frame_origins={6: (5.0, 85.0)}, shadow_owner={3: 2}, pseudo_owner={5: 4})
+    kept = _kept(doc)
+    # The input (2) moved down 10 px: its inner text (3) goes with it; 1 was hidden.
+    (patched,) = _measured_docs(kept, Measured((0.0, 7.0), {2: (0, 30, 100, 20), 1: (0, 0, 0, 0)}), 1.0)
+    assert patched.boxes[2] == (0, 30, 100, 20) and patched.boxes[3] == (2, 32, 50, 16)
+    assert 1 not in patched.boxes and patched.scroll == (0.0, 7.0) and doc.boxes[2] == (0, 20, 100, 20)
+    # A snapshot is needed when the input also changed size, when the list item with the
+    # marker moved, when the iframe moved, and with more than one document.
+    assert _measured_docs(kept, Measured((0.0, 0.0), {2: (0, 30, 120, 20)}), 1.0) is None
+    assert _measured_docs(kept, Measured((0.0, 0.0), {4: (0, 50, 100, 20)}), 1.0) is None
+    assert _measured_docs(kept, Measured((0.0, 0.0), {6: (0, 90, 300, 150)}), 1.0) is None
+    # The input's own content changed (typed into: it is the root of a changed subtree),
+    # or the list item's children changed, or something around the input changed.
+    doc.dom_backend, doc.dom_parent = [9, 1, 2, 3, 4, 5, 6], [-1, 0, 0, 2, 0, 4, 0]
+    assert _measured_docs(kept, Measured((0.0, 0.0), {}), 1.0, subtree=[2]) is None
+    assert _measured_docs(kept, Measured((0.0, 0.0), {}), 1.0, parents=[4]) is None
+    assert _measured_docs(kept, Measured((0.0, 0.0), {}), 1.0, subtree=[9]) is None
+    assert _measured_docs(kept, Measured((0.0, 0.0), {1: (0, 0, 90, 20)}), 1.0, subtree=[1], parents=[6]) is not None
+    # Content the page measured itself (a closed shadow root's) is not shifted again.
+    (patched,) = _measured_docs(kept, Measured((0.0, 0.0), {2: (0, 30, 100, 20), 3: (2, 33, 50, 16)}), 1.0)
+    assert patched.boxes[3] == (2, 33, 50, 16)
+    two = Kept(doc="d", made_at=0.0, windows="d", records={}, roots=[("F0", "1")], docs=[doc, doc], oopifs={}, meta={})
+    assert _measured_docs(two, Measured((0.0, 0.0), {}), 1.0) is None
+    assert _measured_docs(kept, None, 1.0) is None
