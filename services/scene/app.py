@@ -211,7 +211,10 @@ async def post_resolve(request: web.Request) -> web.Response:
 
 
 async def stream(request: web.Request) -> web.StreamResponse:
-    """``WS /api/v1/scene/stream``: the current scene at once, then every new one."""
+    """``WS /api/v1/scene/stream``: the current scene at once, then every new one. The
+    subscription starts before the current scene is read, so that nothing built in
+    between is missed; a scene already sent (the current one, published meanwhile) is
+    not sent twice."""
     q = read_query(request, StreamQuery)
     engine = request.app[ENGINE]
     ws = web.WebSocketResponse(heartbeat=30)
@@ -220,6 +223,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
     try:
         scene = await engine.scene("idle")
         await ws.send_bytes(orjson.dumps(scene.to_json(interactive=q.interactive, display=q.display, window=q.window)))
+        sent = scene.seq
         receiver = asyncio.ensure_future(ws.receive())
         while not ws.closed:
             getter = asyncio.ensure_future(queue.get())
@@ -232,6 +236,9 @@ async def stream(request: web.Request) -> web.StreamResponse:
                 receiver = asyncio.ensure_future(ws.receive())
                 continue
             scene = getter.result()
+            if scene.seq <= sent:
+                continue
+            sent = scene.seq
             await ws.send_bytes(orjson.dumps(scene.to_json(interactive=q.interactive, display=q.display,
                                                            window=q.window)))
         receiver.cancel()
