@@ -45,6 +45,7 @@ __all__ = [
     "offset_box",
     "snapshot_to_css",
     "measured_to_snapshot",
+    "moved_with",
     "document_to_viewport",
     "viewport_to_document",
     "PagePlacement",
@@ -248,6 +249,12 @@ def _to_grid(device_px: float, direction, snap: bool) -> float:
     if snap and abs(units - nearest) <= 1e-3 + abs(units) * 2.4e-7:  # float32 has 24 bits
         return nearest / LAYOUT_UNIT
     return direction(units) / LAYOUT_UNIT
+
+
+def moved_with(box: Box, owner_before: Box, owner_after: Box) -> Box:
+    """A box that moves with its owner (an input's inner text with the input) after the
+    owner moved from ``owner_before`` to ``owner_after`` without changing size."""
+    return (box[0] + owner_after[0] - owner_before[0], box[1] + owner_after[1] - owner_before[1], box[2], box[3])
 
 
 def offset_box(box: Box, offset: Point) -> Box:

@@ -30,7 +30,7 @@ import orjson
 from ..cdp import CDPClosed, CDPConnection, CDPError
 from ..common.errors import ActionFailed, NotFoundError, Unavailable
 from ..common.logging import get_logger
-from ..geometry import frame_document_offset, measured_to_snapshot
+from ..geometry import frame_document_offset, measured_to_snapshot, moved_with
 from .axtree import AXRecord, decode_nodes, partial_result, preorder, subtree_ids
 from .chromium import Chromium
 from .layout import SNAPSHOT_STYLES, DocumentBoxes, box_json, index_snapshot
@@ -1349,8 +1349,7 @@ def _measured_docs(kept: Kept, measured: Measured | None, dpr: float, subtree: l
         before, after = old.boxes.get(owner), boxes.get(owner)
         if before is None or after is None or before[2:] != after[2:]:
             return None
-        x, y, w, h = boxes[node]
-        boxes[node] = (x + after[0] - before[0], y + after[1] - before[1], w, h)
+        boxes[node] = moved_with(boxes[node], before, after)
     return [replace(old, boxes=boxes, scroll=measured.scroll)]
 
 

@@ -17,6 +17,7 @@ from services.geometry import (
     layout_rect_to_device,
     layout_to_device,
     measured_to_snapshot,
+    moved_with,
     offset_box,
     resize_factor,
     scaled_size,
@@ -198,6 +199,10 @@ def test_a_box_the_page_measured_becomes_the_box_the_snapshot_gives():
     assert (x, y, w, h) == (10.0, 20.0, 30.0, 40.0)
     x, y, w, h = measured_to_snapshot((10.004, 20.0, 30.0, 40.0), 1.5)
     assert x == 960 / 96 and abs((x + w) - 3841 / 96) < 1e-9  # left down, right (40.004) up
+
+
+def test_a_box_moves_with_its_owner():
+    assert moved_with((12, 34, 50, 16), (10, 30, 100, 20), (40, 10, 100, 20)) == (42, 14, 50, 16)
 
 
 def test_a_measured_edge_a_float_error_off_the_grid_stays_on_it():
