@@ -257,11 +257,18 @@ def test_a_floating_header_bar_window_maps_past_its_shadow(session, probe, gtk_a
         wait_until(lambda: window_of(session, app.pid)["floating"]
                    and window_of(session, app.pid)["layout_bounds"][:2] == [600, 300], 10, what="floating")
 
-        def shadowed(ns):
+        def settled(ns):
+            # The frame's extents take in the shadow first; the buttons follow once GTK has
+            # laid the floating window out, which it reports: click only after both.
             mine = nodes_of(ns, app.pid)
-            return mine and mine[0].extents[2] > window_of(session, app.pid)["layout_bounds"][2]
+            layout = app.latest(event="layout")
+            if (not mine or mine[0].extents[2] <= window_of(session, app.pid)["layout_bounds"][2]
+                    or layout is None or list(mine[0].extents[2:]) != layout["surface_size"]):
+                return False
+            buttons = {n.name: n.extents for n in mine if n.role == "push button"}
+            return all(buttons.get(name) == tuple(layout["widgets"][name]) for name in ("Alpha", "Gamma"))
 
-        nodes = snapshot_until(probe, shadowed, "the window's shadow in its extents")
+        nodes = snapshot_until(probe, settled, "the window's shadow in its extents and the buttons laid out again")
         mine = nodes_of(nodes, app.pid)
         frame = find(mine, "frame", "Header bar fixture")
         content = window_of(session, app.pid)["layout_bounds"]
