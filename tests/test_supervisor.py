@@ -1,0 +1,136 @@
+"""The supervisor with real processes (small Python servers on real ports): restarts,
+dependents, kills during restarts, children started on request, and nothing left
+behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+from services.session import processes
+from services.session.supervisor import ChildSpec, Supervisor
+from tests.support import free_port
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+# A child that listens on a port, starts a grandchild in its own session (as apps do),
+# and answers "ready" once it listens.
+SERVER = """
+import os, socket, subprocess, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+time.sleep(600)
+"""
+
+
+def spec(name: str, port: int, **kw) -> ChildSpec:
+    async def ready(child):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if child.proc.returncode is not None:
+                raise RuntimeError(f"{name} exited")
+            if processes.listening_pids(port)[0]:
+                return
+            await asyncio.sleep(0.02)
+        raise RuntimeError(f"{name} did not listen")
+
+    return ChildSpec(name=name, argv=lambda: [sys.executable, "-c", SERVER, str(port)], env=lambda: dict(os.environ),
+                     ready=ready, ports=(port,), **kw)
+
+
+async def until(predicate, timeout=15.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+def all_up(sup: Supervisor) -> bool:
+    return all(c.state == "up" and c.pid and processes.alive(c.pid) for c in sup.children.values() if c.wanted)
+
+
+def below_me() -> set[int]:
+    table = {p.pid: p for p in processes.process_table().values() if p.state not in ("Z", "X")}
+    return processes.descendants(os.getpid(), table)
+
+
+@pytest.fixture
+async def session():
+    ports = {name: free_port() for name in ("base", "middle", "top", "manual")}
+    sup = Supervisor([
+        spec("base", ports["base"]),
+        spec("middle", ports["middle"], needs=("base",)),
+        spec("top", ports["top"], needs=("middle",)),
+        spec("manual", ports["manual"], restart="on-request"),
+    ])
+    await sup.start_all()
+    yield sup
+    await sup.stop_all()
+
+
+async def test_a_killed_child_comes_back_and_its_dependents_after_it(session):
+    gens = {n: c.generation for n, c in session.children.items()}
+    os.kill(session.children["middle"].pid, signal.SIGKILL)
+    await until(lambda: session.children["top"].generation > gens["top"] and all_up(session), what="restart")
+    assert session.children["base"].generation == gens["base"]
+    assert session.children["middle"].generation == gens["middle"] + 1
+
+
+async def test_kills_during_restarts_end_with_every_child_up_once(session):
+    for name in ("base", "middle", "top", "base", "top", "middle", "base"):
+        pid = session.children[name].pid
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.15)
+    await until(lambda: all_up(session), 20, what="everything up")
+    # One process per child, each holding its own port: nothing from before survives.
+    for child in session.children.values():
+        held, pids = processes.listening_pids(child.spec.ports[0])
+        assert held and pids == [child.pid], (child.spec.name, pids, child.pid)
+
+
+async def test_a_child_started_on_request_stays_down_until_asked(session):
+    manual = session.children["manual"]
+    os.kill(manual.pid, signal.SIGKILL)
+    await until(lambda: manual.state == "down", what="down")
+    await asyncio.sleep(1.0)
+    assert manual.state == "down" and manual.pid is None
+    assert "manual" not in session.restarting()
+    await session.start("manual")
+    assert manual.state == "up" and processes.alive(manual.pid)
+
+
+async def test_a_child_that_cannot_start_is_retried_without_leaking(session):
+    port = session.children["top"].spec.ports[0]
+    blocker = await asyncio.create_subprocess_exec(sys.executable, "-c", SERVER, str(port), start_new_session=True)
+    try:
+        # Someone else holds top's port: top cannot come back while they do.
+        os.kill(session.children["top"].pid, signal.SIGKILL)
+        await asyncio.sleep(1.0)
+        assert session.children["top"].state != "up"
+    finally:
+        os.killpg(blocker.pid, signal.SIGKILL)
+        await blocker.wait()
+    await until(lambda: all_up(session), 20, what="top back once its port is free")
+
+
+async def test_stopping_ends_every_child_and_what_they_started():
+    ports = [free_port(), free_port()]
+    sup = Supervisor([spec("a", ports[0]), spec("b", ports[1], needs=("a",), hosts_apps=True)])
+    await sup.start_all()
+    await until(lambda: len(below_me()) >= 4, what="children and grandchildren")
+    started = below_me()
+    await sup.stop_all()
+    # The grandchildren had sessions of their own: they were ended as the child's (a) or
+    # found as apps by the session (b's, which ends them itself); here only a's go.
+    left = {p for p in started if processes.alive(p)}
+    assert all(not processes.listening_pids(p)[0] for p in ports)
+    assert sup.children["a"].pid is None and sup.children["b"].pid is None
+    await processes.end_processes(left)
