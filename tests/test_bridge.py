@@ -4,7 +4,6 @@ Chromium dying."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -12,9 +11,8 @@ import time
 
 import jsonschema
 import pytest
-from websockets.sync.client import connect
 
-from tests.support import ROOT, Session, http, load_jsonc, wait_until
+from tests.support import ROOT, Session, http, load_jsonc, run_js, wait_until
 
 pytestmark = pytest.mark.desktop
 
@@ -197,17 +195,6 @@ def test_a_20000_node_page_completes(browser, pages):
     assert len(layout["layout"]["nodes"]) > 20000 and len(boxed) > 10000
     button = one(layout, "Button 9996")
     assert button["bounds"]["y"] > 10000  # far down the page, document-relative
-
-
-def run_js(session: Session, tab_id: str, expression: str):
-    """Evaluate in the tab's page, over a DevTools connection of the test's own."""
-    target = next(t for t in http("GET", session.cdp + "/json/list").json() if t["id"] == tab_id)
-    with connect(target["webSocketDebuggerUrl"], max_size=None) as ws:
-        ws.send(json.dumps({"id": 1, "method": "Runtime.evaluate",
-                            "params": {"expression": expression, "returnByValue": True, "awaitPromise": True}}))
-        reply = json.loads(ws.recv())
-    assert "exceptionDetails" not in reply["result"], reply
-    return reply["result"]["result"].get("value")
 
 
 def layout_and_path(session: Session, tab_id: str, query: str = "") -> tuple[dict, str]:

@@ -30,6 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Chromium's DevTools port (loopback only)")
     parser.add_argument("--chromium", default=os.environ.get("DESKBOX_CHROMIUM", "chromium"), help="executable")
     parser.add_argument("--user-data-dir", default=None, help="Chromium profile (default: a fresh temporary one)")
+    parser.add_argument("--attach", action="store_true",
+                        help="do not launch Chromium: read the one answering on --cdp-port, and follow it "
+                             "when it is restarted (deskbox up runs the session's browser this way)")
+    parser.add_argument("--tabs-file", default=None,
+                        help="write the open tabs' URLs to this JSON file whenever they change")
     parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
     return parser
 
@@ -39,11 +44,12 @@ def main(argv: list[str] | None = None) -> None:
     tune_memory()
     configure_logging("bridge", args.log_level)
     host, port = parse_listen(args.listen)
-    profile = args.user_data_dir or tempfile.mkdtemp(prefix="deskbox-chromium-")
+    profile = args.user_data_dir or ("" if args.attach else tempfile.mkdtemp(prefix="deskbox-chromium-"))
     extra = os.environ.get("DESKBOX_CHROMIUM_FLAGS", "").split()
     config = BridgeConfig(
         chromium=ChromiumConfig(executable=args.chromium, cdp_port=args.cdp_port, user_data_dir=profile,
-                                urls=args.urls, extra_flags=extra),
+                                urls=args.urls, extra_flags=extra, attach=args.attach,
+                                tabs_file=args.tabs_file),
         token=os.environ.get("DESKBOX_TOKEN") or None,
     )
     log = get_logger("deskbox.bridge")
@@ -54,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"chromium_with_api.py: {exc.message}", file=sys.stderr)
         sys.exit(1)
     finally:
-        if args.user_data_dir is None:
+        if args.user_data_dir is None and not args.attach:
             # The profile was ours, made for this run.
             shutil.rmtree(profile, ignore_errors=True)
 

@@ -4,6 +4,7 @@ with layout boxes, its targets and tabs. It knows nothing about screens."""
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 
 import orjson
@@ -14,7 +15,7 @@ from ..common.errors import ActionFailed, NotFoundError, Unavailable
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.web import auth_middleware, error_middleware, json_ok, read_body, read_query
 from .browser import Browser, TabGone
-from .chromium import Chromium, ChromiumConfig
+from .chromium import AttachedChromium, BrowserProcess, Chromium, ChromiumConfig
 from .element import element_action
 from .models import ElementRequest, LayoutQuery, NavigateRequest, TabsRequest
 
@@ -29,7 +30,7 @@ class BridgeConfig:
     token: str | None = None
 
 
-CHROMIUM = web.AppKey("chromium", Chromium)
+CHROMIUM = web.AppKey("chromium", BrowserProcess)
 BROWSER = web.AppKey("browser", Browser)
 OPEN_PATHS = frozenset({"/health", "/openapi.json"})
 
@@ -37,19 +38,16 @@ OPEN_PATHS = frozenset({"/health", "/openapi.json"})
 def create_app(config: BridgeConfig) -> web.Application:
     app = web.Application(middlewares=[error_middleware, auth_middleware(config.token, OPEN_PATHS)],
                           client_max_size=1024 * 1024)
-    chromium = Chromium(config.chromium)
+    chromium = AttachedChromium(config.chromium) if config.chromium.attach else Chromium(config.chromium)
     browser = Browser(chromium)
     app[CHROMIUM] = chromium
     app[BROWSER] = browser
 
     async def chromium_ctx(app: web.Application):
+        # Every browser that comes up (a launched one at once, an attached one whenever
+        # it answers) gets a fresh connection: old sessions and caches do not carry over.
+        chromium.on_up = browser.connect
         await chromium.start()
-
-        async def reconnect() -> None:
-            await browser.connect()
-
-        chromium.on_restart = reconnect
-        await browser.connect()
         yield
         await browser.close()
         await chromium.stop()
@@ -128,8 +126,9 @@ async def _json_list(request: web.Request) -> list[dict]:
 
 async def health(request: web.Request) -> web.Response:
     chromium = request.app[CHROMIUM]
-    up = chromium.up.is_set() and chromium.pid is not None
-    body = {"status": "ok" if up else "down", "chromium_pid": chromium.pid, "restarts": chromium.restarts,
+    up = chromium.up.is_set()
+    body = {"status": "ok" if up else "down", "pid": os.getpid(), "chromium_pid": chromium.pid,
+            "restarts": chromium.restarts, "attached": chromium.config.attach,
             "cdp_port": chromium.config.cdp_port, "version": __version__, "layouts": request.app[BROWSER].made,
             "box_checks": request.app[BROWSER].checks}
     return json_ok(body, status=200 if up else 503)

@@ -605,7 +605,7 @@ class Browser:
 
     def _remember_tabs(self) -> None:
         urls = [u for u in self._page_urls.values() if u]
-        self.chromium.tab_urls = urls or ["about:blank"]
+        self.chromium.remember_tabs(urls or ["about:blank"])
 
     async def _prepare_frame(self, session: str) -> None:
         """Every page and frame session: a change watcher and auto-attach for iframes."""

@@ -1,35 +1,35 @@
-"""Launching Chromium, watching it, and launching it again (same profile, same tabs)
-when it dies."""
+"""The Chromium the bridge reads: either one it launches itself (``chromium_with_api.py``
+on its own: launched, watched, launched again with the same tabs when it dies) or one
+somebody else runs (``deskbox up`` supervises the session's browser as a process of its
+own, so that a bridge restart leaves the tabs, their scroll positions and form input
+alone): the bridge then only watches its DevTools endpoint and connects again whenever
+a new browser answers there.
+
+Both offer the same face to the rest of the bridge: ``up`` (set while a browser
+answers), ``ws_url``, ``pid``, ``restarts``, ``tab_urls`` and ``on_up``, a callback run
+every time a browser has come up (the first time too)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Awaitable, Callable
 
 from aiohttp import ClientSession, ClientTimeout
 
+from ..cdp import CDPConnection, CDPError
+from ..common.chromium import chromium_argv
 from ..common.errors import Unavailable
 from ..common.logging import get_logger
 
-__all__ = ["ChromiumConfig", "Chromium", "chromium_argv"]
+__all__ = ["ChromiumConfig", "Chromium", "AttachedChromium", "BrowserProcess"]
 
 log = get_logger("deskbox.chromium")
-
-BASE_FLAGS = [
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--password-store=basic",
-    "--force-renderer-accessibility",
-    "--hide-crash-restore-bubble",
-]
 
 
 @dataclass
@@ -40,42 +40,77 @@ class ChromiumConfig:
     urls: list[str] = field(default_factory=lambda: ["about:blank"])
     extra_flags: list[str] = field(default_factory=list)
     ready_timeout: float = 30.0
+    # Somebody else runs the browser: watch its DevTools port, never launch it.
+    attach: bool = False
+    # Where the open tabs' URLs are written whenever they change (JSON list): what
+    # whoever runs the browser opens again after a crash.
+    tabs_file: str | None = None
 
 
-def chromium_argv(config: ChromiumConfig, env: dict[str, str], urls: list[str]) -> list[str]:
-    """Native Wayland when the session has a Wayland display, X11 otherwise."""
-    platform = "wayland" if env.get("WAYLAND_DISPLAY") else "x11"
-    argv = [config.executable, f"--ozone-platform={platform}", *BASE_FLAGS,
-            "--remote-debugging-address=127.0.0.1", f"--remote-debugging-port={config.cdp_port}",
-            f"--user-data-dir={config.user_data_dir}"]
-    if os.geteuid() == 0:
-        # Chromium's sandbox refuses root; deskbox up runs it as the session user.
-        argv.append("--no-sandbox")
-    return [*argv, *config.extra_flags, *urls]
-
-
-class Chromium:
-    """One Chromium process and its DevTools endpoint. ``on_restart`` runs after every
-    relaunch so connections can be made again."""
+class BrowserProcess:
+    """What the two variants share."""
 
     def __init__(self, config: ChromiumConfig) -> None:
         self.config = config
-        self.proc: asyncio.subprocess.Process | None = None
         self.ws_url: str | None = None
         self.restarts = 0
         self.up = asyncio.Event()
         self.tab_urls: list[str] = list(config.urls)
-        self._watch: asyncio.Task | None = None
-        self._stopping = False
-        self.on_restart = None
+        self.on_up: Callable[[], Awaitable[None]] | None = None
+        self._pid: int | None = None
 
     @property
     def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None and self.proc.returncode is None else None
+        return self._pid if self.up.is_set() else None
+
+    def remember_tabs(self, urls: list[str]) -> None:
+        self.tab_urls = urls
+        if self.config.tabs_file:
+            path = Path(self.config.tabs_file)
+            tmp = path.with_name(path.name + ".tmp")
+            try:
+                tmp.write_text(json.dumps(urls))
+                tmp.replace(path)
+            except OSError as exc:
+                log.warning("cannot write the tabs file", path=str(path), error=str(exc))
 
     @property
     def http_base(self) -> str:
         return f"http://127.0.0.1:{self.config.cdp_port}"
+
+    async def _version(self, http: ClientSession) -> dict | None:
+        try:
+            async with http.get(self.http_base + "/json/version") as resp:
+                if resp.status == 200:
+                    return await resp.json()
+        except Exception:
+            pass
+        return None
+
+    async def _came_up(self, ws_url: str, pid: int | None) -> None:
+        self.ws_url, self._pid = ws_url, pid
+        self.up.set()
+        if self.on_up is not None:
+            try:
+                await self.on_up()
+            except Exception as exc:  # the next request connects again
+                log.warning("connecting to the browser failed", error=str(exc))
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        raise NotImplementedError
+
+
+class Chromium(BrowserProcess):
+    """One Chromium process the bridge launched, launched again when it dies."""
+
+    def __init__(self, config: ChromiumConfig) -> None:
+        super().__init__(config)
+        self.proc: asyncio.subprocess.Process | None = None
+        self._watch: asyncio.Task | None = None
+        self._stopping = False
 
     async def start(self) -> None:
         await self._launch(self.tab_urls)
@@ -83,7 +118,9 @@ class Chromium:
 
     async def _launch(self, urls: list[str]) -> None:
         env = dict(os.environ)
-        argv = chromium_argv(self.config, env, urls or ["about:blank"])
+        argv = chromium_argv(self.config.executable, cdp_port=self.config.cdp_port,
+                             user_data_dir=self.config.user_data_dir, wayland=bool(env.get("WAYLAND_DISPLAY")),
+                             extra_flags=self.config.extra_flags, urls=urls or ["about:blank"])
         self.proc = await asyncio.create_subprocess_exec(
             *argv, env=env, stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
         )
@@ -93,14 +130,10 @@ class Chromium:
             while time.monotonic() < deadline:
                 if self.proc.returncode is not None:
                     raise Unavailable(f"chromium exited with {self.proc.returncode} at start", code="browser_down")
-                try:
-                    async with http.get(self.http_base + "/json/version") as resp:
-                        if resp.status == 200:
-                            self.ws_url = (await resp.json())["webSocketDebuggerUrl"]
-                            self.up.set()
-                            return
-                except Exception:
-                    pass
+                version = await self._version(http)
+                if version is not None:
+                    await self._came_up(version["webSocketDebuggerUrl"], self.proc.pid)
+                    return
                 await asyncio.sleep(0.1)
         raise Unavailable(f"chromium's DevTools did not answer within {self.config.ready_timeout}s", code="browser_down")
 
@@ -114,16 +147,14 @@ class Chromium:
             self._kill_group()
             if self._stopping:
                 return
-            if time.monotonic() - started > 30:
-                backoff = 0.5
+            if code == 0 or time.monotonic() - started > 30:
+                backoff = 0.5  # closed on purpose, or it had been running well
             log.warning("chromium exited; relaunching", code=code, delay_s=backoff, tabs=len(self.tab_urls))
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 30)
             try:
                 await self._launch(self.tab_urls)
                 self.restarts += 1
-                if self.on_restart is not None:
-                    await self.on_restart()
             except Exception as exc:
                 log.error("chromium relaunch failed", error=str(exc))
 
@@ -149,3 +180,63 @@ class Chromium:
                 pass
         self._kill_group()
         self.up.clear()
+
+
+class AttachedChromium(BrowserProcess):
+    """A browser somebody else runs on ``config.cdp_port``. Its DevTools endpoint is
+    polled until it answers; then a connection of its own is held open, and when that
+    closes (the browser went) the endpoint is polled again. A browser answering with a
+    new websocket URL is a new browser: ``restarts`` counts them."""
+
+    POLL = 0.1
+
+    def __init__(self, config: ChromiumConfig) -> None:
+        super().__init__(config)
+        self._watch: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        self._watch = asyncio.create_task(self._follow(), name="chromium-follow")
+
+    async def _follow(self) -> None:
+        seen = None
+        async with ClientSession(timeout=ClientTimeout(total=2)) as http:
+            while True:
+                version = await self._version(http)
+                if version is None:
+                    await asyncio.sleep(self.POLL)
+                    continue
+                ws_url = version["webSocketDebuggerUrl"]
+                conn = CDPConnection()
+                try:
+                    await conn.connect(ws_url)
+                    pid = await _browser_pid(conn)
+                except Exception:
+                    await conn.close()
+                    await asyncio.sleep(self.POLL)
+                    continue
+                if seen is not None and ws_url != seen:
+                    self.restarts += 1
+                seen = ws_url
+                log.info("browser is up", pid=pid, port=self.config.cdp_port)
+                await self._came_up(ws_url, pid)
+                await conn.closed.wait()
+                self.up.clear()
+                await conn.close()
+                log.warning("browser went away; waiting for it", port=self.config.cdp_port)
+
+    async def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            try:
+                await self._watch
+            except (asyncio.CancelledError, Exception):
+                pass
+        self.up.clear()
+
+
+async def _browser_pid(conn: CDPConnection) -> int | None:
+    try:
+        info = await conn.send("SystemInfo.getProcessInfo")
+    except CDPError:
+        return None
+    return next((p["id"] for p in info.get("processInfo", []) if p.get("type") == "browser"), None)

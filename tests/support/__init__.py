@@ -269,6 +269,20 @@ class Session(SpawnedSession):
         return tab
 
 
+def run_js(session: "Session", tab_id: str, expression: str):
+    """Evaluate in a tab (any page target, chrome:// ones too), over a DevTools connection
+    of the test's own."""
+    from websockets.sync.client import connect
+
+    target = next(t for t in http("GET", session.cdp + "/json/list").json() if t["id"] == tab_id)
+    with connect(target["webSocketDebuggerUrl"], max_size=None) as ws:
+        ws.send(json.dumps({"id": 1, "method": "Runtime.evaluate",
+                            "params": {"expression": expression, "returnByValue": True, "awaitPromise": True}}))
+        reply = json.loads(ws.recv())
+    assert "exceptionDetails" not in reply["result"], reply
+    return reply["result"]["result"].get("value")
+
+
 def css_to_device(window: dict, layout: dict, x: float, y: float) -> tuple[float, float]:
     """Where a CSS point of the page lands on the display, in device pixels: the viewport
     is the bottom-right part of the window (Chromium's toolbar is above it)."""

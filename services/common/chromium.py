@@ -1,0 +1,88 @@
+"""Chromium's command line, in one place: ``deskbox up`` starts the session's browser
+with it, and the CDP bridge when it runs on its own (``chromium_with_api.py``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+__all__ = ["BASE_FLAGS", "chromium_argv", "real_executable", "named_chrome", "CHROME_NAME"]
+
+BASE_FLAGS = (
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--password-store=basic",
+    "--force-renderer-accessibility",
+    "--hide-crash-restore-bubble",
+)
+
+# Debian's /usr/bin/chromium is a shell script that adds flags deskbox does not need
+# (extension loading, GPU rasterization: there is no GPU) and then execs this binary.
+_DEBIAN_BINARY = Path("/usr/lib/chromium/chromium")
+
+
+def real_executable(name: str) -> str:
+    """The browser binary behind ``name``: Debian's wrapper script is skipped so that
+    the browser's process is the one started (its name is then the name it was started
+    by, which ``pkill`` and ``killall`` match)."""
+    found = shutil.which(name) or name
+    if os.path.basename(name) == "chromium" and _DEBIAN_BINARY.exists():
+        try:
+            with open(found, "rb") as f:
+                if f.read(2) == b"#!":
+                    return str(_DEBIAN_BINARY)
+        except OSError:
+            pass
+    return found
+
+
+# The name OSWorld's task configs end Chrome by (`pkill chrome`, `killall chrome`).
+CHROME_NAME = "chrome"
+
+
+def named_chrome(binary: str) -> tuple[str, str | None]:
+    """The browser binary under the name ``chrome``, and a warning when that cannot be.
+
+    Chromium names its process after the file ``/proc/self/exe`` points to, through
+    symlinks: only a hard link of the binary, in its own folder (where its resources
+    are), makes the process ``chrome``. The link is made (or made again after a
+    package upgrade replaced the binary) when this runs as root."""
+    path = Path(binary)
+    link = path.with_name(CHROME_NAME)
+    if path.name == CHROME_NAME:
+        return binary, None
+    try:
+        if link.exists() and os.path.samefile(link, path):
+            return str(link), None
+    except OSError:
+        pass
+    if os.geteuid() != 0:
+        return binary, (f"{link} is not a hard link of {path} (run deskbox up as root once to make it): "
+                        f"the browser runs as {path.name!r}, which `pkill chrome` does not match")
+    tmp = link.with_name(f".{CHROME_NAME}.{os.getpid()}")
+    try:
+        os.link(path, tmp)
+        os.replace(tmp, link)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        return binary, f"cannot link {path} as {link}: {exc}; `pkill chrome` will not match the browser"
+    return str(link), None
+
+
+def chromium_argv(executable: str, *, cdp_port: int, user_data_dir: str, wayland: bool,
+                  extra_flags: list[str] | tuple[str, ...] = (), urls: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Native Wayland when the session has a Wayland display, X11 otherwise; DevTools on
+    loopback only."""
+    argv = [executable, f"--ozone-platform={'wayland' if wayland else 'x11'}", *BASE_FLAGS,
+            "--remote-debugging-address=127.0.0.1", f"--remote-debugging-port={cdp_port}",
+            f"--user-data-dir={user_data_dir}"]
+    if os.geteuid() == 0:
+        # Chromium's sandbox refuses root; deskbox up runs it as the session user.
+        argv.append("--no-sandbox")
+    return [*argv, *extra_flags, *urls]
