@@ -170,6 +170,13 @@ async def keyboard(request: web.Request) -> web.Response:
     return json_ok(_receipt(backend, req.action, started))
 
 
+async def release_input(request: web.Request) -> web.Response:
+    """Let go of every key and button deskbox holds (a session reset calls this)."""
+    async with request.app[INPUT_LOCK]:
+        await request.app[BACKEND].release_input()
+    return json_ok({"ok": True, "action": "release"})
+
+
 def _pointer_json(backend: Backend) -> dict | None:
     pos = backend.pointer_position()
     return None if pos is None else {"display": pos[0], "x": pos[1], "y": pos[2]}
@@ -268,6 +275,7 @@ ROUTES = [
     Route("GET", "/api/v1/pointer", pointer_position, "Where desktopd last put the pointer (nulls until it has)"),
     Route("POST", "/api/v1/pointer", pointer, "Move, click, press, release, drag or scroll", body=PointerRequest),
     Route("POST", "/api/v1/keyboard", keyboard, "Type text, press key combinations, hold keys", body=KeyboardRequest),
+    Route("POST", "/api/v1/input/release", release_input, "Release every key and button deskbox holds"),
     Route("GET", "/api/v1/tree", tree, "Windows with display-local bounds"),
     Route("POST", "/api/v1/windows/{id}/focus", window_focus, "Focus a window"),
     Route("POST", "/api/v1/windows/{id}/close", window_close, "Ask a window to close"),

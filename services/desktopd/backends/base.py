@@ -86,6 +86,9 @@ class Backend(abc.ABC):
     async def close(self) -> None:
         """Release every key and button still held, then close connections."""
 
+    async def release_input(self) -> None:
+        """Release every key and button deskbox holds down."""
+
     @abc.abstractmethod
     def displays(self) -> list[Display]: ...
 

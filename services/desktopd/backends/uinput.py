@@ -54,6 +54,7 @@ class UinputInput(Backend):
         self._extent: tuple[int, int] | None = None
         self._position: tuple[int, float, float] | None = None
         self._held: set[int] = set()
+        self._buttons: set[int] = set()
 
     @classmethod
     def wrap(cls, inner: Backend) -> "UinputInput":
@@ -150,6 +151,18 @@ class UinputInput(Backend):
     async def pointer_button(self, button: str, down: bool) -> None:
         self._pointer.write(self._ecodes.EV_KEY, BUTTONS[button], 1 if down else 0)
         self._pointer.syn()
+        (self._buttons.add if down else self._buttons.discard)(BUTTONS[button])
+
+    async def release_input(self) -> None:
+        e = self._ecodes
+        for code in list(self._held):
+            self._keyboard.write(e.EV_KEY, code, 0)
+        self._keyboard.syn()
+        for code in list(self._buttons):
+            self._pointer.write(e.EV_KEY, code, 0)
+        self._pointer.syn()
+        self._held.clear()
+        self._buttons.clear()
 
     async def pointer_scroll(self, dx: float, dy: float) -> None:
         e = self._ecodes

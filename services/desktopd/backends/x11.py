@@ -268,6 +268,10 @@ class X11Backend(Backend):
             await asyncio.get_running_loop().run_in_executor(self._executor, self._close_connections, x)
         self._executor.shutdown(wait=True)
 
+    async def release_input(self) -> None:
+        if self._x is not None:
+            await self._call(self._release_all)
+
     def _shutdown(self) -> None:
         self._release_all()
         assert self._x is not None and self._keymap is not None

@@ -92,6 +92,12 @@ class WaylandBackend(Backend):
         await self.refresh_displays()
         self._events_task = asyncio.create_task(self._watch_outputs(), name="sway-output-events")
 
+    async def release_input(self) -> None:
+        if self.pointer is not None:
+            self.pointer.release_all()
+        if self.keyboard is not None:
+            self.keyboard.release_all()
+
     async def close(self) -> None:
         if self._events_task is not None:
             self._events_task.cancel()
