@@ -24,6 +24,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-atspi", action="store_true", help="do not read native apps over AT-SPI")
     parser.add_argument("--ocr", action="store_true", default=os.environ.get("DESKBOX_OCR") == "1",
                         help="fill the scene's ocr list (Tesseract, when installed); off by default")
+    parser.add_argument("--control", default=os.environ.get("DESKBOX_CONTROL"),
+                        help="deskbox up's control socket: serves /api/v1/session/* (reset, snapshots)")
     parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
     args = parser.parse_args(argv)
     configure_logging("scene", args.log_level)
@@ -34,6 +36,7 @@ def main(argv: list[str] | None = None) -> None:
         atspi=not args.no_atspi,
         ocr=args.ocr,
         token=os.environ.get("DESKBOX_TOKEN") or None,
+        control=args.control,
     )
     get_logger("deskbox.scene").info("starting", url=f"http://{host}:{port}", desktopd=config.desktopd,
                                      bridge=config.bridge)

@@ -18,6 +18,7 @@ from PIL import Image
 from ..common.errors import InvalidRequest
 from ..common.logging import get_logger
 from ..common.openapi import Route, add_routes, openapi_document
+from ..common.session_api import SessionControl
 from ..common.web import auth_middleware, error_middleware, json_ok, read_body, read_query
 from ..geometry import device_rect
 from .act import Actor
@@ -26,6 +27,8 @@ from .computer import ROUTES as COMPUTER_ROUTES
 from .engine import Scene, SceneEngine
 from .models import ActRequest, MarkedScreenshotQuery, ResolveRequest, SceneQuery, StreamQuery, TextQuery, VlmRequest
 from .resolve import resolve as resolve_match
+from .session import ROUTES as SESSION_ROUTES
+from .session import SESSION, SessionApi
 from .sources import Bridge, Desktop
 from .text import CHARS_PER_TOKEN, scene_text
 
@@ -43,6 +46,7 @@ class SceneConfig:
     ocr: bool = False
     token: str | None = None
     watch: bool = True
+    control: str | None = None  # deskbox up's control socket: the session state API
 
 
 ENGINE = web.AppKey("engine", SceneEngine)
@@ -78,12 +82,16 @@ def create_app(config: SceneConfig | None = None) -> web.Application:
     app[ACTOR] = Actor(engine, desktop, bridge, input_lock)
     app[COMPUTER] = Computer(desktop, bridge, engine, input_lock)
     app[STARTED] = time.time()
+    control = SessionControl(config.control)
+    app[SESSION] = SessionApi(control, engine)
 
     async def clients_ctx(app: web.Application):
+        await control.start()
         await desktop.start()
         if bridge is not None:
             await bridge.start()
         yield
+        await control.close()
         await desktop.close()
         if bridge is not None:
             await bridge.close()
@@ -267,4 +275,5 @@ ROUTES = [
     Route("GET", "/api/v1/screenshot", screenshot, "A display's screenshot, with element ids drawn on (marks=1)",
           query=MarkedScreenshotQuery, responses="image/*"),
     *COMPUTER_ROUTES,
+    *SESSION_ROUTES,
 ]

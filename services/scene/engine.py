@@ -10,6 +10,7 @@ where frames changed); ``agent-turn`` re-reads everything, even on an unchanged 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -169,12 +170,16 @@ class SceneEngine:
         self._task_full = False
         self._subscribers: set[asyncio.Queue] = set()
         self.last_change = time.monotonic()
+        self._open = asyncio.Event()  # cleared while a new epoch is being made
+        self._open.set()
+        self.epoch = 0
 
     # -- requests ---------------------------------------------------------------------
 
     async def scene(self, mode: Mode) -> Scene:
         """A scene in ``mode``; concurrent requests share one build where that gives the
         same answer (an agent-turn never takes a build that began before it arrived)."""
+        await self._open.wait()
         arrived = time.monotonic()
         if mode == "idle" and self.last is not None and not self._dirty:
             return self.last
@@ -189,6 +194,36 @@ class SceneEngine:
             self._task_full = mode == "agent-turn"
             self._task = asyncio.create_task(self._build(mode))
             return await asyncio.shield(self._task)
+
+    @contextlib.asynccontextmanager
+    async def new_epoch(self):
+        """Around a session reset: no scene is built meanwhile, and afterwards every id
+        of before is retired (acting on one answers 409 stale_element, never another
+        element) and nothing cached of the old state is reused."""
+        self._open.clear()
+        try:
+            task = self._task
+            if task is not None and not task.done():
+                await asyncio.wait([task])
+            yield
+        finally:
+            by_key = {(e.display_id, e.key): e for e in (self.last.ax if self.last else [])}
+
+            def describe(full_key: tuple):
+                e = by_key.get(full_key)
+                return (e.role, e.name) if e else (None, None)
+
+            self.ids.retire_all(describe)
+            self.text_ids.retire_all()
+            self.last = None
+            self.by_id = {}
+            self._native_cache = None
+            self._ocr_cache = {}
+            self._watch_sigs = {}
+            self._signed = {}
+            self._dirty = True
+            self.epoch += 1
+            self._open.set()
 
     def mark_dirty(self) -> None:
         """Something may have changed (an action was sent): the next idle scene is built

@@ -68,6 +68,11 @@ class IdRegistry:
             self._retired.pop(next(iter(self._retired)))
         return gone
 
+    def retire_all(self, describe: "callable | None" = None) -> list[str]:
+        """Retire every live id (a new epoch: the session was reset). Counters go on, so
+        no id of before is ever handed out again."""
+        return self.retire_absent((), describe=describe)
+
     def retired(self, ident: str) -> Retired | None:
         return self._retired.get(ident)
 

@@ -15,7 +15,9 @@ from services.geometry import Rect
 from services.osworld import commands
 from services.osworld.accessibility import NAMESPACES, Window, build_xml, terminal_output
 from services.osworld.chrome import parse_args
-from services.session.cli import OSWORLD_CDP_PORT, Session, build_parser
+from services.session.cli import build_parser
+from services.session.home import Home
+from services.session.lifecycle import OSWORLD_CDP_PORT, Session
 
 ST, CP, ATTR, ACT, VAL = (f"{{{NAMESPACES[k]}}}" for k in ("st", "cp", "attr", "act", "val"))
 SHOWN = ["visible", "showing", "enabled"]
@@ -133,6 +135,7 @@ def _session(*argv: str, tmp_path) -> Session:
     s = Session(build_parser().parse_args(["up", *argv, "--runtime-dir", str(tmp_path)]))
     s.runtime = tmp_path
     s.service_uid = 1000
+    s.home = Home(tmp_path / "home", uid=1000, gid=1000, snapshots=tmp_path / "snapshots")
     return s
 
 
@@ -141,7 +144,7 @@ def test_without_osworld_there_is_no_server_no_wrapper_and_cdp_stays_on_9222(tmp
     monkeypatch.delenv("DESKBOX_OSWORLD_SERVER", raising=False)
     s = _session(tmp_path=tmp_path)
     assert "osworld" not in [spec.name for spec in s._specs()]
-    env = s._session_env()
+    env = s.session_env()
     assert "DESKBOX_OSWORLD" not in env and str(tmp_path / "bin") not in env["PATH"]
     assert s.args.cdp_port == 9222
 
@@ -154,7 +157,7 @@ def test_with_osworld_the_server_runs_as_the_session_user_and_cdp_moves(tmp_path
     argv = spec.argv()
     assert argv[argv.index("--listen") + 1] == "127.0.0.1:5055"
     assert argv[argv.index("--cdp-port") + 1] == str(OSWORLD_CDP_PORT)
-    env = s._session_env()
+    env = s.session_env()
     assert env["DESKBOX_OSWORLD"] == "http://127.0.0.1:5055"
     assert env["PATH"].startswith(str(tmp_path / "bin") + ":")
     s._write_osworld_bin(tmp_path / "bin")

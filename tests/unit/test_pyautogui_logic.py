@@ -10,7 +10,7 @@ from fractions import Fraction
 import pytest
 
 from services.desktopd.keys import parse_combo, parse_key
-from services.session.cli import SHIMS_DIR
+from services.session.lifecycle import SHIMS_DIR
 from services.shims import pyautogui
 from services.shims.pyautogui import _keys, _tween, computer13
 from services.shims.pyautogui._desktopd import Screen

@@ -1,0 +1,117 @@
+"""The session state API: its request models and its one client.
+
+``deskbox up`` serves it on a Unix socket in the session's runtime folder (the control
+socket, readable by the session user only); the scene aggregator publishes it to
+agents as ``/api/v1/session/*`` and the OSWorld server uses it to start the browser and
+set the background. Both call it through ``SessionControl``; its errors arrive as the
+service errors they stand for."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import ClientSession, ClientTimeout, UnixConnector
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import ActionFailed, InvalidRequest, NotFoundError, ServiceError, Unavailable
+
+__all__ = [
+    "SNAPSHOT_NAME",
+    "ResetRequest",
+    "SnapshotRequest",
+    "ExtendRequest",
+    "ContextRequest",
+    "BrowserRequest",
+    "WallpaperRequest",
+    "SessionControl",
+]
+
+SNAPSHOT_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+CONTEXT_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+# A reset stops and starts the browser and may copy a large home: allow for a slow machine.
+RESET_TIMEOUT_S = 120.0
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ResetRequest(_Strict):
+    """Return the session to a snapshot (default ``start``: the state right after start)."""
+
+    snapshot: str = Field("start", pattern=SNAPSHOT_NAME)
+
+
+class SnapshotRequest(_Strict):
+    """Save the home folder and browser profile under ``name`` (letters, digits, ``.``,
+    ``_``, ``-``; at most 64)."""
+
+    name: str = Field(pattern=SNAPSHOT_NAME)
+
+
+class ExtendRequest(_Strict):
+    """Push the session's end (``--ttl``) back by ``seconds``."""
+
+    seconds: float = Field(gt=0, le=7 * 24 * 3600)
+
+
+class ContextRequest(_Strict):
+    """Bind the browser to persistent context ``id``: the browser restarts on its
+    profile; with ``persist`` the profile is saved back when the session lets go of it."""
+
+    id: str = Field(pattern=CONTEXT_ID)
+    persist: bool = True
+    url: str | None = Field(None, max_length=8192)
+
+
+class BrowserRequest(_Strict):
+    """Start the browser if it is not running, on ``urls`` (none: Chrome's own start)."""
+
+    urls: list[str] = Field(default_factory=list, max_length=64)
+
+
+class WallpaperRequest(_Strict):
+    """Show ``path`` (an image file the session user can read) as the background."""
+
+    path: str = Field(min_length=1, max_length=4096)
+
+
+_ERRORS: dict[int, type[ServiceError]] = {400: InvalidRequest, 404: NotFoundError, 409: ActionFailed}
+
+
+class SessionControl:
+    """The session's control socket, over HTTP."""
+
+    def __init__(self, socket_path: str | None) -> None:
+        self.socket_path = socket_path
+        self._http: ClientSession | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.socket_path is not None
+
+    async def start(self) -> None:
+        if self.socket_path is not None:
+            self._http = ClientSession(connector=UnixConnector(path=self.socket_path),
+                                       timeout=ClientTimeout(total=RESET_TIMEOUT_S))
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+
+    async def call(self, method: str, path: str, body: BaseModel | dict | None = None) -> Any:
+        if self._http is None:
+            raise Unavailable("this service does not run under deskbox up: it has no session to manage",
+                              code="no_session")
+        payload = body.model_dump() if isinstance(body, BaseModel) else body
+        try:
+            async with self._http.request(method, "http://session" + path, json=payload) as resp:
+                data = await resp.json(content_type=None)
+        except (OSError, asyncio.TimeoutError, ValueError) as exc:
+            raise Unavailable(f"the session's control socket is not answering: {exc}", code="no_session") from exc
+        if resp.status >= 400:
+            err = data.get("error", {}) if isinstance(data, dict) else {}
+            cls = _ERRORS.get(resp.status, Unavailable)
+            raise cls(err.get("message", f"session control: {resp.status}"), code=err.get("code"))
+        return data

@@ -1,0 +1,302 @@
+"""The session user's home folder: made fresh, saved as named snapshots, put back.
+
+A session's home holds everything a task changes: files in the XDG folders, app
+settings under ``~/.config`` and the browser profile. ``Home`` makes it from a small
+template at start, saves it under a name (a plain copy in the session's runtime
+folder) and restores it: what the snapshot lacks is removed, what differs is copied
+back. A restore skips the files it can prove untouched since it last wrote them (same
+inode and change time), so putting back a home where a task changed a few files costs
+only those files.
+
+Names of snapshots are checked against ``NAME_PATTERN``: they become folder names.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Home", "HomeError", "HomeInUse", "SnapshotInfo", "NAME_PATTERN", "XDG_FOLDERS", "MARKER"]
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+START = "start"
+# The folders xdg-user-dirs makes, named as it names them in English.
+XDG_FOLDERS = {
+    "DESKTOP": "Desktop", "DOWNLOAD": "Downloads", "TEMPLATES": "Templates", "PUBLICSHARE": "Public",
+    "DOCUMENTS": "Documents", "MUSIC": "Music", "PICTURES": "Pictures", "VIDEOS": "Videos",
+}
+# A home deskbox made carries this file: only such a home is ever emptied or removed.
+MARKER = ".deskbox-home"
+
+
+class HomeError(Exception):
+    pass
+
+
+class HomeInUse(HomeError):
+    pass
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    name: str
+    created: float
+    files: int
+    bytes: int
+    meta: dict
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "created": self.created, "files": self.files, "bytes": self.bytes, **self.meta}
+
+
+# What the home looked like right after deskbox last wrote it: relative path -> (inode,
+# change time in ns). A file whose stat still says that was not touched since.
+_Index = dict[str, tuple[int, int]]
+
+
+class Home:
+    def __init__(self, path: Path, *, uid: int, gid: int, snapshots: Path, skip: tuple[str, ...] = ()) -> None:
+        self.path = path
+        self.uid, self.gid = uid, gid
+        self.snapshots = snapshots
+        # Relative paths never saved (caches that only cost time): a restore removes them.
+        self.skip = frozenset(skip)
+        self._lock_fd: int | None = None
+        self._basis: tuple[str, _Index] | None = None  # the snapshot the home equals, where untouched
+
+    # -- the folder itself ----------------------------------------------------------------
+
+    def lock(self) -> None:
+        """Hold the home for this session (made if missing): a second session on it is
+        refused."""
+        if not self.path.exists():
+            self.path.mkdir(mode=0o700, parents=True)
+            self.chown(self.path)
+        fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise HomeInUse(f"{self.path} is the home of another running session") from None
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def make_fresh(self, files: dict[str, str], skel: Path | None = None) -> None:
+        """Empty the home (only one deskbox made, or a new one) and write the template:
+        what ``skel`` holds (the system's /etc/skel: a shell's dot files), the XDG user
+        folders, their ``user-dirs.dirs``, and ``files`` (relative path -> text)."""
+        if self.path.exists() and any(self.path.iterdir()) and not (self.path / MARKER).exists():
+            raise HomeError(f"{self.path} exists and deskbox did not make it: refusing to empty it")
+        self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.chown(self.path)
+        os.chmod(self.path, 0o700)
+        for entry in list(self.path.iterdir()):
+            _remove(entry)
+        if skel is not None and skel.is_dir():
+            self._copy_tree(skel, self.path, {}, record_source=False)
+            for path in self.path.rglob("*"):
+                self.chown(path)
+        self.write_template(files)
+        (self.path / MARKER).write_text("This home was made by deskbox up and goes when its session ends.\n")
+        self.chown(self.path / MARKER)
+
+    def write_template(self, files: dict[str, str]) -> None:
+        """The XDG folders and ``files``, where missing; nothing existing is changed."""
+        dirs = "".join(f'XDG_{key}_DIR="$HOME/{name}"\n' for key, name in XDG_FOLDERS.items())
+        files = {".config/user-dirs.dirs": dirs, ".config/user-dirs.locale": "en_US\n", **files}
+        for name in XDG_FOLDERS.values():
+            self._mkdir(self.path / name)
+        for rel, text in files.items():
+            target = self.path / rel
+            if target.exists():
+                continue
+            self._mkdir(target.parent)
+            target.write_text(text)
+            self.chown(target)
+
+    def remove(self) -> None:
+        """Delete a home deskbox made (its marker says so), if the folder at its path is
+        still the one this session holds."""
+        if self._lock_fd is not None:
+            try:
+                if os.stat(self.path).st_ino != os.fstat(self._lock_fd).st_ino:
+                    return
+            except FileNotFoundError:
+                return
+        if (self.path / MARKER).exists():
+            shutil.rmtree(self.path, ignore_errors=True)
+
+    # -- snapshots ----------------------------------------------------------------------
+
+    def _snapshot_dir(self, name: str) -> Path:
+        if not NAME_PATTERN.match(name):
+            raise HomeError(f"snapshot name {name!r} must match {NAME_PATTERN.pattern}")
+        return self.snapshots / name
+
+    def has(self, name: str) -> bool:
+        return (self._snapshot_dir(name) / "meta.json").exists()
+
+    def info(self, name: str) -> SnapshotInfo:
+        meta = json.loads((self._snapshot_dir(name) / "meta.json").read_text())
+        return SnapshotInfo(name, meta.pop("created"), meta.pop("files"), meta.pop("bytes"), meta)
+
+    def list(self) -> list[SnapshotInfo]:
+        if not self.snapshots.is_dir():
+            return []
+        names = sorted(p.name for p in self.snapshots.iterdir() if (p / "meta.json").exists())
+        return sorted((self.info(n) for n in names), key=lambda s: s.created)
+
+    def save(self, name: str, meta: dict) -> SnapshotInfo:
+        """Copy the home to snapshot ``name`` (replacing one of that name)."""
+        final = self._snapshot_dir(name)
+        self.snapshots.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = self.snapshots / f".{name}.{os.getpid()}.tmp"
+        _remove(tmp)
+        tmp.mkdir(mode=0o700)
+        index: _Index = {}
+        files, size = self._copy_tree(self.path, tmp / "home", index, record_source=True)
+        (tmp / "meta.json").write_text(json.dumps({"created": time.time(), "files": files, "bytes": size, **meta}))
+        old = None
+        if final.exists():
+            old = self.snapshots / f".{name}.{os.getpid()}.old"
+            final.rename(old)
+        tmp.rename(final)
+        if old is not None:
+            _remove(old)
+        self._basis = (name, index)
+        return self.info(name)
+
+    def delete(self, name: str) -> None:
+        folder = self._snapshot_dir(name)
+        if not (folder / "meta.json").exists():
+            raise KeyError(name)
+        _remove(folder)
+        if self._basis is not None and self._basis[0] == name:
+            self._basis = None
+
+    def restore(self, name: str) -> dict:
+        """Make the home equal to snapshot ``name``. Returns what it did (counts)."""
+        source = self._snapshot_dir(name) / "home"
+        if not source.is_dir():
+            raise KeyError(name)
+        basis = self._basis[1] if self._basis is not None and self._basis[0] == name else {}
+        index: _Index = {}
+        counts = {"copied": 0, "kept": 0, "removed": 0}
+        self._sync(source, self.path, "", basis, index, counts)
+        self._basis = (name, index)
+        return counts
+
+    # -- copying ------------------------------------------------------------------------
+
+    def _copy_tree(self, src: Path, dst: Path, index: _Index, *, record_source: bool, rel: str = "") -> tuple[int, int]:
+        """Copy ``src`` into a new ``dst``; with ``record_source`` the index gets the
+        source's stats (the home, when saving), else the copy's."""
+        dst.mkdir(mode=stat.S_IMODE(src.stat().st_mode) | 0o700, exist_ok=True)
+        files = size = 0
+        with os.scandir(src) as entries:
+            for entry in entries:
+                r = f"{rel}/{entry.name}" if rel else entry.name
+                if r in self.skip or entry.name == MARKER and not rel:
+                    continue
+                target = dst / entry.name
+                try:
+                    if entry.is_symlink():
+                        os.symlink(os.readlink(entry.path), target)
+                    elif entry.is_dir():
+                        f, s = self._copy_tree(Path(entry.path), target, index, record_source=record_source, rel=r)
+                        files, size = files + f, size + s
+                    elif entry.is_file():
+                        shutil.copy2(entry.path, target)
+                        st = entry.stat() if record_source else target.stat()
+                        index[r] = (st.st_ino, st.st_ctime_ns)
+                        files, size = files + 1, size + st.st_size
+                    # sockets, fifos and devices are not part of a home's state
+                except FileNotFoundError:
+                    continue  # went while we copied (a lock file)
+        return files, size
+
+    def _sync(self, src: Path, dst: Path, rel: str, basis: _Index, index: _Index, counts: dict) -> None:
+        wanted = {}
+        with os.scandir(src) as entries:
+            for entry in entries:
+                wanted[entry.name] = entry
+        with os.scandir(dst) as entries:
+            present = {e.name: e for e in entries}
+        for name, entry in present.items():
+            if not rel and name == MARKER:
+                continue
+            theirs = wanted.get(name)
+            if theirs is None or _kind(theirs) != _kind(entry):
+                _remove(Path(entry.path))
+                counts["removed"] += 1
+        for name, entry in wanted.items():
+            r = f"{rel}/{name}" if rel else name
+            target = dst / name
+            kind = _kind(entry)
+            if kind == "dir":
+                if not target.is_dir() or target.is_symlink():
+                    target.mkdir(mode=stat.S_IMODE(entry.stat().st_mode) | 0o700)
+                    self.chown(target)
+                self._sync(Path(entry.path), target, r, basis, index, counts)
+            elif kind == "link":
+                link = os.readlink(entry.path)
+                if not target.is_symlink() or os.readlink(target) != link:
+                    _remove(target)
+                    os.symlink(link, target)
+                    os.lchown(target, self.uid, self.gid) if os.geteuid() == 0 else None
+            elif kind == "file":
+                try:
+                    st = target.stat(follow_symlinks=False)
+                    if basis.get(r) == (st.st_ino, st.st_ctime_ns):
+                        index[r] = basis[r]
+                        counts["kept"] += 1
+                        continue
+                except FileNotFoundError:
+                    pass
+                _remove(target)
+                shutil.copy2(entry.path, target)
+                self.chown(target)
+                st = target.stat()
+                index[r] = (st.st_ino, st.st_ctime_ns)
+                counts["copied"] += 1
+
+    def _mkdir(self, path: Path) -> None:
+        if not path.exists():
+            self._mkdir(path.parent) if path.parent != self.path and not path.parent.exists() else None
+            path.mkdir(mode=0o755)
+            self.chown(path)
+
+    def chown(self, path: Path) -> None:
+        if os.geteuid() == 0:
+            os.chown(path, self.uid, self.gid, follow_symlinks=False)
+
+
+def _kind(entry: os.DirEntry) -> str:
+    if entry.is_symlink():
+        return "link"
+    if entry.is_dir(follow_symlinks=False):
+        return "dir"
+    if entry.is_file(follow_symlinks=False):
+        return "file"
+    return "other"
+
+
+def _remove(path: Path) -> None:
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    except FileNotFoundError:
+        pass

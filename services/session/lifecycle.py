@@ -1,0 +1,823 @@
+"""One session's life: who it runs as, its runtime folder and home, the processes that
+make it up, the control socket, and the state file.
+
+Children, in start order: a private D-Bus session bus (``dbus``), the AT-SPI bus
+(``atspi``: at-spi-bus-launcher, with accessibility and screen reader switched on),
+Sway, desktopd, Chromium (``chromium``), the CDP bridge (which attaches to it), the
+scene aggregator and, with ``--osworld``, the OSWorld-compatible server (``osworld``).
+Everything gets the same ``DBUS_SESSION_BUS_ADDRESS``, so native apps and Chromium
+register with the one accessibility bus the aggregator reads.
+
+``deskbox up`` is the session's child subreaper (see ``processes``): every process
+started inside the session stays below it, and is ended at stop and at reset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import glob
+import json
+import os
+import pwd
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+from aiohttp import ClientSession, ClientTimeout
+
+from ..common.chromium import chromium_argv, named_chrome, real_executable
+from ..common.logging import get_logger
+from . import default_apps, processes, wallpaper
+from .contexts import ContextError
+from .control import ControlServer
+from .cursor import THEME_NAME, write_invisible_theme
+from .home import Home, HomeError
+from .outputs import OutputSpec, sway_output_lines
+from .state import SessionState
+from .supervisor import Child, ChildSpec, Supervisor
+
+__all__ = ["Session", "SessionError", "PROJECT_ROOT", "OSWORLD_CDP_PORT", "SESSION_USER", "OSWORLD_USER"]
+
+log = get_logger("deskbox.up")
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+SESSION_USER = "deskbox"
+# OSWorld's VM user: its task configs name /home/user and run `echo password | sudo -S`.
+OSWORLD_USER = "user"
+OSWORLD_PASSWORD = "password"
+READY_TIMEOUT = 30.0
+
+BRIDGE_SCRIPT = PROJECT_ROOT / "chromium_with_api.py"
+DBUS_DAEMON = "dbus-daemon"
+DBUS_SEND = "dbus-send"
+ATSPI_BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
+SYSTEM_SESSION_BUS_CONFIG = "/usr/share/dbus-1/session.conf"
+# The session's PATH: the system's folders only (a PATH holding folders the session
+# user cannot enter, root's, turns "not installed" into "permission denied").
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The only keys of the session environment that go into the state file (never a token).
+CLIENT_ENV_KEYS = (
+    "HOME", "USER", "LOGNAME", "LANG", "PATH", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME",
+    "XCURSOR_PATH", "XCURSOR_THEME", "XCURSOR_SIZE", "WAYLAND_DISPLAY", "SWAYSOCK",
+    "DBUS_SESSION_BUS_ADDRESS", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON", "PYTHONPATH", "DESKBOX_DESKTOPD",
+    "DESKBOX_OSWORLD",
+)
+# Modules a program inside the session imports in place of the X11-only originals
+# (``import pyautogui`` drives desktopd); first on the session's PYTHONPATH.
+SHIMS_DIR = PROJECT_ROOT / "services" / "shims"
+# With --osworld, Chromium's DevTools port: not 9222, which OSWorld's Chrome tasks take
+# themselves (`socat tcp-listen:9222,fork tcp:localhost:1337`), nor 9223, the container's
+# DevTools relay (DESKBOX_CDP_EXPOSE).
+OSWORLD_CDP_PORT = 9333
+# A home of this size is not snapshotted at start (a reset could not be quick anyway).
+MAX_START_SNAPSHOT_BYTES = 2 * 1024**3
+
+
+class SessionError(Exception):
+    pass
+
+
+def ensure_user(name: str, home: str, *, system: bool) -> tuple[pwd.struct_passwd, bool]:
+    """The unprivileged account the session runs as, created if missing (its home is
+    made by the session, not by useradd). Returns it and whether it was created now."""
+    try:
+        return pwd.getpwnam(name), False
+    except KeyError:
+        pass
+    useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+    argv = [useradd, "--no-create-home", "--home-dir", home, "--user-group"]
+    argv += ["--system", "--shell", "/usr/sbin/nologin"] if system else ["--shell", "/bin/bash"]
+    result = subprocess.run([*argv, name], capture_output=True, text=True)
+    if result.returncode != 0 and "already exists" not in result.stderr:
+        raise SessionError(f"cannot create user {name!r}: {result.stderr.strip()}")
+    return pwd.getpwnam(name), True
+
+
+def _readable_by(path: Path, uid: int, gid: int) -> bool:
+    """Whether ``uid`` can traverse to ``path`` (checks every parent's x bit)."""
+    for part in [path, *path.parents]:
+        try:
+            st = part.stat()
+        except OSError:
+            return False
+        if st.st_uid == uid:
+            bit = 0o100
+        elif st.st_gid == gid:
+            bit = 0o010
+        else:
+            bit = 0o001
+        if not st.st_mode & bit:
+            return False
+    return True
+
+
+def url_host(host: str) -> str:
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if ":" in host:
+        return f"[{host}]"
+    return host
+
+
+class Session:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        if args.cdp_port is None:
+            args.cdp_port = OSWORLD_CDP_PORT if args.osworld else 9222
+        if args.user is None:
+            args.user = OSWORLD_USER if args.osworld else SESSION_USER
+        self.outputs: list[OutputSpec] = args.output or [OutputSpec(1920, 1080, 1.0)]
+        self.urls: list[str] = args.url or ["about:blank"]
+        self.runtime: Path | None = None
+        self.created_runtime = False
+        self.uid = os.getuid()
+        self.gid = os.getgid()
+        self.user_name = pwd.getpwuid(self.uid).pw_name if self.uid else "root"
+        self.home: Home | None = None
+        self.keep_home = False
+        self.service_uid: int | None = None
+        self.swaysock: str | None = None
+        self.dbus_address: str | None = None
+        self.sudoers: Path | None = None
+        self.browser_binary = args.chromium
+        self.supervisor: Supervisor | None = None
+        self.state: SessionState | None = None
+        self.control: ControlServer | None = None
+        # What the browser opens when it next starts: URLs, or None for Chrome's own
+        # restore of its last session (a crash).
+        self.browser_urls: list[str] | None = list(self.urls)
+        self.stop_event = asyncio.Event()
+        self._wallpaper_shown = False
+        self.token = os.environ.get("DESKBOX_TOKEN") or None
+
+    # -- paths ----------------------------------------------------------------------------
+
+    @property
+    def home_path(self) -> Path:
+        assert self.home is not None
+        return self.home.path
+
+    @property
+    def profile_dir(self) -> Path:
+        """Where Chrome keeps its profile: OSWorld's graders read it there."""
+        return self.home_path / ".config" / ("google-chrome" if self.args.osworld else "chromium")
+
+    @property
+    def control_socket(self) -> Path:
+        assert self.runtime is not None
+        return self.runtime / "control.sock"
+
+    def url(self, port: int) -> str:
+        return f"http://{url_host(self.args.host)}:{port}"
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    def _check_leftovers(self) -> None:
+        """Refuse to start over something that holds the session's ports (a session
+        that did not end, or another program): say which."""
+        ports = {"desktopd": self.args.desktopd_port, "scene": self.args.scene_port}
+        if not self.args.no_browser:
+            ports.update(bridge=self.args.bridge_port, chromium=self.args.cdp_port)
+        if self.args.osworld:
+            ports["osworld"] = self.args.osworld_port
+        busy = []
+        for name, port in ports.items():
+            held, pids = processes.listening_pids(port)
+            if held:
+                who = ", ".join(processes.describe(p) for p in pids) or "a process this user cannot see"
+                busy.append(f"port {port} ({name}) is in use by {who}")
+        if busy:
+            raise SessionError("cannot start: " + "; ".join(busy))
+
+    def _prepare_user(self) -> bool:
+        """The session user; True when the home should be the user's own /home/NAME."""
+        if os.geteuid() != 0:
+            self.service_uid = self.uid
+            return False
+        osworld_style = self.args.osworld or self.args.user != SESSION_USER
+        home = f"/home/{self.args.user}" if osworld_style else f"/var/lib/{self.args.user}"
+        user, _ = ensure_user(self.args.user, home, system=not osworld_style)
+        self.uid, self.gid, self.user_name = user.pw_uid, user.pw_gid, user.pw_name
+        if self.uid == 0:
+            raise SessionError("the session user must not be root")
+        if _readable_by(PROJECT_ROOT, self.uid, self.gid) and _readable_by(Path(sys.executable), self.uid, self.gid):
+            self.service_uid = self.uid
+        else:
+            log.warning("the session user cannot read the project; desktopd runs as root",
+                        user=self.args.user, project=str(PROJECT_ROOT))
+            self.service_uid = None
+        return osworld_style and user.pw_dir.startswith("/home/")
+
+    def _prepare_home(self, own_home: bool) -> None:
+        assert self.runtime is not None
+        snapshots = self.runtime / "snapshots"
+        files = {
+            # Chromium takes its cursor theme from GTK's settings, Sway from its seat config.
+            ".config/gtk-3.0/settings.ini": f"[Settings]\ngtk-cursor-theme-name={THEME_NAME}\ngtk-cursor-theme-size=24\n",
+            ".config/gtk-4.0/settings.ini": f"[Settings]\ngtk-cursor-theme-name={THEME_NAME}\ngtk-cursor-theme-size=24\n",
+        }
+        if self.args.osworld:
+            files.update(default_apps.home_files())
+        if self.args.home:
+            path = Path(self.args.home).absolute()
+            self.keep_home = True
+        elif own_home:
+            path = Path(pwd.getpwuid(self.uid).pw_dir)
+        else:
+            path = self.runtime / "home"
+        self.home = Home(path, uid=self.uid, gid=self.gid, snapshots=snapshots)
+        try:
+            # Held before anything is written in it: a session still ending on it, or
+            # another one using it, is never written over.
+            self.home.lock()
+            if self.keep_home:
+                if os.geteuid() == 0 and path.stat().st_uid != self.uid:
+                    raise SessionError(f"--home {path} does not belong to the session user {self.args.user}")
+                self.home.write_template(files)
+            else:
+                self.home.make_fresh(files, skel=Path("/etc/skel"))
+        except HomeError as exc:
+            hint = "" if self.keep_home else (f"; pass --home {path} to use it as it is, or --user NAME for "
+                                              "another session user")
+            raise SessionError(f"{exc}{hint}") from None
+
+    def _prepare(self) -> None:
+        own_home = self._prepare_user()
+        if self.args.osworld and not self.service_uid:
+            # It runs whatever it is asked to: never as root.
+            raise SessionError("--osworld needs a session user that is not root and can read the project "
+                               f"({PROJECT_ROOT})")
+        if self.args.runtime_dir:
+            self.runtime = Path(self.args.runtime_dir)
+            self.runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+        else:
+            self.runtime = Path(tempfile.mkdtemp(prefix="deskbox-"))
+            self.created_runtime = True
+        os.chmod(self.runtime, 0o700)
+        for sub in ("logs", "cache", "bin"):
+            (self.runtime / sub).mkdir(exist_ok=True)
+        write_invisible_theme(self.runtime / "icons")
+        base = Path(self.args.sway_config).read_text()
+        lines = [base.rstrip(), "", "# generated by deskbox up", *sway_output_lines(self.outputs)]
+        lines.append(f"seat seat0 xcursor_theme {THEME_NAME} 24")
+        (self.runtime / "sway.conf").write_text("\n".join(lines) + "\n")
+        # The system's session-bus policy admits only the bus owner; root is let in too so
+        # that a root deskbox (its readiness checks), a root desktopd/scene (when the session
+        # user cannot read the project) and root test harnesses can use the bus.
+        (self.runtime / "dbus-session.conf").write_text(
+            '<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"\n'
+            ' "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">\n'
+            "<busconfig>\n"
+            f"  <include>{SYSTEM_SESSION_BUS_CONFIG}</include>\n"
+            '  <policy context="default"><allow user="root"/></policy>\n'
+            "</busconfig>\n"
+        )
+        self.dbus_address = f"unix:path={self.runtime / 'bus'}"
+        # Without this the bus would start an unsupervised at-spi-bus-launcher of its own
+        # whenever a client asks for org.a11y.Bus while ours is down or restarting, and ours
+        # would then lose the name. The session's folder is the first service folder searched.
+        services = self.runtime / "dbus-1" / "services"
+        services.mkdir(parents=True, exist_ok=True)
+        (services / "org.a11y.Bus.service").write_text("[D-BUS Service]\nName=org.a11y.Bus\nExec=/bin/false\n")
+        self.browser_binary = real_executable(self.args.chromium)
+        if self.args.osworld:
+            # OSWorld's tasks end the browser with `pkill chrome` / `killall chrome`: its
+            # process must be called chrome.
+            self.browser_binary, warning = named_chrome(self.browser_binary)
+            if warning:
+                log.warning(warning)
+        if self.args.osworld:
+            self._write_osworld_bin(self.runtime / "bin")
+        if os.geteuid() == 0:
+            for path in [self.runtime, *self.runtime.rglob("*")]:
+                os.chown(path, self.uid, self.gid, follow_symlinks=False)
+        self._prepare_home(own_home)
+        if self.args.sudo:
+            self._grant_sudo()
+
+    def _grant_sudo(self) -> None:
+        """--sudo: the session user may sudo with OSWorld's password while the session
+        runs (its sudoers entry goes at exit)."""
+        if os.geteuid() != 0:
+            raise SessionError("--sudo needs deskbox up to run as root")
+        if not shutil.which("sudo"):
+            raise SessionError("--sudo needs the sudo package")
+        subprocess.run(["chpasswd"], input=f"{self.user_name}:{OSWORLD_PASSWORD}\n", text=True, check=True)
+        self.sudoers = Path(f"/etc/sudoers.d/deskbox-{self.user_name}")
+        self.sudoers.write_text(f"# deskbox up --sudo: this session's user, until it stops\n"
+                                f"{self.user_name} ALL=(ALL:ALL) ALL\n")
+        os.chmod(self.sudoers, 0o440)
+
+    def _write_osworld_bin(self, folder: Path) -> None:
+        """Programs OSWorld's task configs call by name: ``python`` (Debian has only
+        python3; this one is deskbox's interpreter, which sees the system's modules too)
+        and ``google-chrome`` / ``google-chrome-stable`` (services.osworld.chrome: open
+        the URLs in the session's browser, starting it when it is not running, and relay
+        the debugging port)."""
+        folder.mkdir(exist_ok=True)
+        scripts = {
+            "python": f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n',
+            "google-chrome": (f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(PROJECT_ROOT))} "
+                              f'exec {shlex.quote(sys.executable)} -m services.osworld.chrome "$@"\n'),
+        }
+        scripts["google-chrome-stable"] = scripts["google-chrome"]
+        for name, text in scripts.items():
+            (folder / name).write_text(text)
+            (folder / name).chmod(0o755)
+
+    # -- environments ---------------------------------------------------------------------
+
+    def _base_env(self) -> dict[str, str]:
+        assert self.runtime is not None
+        env = {
+            "PATH": SYSTEM_PATH,
+            "HOME": str(self.home_path),
+            "USER": self.user_name,
+            "LOGNAME": self.user_name,
+            "SHELL": "/bin/bash",
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+            "XDG_RUNTIME_DIR": str(self.runtime),
+            # Caches stay out of the home: snapshots do not copy them; a reset empties them.
+            "XDG_CACHE_HOME": str(self.runtime / "cache"),
+            "XCURSOR_PATH": str(self.runtime / "icons"),
+            "XCURSOR_THEME": THEME_NAME,
+            "XCURSOR_SIZE": "24",
+            # Everyone (Sway's clients, Chromium, native apps, the scene aggregator) talks to
+            # the session's own bus; the AT-SPI bus address is asked of it (org.a11y.Bus).
+            "DBUS_SESSION_BUS_ADDRESS": self.dbus_address or "",
+            # Qt apps otherwise only look at org.a11y.Status, which a late Qt may miss.
+            "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
+        }
+        for key in ("DESKBOX_TOKEN", "DESKBOX_LOG_LEVEL", "DESKBOX_CHROMIUM_FLAGS", "TZ"):
+            if key in os.environ:
+                env[key] = os.environ[key]
+        return env
+
+    def session_env(self) -> dict[str, str]:
+        """What programs inside the session get."""
+        env = self._base_env()
+        env["WAYLAND_DISPLAY"] = "wayland-1"
+        # Programs in the session find desktopd (the pyautogui shim drives it) by this.
+        env["DESKBOX_DESKTOPD"] = self.url(self.args.desktopd_port)
+        env["PYTHONPATH"] = str(SHIMS_DIR)
+        if self.args.osworld:
+            assert self.runtime is not None
+            env["PATH"] = f"{self.runtime / 'bin'}:{env['PATH']}"
+            env["DESKBOX_OSWORLD"] = self.url(self.args.osworld_port)
+        if self.swaysock:
+            env["SWAYSOCK"] = self.swaysock
+        return env
+
+    def _service_env(self) -> dict[str, str]:
+        env = self.session_env()
+        env["PYTHONPATH"] = str(PROJECT_ROOT)
+        if self.service_uid is None:
+            env["HOME"] = os.path.expanduser("~root")
+        return env
+
+    def _sway_env(self) -> dict[str, str]:
+        env = self._base_env()
+        env.update(
+            WLR_BACKENDS="headless",
+            WLR_RENDERER="pixman",
+            WLR_LIBINPUT_NO_DEVICES="1",
+            WLR_HEADLESS_OUTPUTS=str(len(self.outputs)),
+        )
+        return env
+
+    # -- readiness ------------------------------------------------------------------------
+
+    async def _sway_ready(self, child: Child) -> None:
+        assert self.runtime is not None and child.proc is not None
+        deadline = time.monotonic() + READY_TIMEOUT
+        pattern = str(self.runtime / f"sway-ipc.*.{child.proc.pid}.sock")
+        while time.monotonic() < deadline:
+            if child.proc.returncode is not None:
+                raise SessionError(f"sway exited with {child.proc.returncode}; see {self.runtime}/logs/sway.log")
+            socks = glob.glob(pattern)
+            if socks and (self.runtime / "wayland-1").exists():
+                self.swaysock = socks[0]
+                self._wallpaper_shown = False  # a new Sway shows none yet
+                await self.apply_wallpaper()
+                return
+            await asyncio.sleep(0.05)
+        raise SessionError(f"sway did not come up within {READY_TIMEOUT}s; see {self.runtime}/logs/sway.log")
+
+    async def apply_wallpaper(self) -> bool:
+        """Show the background the home names (see ``wallpaper``); False when Sway
+        refused it."""
+        image = wallpaper.current(self.home_path)
+        if image is None and not self._wallpaper_shown:
+            return True
+        code = await self.run_in_session(["swaymsg", *wallpaper.sway_command(image)], timeout=5)
+        self._wallpaper_shown = image is not None and code == 0
+        return code == 0
+
+    async def run_in_session(self, argv: list[str], *, timeout: float = 5.0) -> int | None:
+        """Run a short helper (swaymsg, wl-copy) as the session user, in its
+        environment; its exit code, or None when it could not run or took too long."""
+        kwargs: dict = {}
+        if os.geteuid() == 0 and self.uid != 0:
+            kwargs.update(user=self.uid, group=self.gid, extra_groups=[])
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, env=self.session_env(), cwd=str(self.home_path), stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, **kwargs)
+        except OSError:
+            return None
+        try:
+            return await asyncio.wait_for(proc.wait(), timeout)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return None
+
+    async def _dbus_ready(self, child: Child) -> None:
+        assert self.runtime is not None and child.proc is not None
+        path = str(self.runtime / "bus")
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if child.proc.returncode is not None:
+                raise SessionError(f"dbus-daemon exited with {child.proc.returncode}; see {self.runtime}/logs/dbus.log")
+            # Connecting (not just finding the file) tells a listening bus from a stale socket.
+            if _unix_socket_accepts(path):
+                return
+            await asyncio.sleep(0.02)
+        raise SessionError(f"the D-Bus session bus did not come up within {READY_TIMEOUT}s")
+
+    async def _atspi_ready(self, child: Child) -> None:
+        """Wait for org.a11y.Bus, then switch accessibility and the screen reader on.
+
+        Chromium exposes itself on AT-SPI only if ``ScreenReaderEnabled`` is already true
+        when it starts, so this runs before the browser starts."""
+        assert child.proc is not None
+        deadline = time.monotonic() + READY_TIMEOUT
+        last = ""
+        while time.monotonic() < deadline:
+            if child.proc.returncode is not None:
+                raise SessionError(f"at-spi-bus-launcher exited with {child.proc.returncode}; "
+                                   f"see {self.runtime}/logs/atspi.log")
+            # Asked first, so that nothing is activated by a call to a name nobody owns yet.
+            code, last = await self._dbus_send(
+                "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                "org.freedesktop.DBus.NameHasOwner", "string:org.a11y.Bus",
+            )
+            ok = code == 0 and "boolean true" in last
+            for prop in ("IsEnabled", "ScreenReaderEnabled") if ok else ():
+                # --print-reply also makes it a call that expects a reply: the launcher ignores
+                # a property Set sent without one (measured).
+                code, last = await self._dbus_send(
+                    "--print-reply", "--dest=org.a11y.Bus", "/org/a11y/bus", "org.freedesktop.DBus.Properties.Set",
+                    "string:org.a11y.Status", f"string:{prop}", "variant:boolean:true",
+                )
+                ok = ok and code == 0
+            if ok:
+                code, last = await self._dbus_send(
+                    "--print-reply", "--dest=org.a11y.Bus", "/org/a11y/bus",
+                    "org.freedesktop.DBus.Properties.Get", "string:org.a11y.Status", "string:ScreenReaderEnabled",
+                )
+                if code == 0 and "boolean true" in last:
+                    return
+            await asyncio.sleep(0.05)
+        raise SessionError(f"the AT-SPI bus was not enabled within {READY_TIMEOUT}s: {last.strip()}")
+
+    async def _dbus_send(self, *args: str) -> tuple[int, str]:
+        env = {"PATH": SYSTEM_PATH, "DBUS_SESSION_BUS_ADDRESS": self.dbus_address or ""}
+        proc = await asyncio.create_subprocess_exec(
+            DBUS_SEND, "--session", "--reply-timeout=2000", *args, env=env,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )
+        out, _ = await proc.communicate()
+        return proc.returncode or 0, out.decode(errors="replace")
+
+    async def _http_ready(self, child: Child, url: str, what: str, *, any_status: bool = False) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        async with ClientSession(timeout=ClientTimeout(total=2)) as http:
+            while time.monotonic() < deadline:
+                if child.proc is not None and child.proc.returncode is not None:
+                    raise SessionError(f"{what} exited with {child.proc.returncode}; see {self.runtime}/logs/{what}.log")
+                try:
+                    async with http.get(url) as resp:
+                        if resp.status == 200 or any_status:
+                            return
+                except Exception:
+                    pass
+                await asyncio.sleep(0.05)
+        raise SessionError(f"{what} did not answer {url} within {READY_TIMEOUT}s")
+
+    async def _chromium_ready(self, child: Child) -> None:
+        """DevTools answers and a page target exists."""
+        base = f"http://127.0.0.1:{self.args.cdp_port}"
+        deadline = time.monotonic() + READY_TIMEOUT
+        async with ClientSession(timeout=ClientTimeout(total=2)) as http:
+            while time.monotonic() < deadline:
+                if child.proc is not None and child.proc.returncode is not None:
+                    raise SessionError(f"chromium exited with {child.proc.returncode}; "
+                                       f"see {self.runtime}/logs/chromium.log")
+                try:
+                    async with http.get(base + "/json/list") as resp:
+                        if resp.status == 200 and any(t.get("type") == "page" for t in await resp.json()):
+                            return
+                except Exception:
+                    pass
+                await asyncio.sleep(0.05)
+        raise SessionError(f"chromium's DevTools did not answer within {READY_TIMEOUT}s")
+
+    # -- children -------------------------------------------------------------------------
+
+    def _chromium_argv(self) -> list[str]:
+        assert self.runtime is not None
+        urls, self.browser_urls = self.browser_urls, None
+        extra = os.environ.get("DESKBOX_CHROMIUM_FLAGS", "").split()
+        if urls is None:
+            # Started again after it went on its own: the tabs it had, as the bridge last
+            # saw them (Chrome's own session file lags behind by seconds).
+            urls = self._last_tabs()
+        return chromium_argv(self.browser_binary, cdp_port=self.args.cdp_port,
+                             user_data_dir=str(self.profile_dir), wayland=True, extra_flags=extra,
+                             urls=urls or [])
+
+    async def _close_browser(self, child: Child) -> None:
+        """Quit the browser as its menu does (Browser.close): it writes its profile out."""
+        base = f"http://127.0.0.1:{self.args.cdp_port}"
+        async with ClientSession(timeout=ClientTimeout(total=5)) as http:
+            async with http.get(base + "/json/version") as resp:
+                ws_url = (await resp.json())["webSocketDebuggerUrl"]
+            async with http.ws_connect(ws_url, max_msg_size=0) as ws:
+                await ws.send_json({"id": 1, "method": "Browser.close"})
+                await ws.receive(timeout=5)
+
+    def _last_tabs(self) -> list[str]:
+        assert self.runtime is not None
+        try:
+            urls = json.loads((self.runtime / "tabs.json").read_text())
+        except (OSError, ValueError):
+            return list(self.urls)
+        return [u for u in urls if isinstance(u, str)] or list(self.urls)
+
+    def _chromium_env(self) -> dict[str, str]:
+        # Its Wayland app id comes from this (Debian's launcher sets it): "chromium".
+        return {**self.session_env(), "CHROME_DESKTOP": "chromium.desktop"}
+
+    def _specs(self) -> list[ChildSpec]:
+        assert self.runtime is not None
+        args = self.args
+        logs = self.runtime / "logs"
+        home = str(self.home_path)
+        service = {"user": self.service_uid, "group": self.gid if self.service_uid is not None else None,
+                   "cwd": str(PROJECT_ROOT), "env": self._service_env}
+        desktopd_url, scene_url = self.url(args.desktopd_port), self.url(args.scene_port)
+        bridge_url = None if args.no_browser else self.url(args.bridge_port)
+        specs = [
+            ChildSpec(
+                name="dbus",
+                argv=lambda: [DBUS_DAEMON, f"--config-file={self.runtime / 'dbus-session.conf'}", "--nofork",
+                              "--nopidfile", f"--address={self.dbus_address}"],
+                env=self._base_env, ready=self._dbus_ready, user=self.uid, group=self.gid, cwd=home,
+                log_path=str(logs / "dbus.log"), hosts_apps=True,
+            ),
+            # at-spi-bus-launcher owns org.a11y.Bus and runs the accessibility bus (a second
+            # dbus-daemon, at <runtime>/at-spi/bus) in its own process group.
+            ChildSpec(
+                name="atspi", argv=lambda: [ATSPI_BUS_LAUNCHER, "--launch-immediately"],
+                env=self._base_env, ready=self._atspi_ready, needs=("dbus",), user=self.uid, group=self.gid,
+                cwd=home, log_path=str(logs / "atspi.log"),
+            ),
+            ChildSpec(
+                name="sway", argv=lambda: ["sway", "--config", str(self.runtime / "sway.conf")],
+                env=self._sway_env, ready=self._sway_ready, user=self.uid, group=self.gid, cwd=home,
+                log_path=str(logs / "sway.log"), hosts_apps=True,
+            ),
+            ChildSpec(
+                name="desktopd",
+                argv=lambda: [sys.executable, "-m", "services.desktopd", "--listen",
+                              f"{args.host}:{args.desktopd_port}", "--log-level", args.log_level],
+                ready=lambda child: self._http_ready(child, desktopd_url + "/api/v1/health", "desktopd"),
+                needs=("sway",), log_path=str(logs / "desktopd.log"), ports=(args.desktopd_port,), **service,
+            ),
+        ]
+        if not args.no_browser:
+            profile = str(self.profile_dir)
+            specs += [
+                ChildSpec(
+                    name="chromium", argv=self._chromium_argv, env=self._chromium_env, ready=self._chromium_ready,
+                    # Chromium joins AT-SPI only at its start: a new accessibility bus needs a new Chromium.
+                    needs=("sway", "dbus", "atspi"), user=self.uid, group=self.gid, cwd=home,
+                    log_path=str(logs / "chromium.log"), ports=(args.cdp_port,),
+                    # In OSWorld mode the task owns the browser's life: it ends it (`pkill chrome`)
+                    # and starts it (`google-chrome ...`) itself; nothing restarts it behind its back.
+                    restart="on-request" if args.osworld else "always", ask_to_stop=self._close_browser,
+                    # Its crash handlers leave its process group: they name the profile folder.
+                    after_stop=lambda: _end_processes_mentioning(profile),
+                ),
+                ChildSpec(
+                    name="bridge", argv=self._bridge_argv,
+                    # It answers 503 while the browser is down: any answer means it is serving.
+                    ready=lambda child: self._http_ready(child, f"{bridge_url}/health", "bridge", any_status=True),
+                    log_path=str(logs / "bridge.log"), ports=(args.bridge_port,), **service,
+                ),
+            ]
+        specs.append(
+            ChildSpec(
+                name="scene", argv=lambda: self._scene_argv(desktopd_url, bridge_url),
+                ready=lambda child: self._http_ready(child, scene_url + "/api/v1/health", "scene"),
+                # Its AT-SPI connection dies with the buses, so it restarts after them.
+                needs=("desktopd", "dbus", "atspi"), log_path=str(logs / "scene.log"),
+                ports=(args.scene_port,), **service,
+            )
+        )
+        if args.osworld:
+            specs.append(
+                ChildSpec(
+                    name="osworld", argv=lambda: self._osworld_argv(desktopd_url, bridge_url),
+                    # The session's own environment: the commands it runs are the session's programs.
+                    # `python -m` from the project folder finds the services.
+                    env=self.session_env,
+                    ready=lambda child: self._http_ready(child, self.url(args.osworld_port) + "/health", "osworld"),
+                    # No restart with the others: it only calls them (HTTP, a fresh AT-SPI walker
+                    # each time), and a restart would drop the debugging-port relays it keeps.
+                    user=self.service_uid, group=self.gid, cwd=str(PROJECT_ROOT),
+                    log_path=str(logs / "osworld.log"), ports=(args.osworld_port,), hosts_apps=True,
+                )
+            )
+        return specs
+
+    def _osworld_argv(self, desktopd_url: str, bridge_url: str | None) -> list[str]:
+        assert self.runtime is not None
+        argv = [sys.executable, "-m", "services.osworld", "--listen", f"{self.args.host}:{self.args.osworld_port}",
+                "--desktopd", desktopd_url, "--browser-name", self.args.osworld_browser_name,
+                "--work-dir", str(self.runtime / "osworld"), "--control", str(self.control_socket)]
+        if bridge_url is not None:
+            argv += ["--bridge", bridge_url, "--cdp-port", str(self.args.cdp_port)]
+        return [*argv, "--log-level", self.args.log_level]
+
+    def _scene_argv(self, desktopd_url: str, bridge_url: str | None) -> list[str]:
+        argv = [sys.executable, "-m", "services.scene", "--listen", f"{self.args.host}:{self.args.scene_port}",
+                "--desktopd", desktopd_url, "--control", str(self.control_socket)]
+        if bridge_url is not None:
+            argv += ["--bridge", bridge_url]
+        if self.args.ocr:
+            argv.append("--ocr")
+        return [*argv, "--log-level", self.args.log_level]
+
+    def _bridge_argv(self) -> list[str]:
+        assert self.runtime is not None
+        return [sys.executable, str(BRIDGE_SCRIPT), "--attach", "--tabs-file", str(self.runtime / "tabs.json"),
+                "--listen", f"{self.args.host}:{self.args.bridge_port}",
+                "--cdp-port", str(self.args.cdp_port), "--log-level", self.args.log_level]
+
+    # -- processes of the session ---------------------------------------------------------
+
+    def app_pids(self) -> set[int]:
+        """Every process of the session that is not deskbox's own: below ``deskbox up``
+        (however it detached), or started from outside with the session's environment."""
+        assert self.supervisor is not None and self.runtime is not None
+        table = {p.pid: p for p in processes.process_table().values() if p.state not in ("Z", "X")}
+        own = self.supervisor.own_pids()
+        found = processes.descendants(os.getpid(), table) - own
+        marks = [f"XDG_RUNTIME_DIR={self.runtime}".encode()]
+        for pid in table:
+            if pid not in own and pid not in found and processes.environ_has(pid, marks):
+                found.add(pid)
+        return found
+
+    # -- run ------------------------------------------------------------------------------
+
+    async def run(self, announce: Callable[[dict], None]) -> int:
+        self._check_leftovers()
+        if not processes.become_subreaper():
+            log.warning("cannot become the session's subreaper: detached processes may outlive it")
+        self._prepare()
+        self.supervisor = Supervisor(self._specs())
+        self.state = SessionState(self)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, self.stop_event.set)
+        try:
+            try:
+                await self.state.save_start()
+            except ContextError as exc:
+                raise SessionError(str(exc)) from None
+            self.control = ControlServer(self.state, self.control_socket, self.uid, self.gid)
+            await self.control.start()
+            starting = asyncio.create_task(self.supervisor.start_all())
+            waiter = asyncio.create_task(self.stop_event.wait())
+            done, _ = await asyncio.wait({starting, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if starting not in done:
+                starting.cancel()
+                log.info("stopping")
+                return 0
+            starting.result()
+            state = self.describe()
+            self._write_state_file(state)
+            announce(state)
+            await self.state.wait_for_end()
+            log.info("stopping")
+            return 0
+        finally:
+            await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        if self.control is not None:
+            await self.control.close()
+        if self.supervisor is not None:
+            await self.supervisor.stop_all()
+        if self.state is not None:
+            await self.state.close()  # once the browser has flushed its profile
+        if self.supervisor is not None:
+            left = self.app_pids()
+            if left:
+                log.info("ending the session's processes", pids=sorted(left))
+                await processes.end_processes(left, grace=2.0)
+        if self.runtime is not None:
+            # Whatever still names this session (started from outside it, as another user).
+            await _end_processes_mentioning(f"{self.runtime}/", f"XDG_RUNTIME_DIR={self.runtime}\0")
+        if self.sudoers is not None:
+            self.sudoers.unlink(missing_ok=True)
+        if self.home is not None:
+            if not self.keep_home:
+                self.home.remove()
+            self.home.unlock()
+        if self.runtime is not None and self.created_runtime:
+            shutil.rmtree(self.runtime, ignore_errors=True)
+        if self.args.state_file:
+            try:
+                os.unlink(self.args.state_file)
+            except FileNotFoundError:
+                pass
+
+    def describe(self) -> dict:
+        args = self.args
+        assert self.supervisor is not None
+        return {
+            "desktopd": self.url(args.desktopd_port),
+            "bridge": None if args.no_browser else self.url(args.bridge_port),
+            "cdp": None if args.no_browser else f"http://127.0.0.1:{args.cdp_port}",
+            "scene": self.url(args.scene_port),
+            "osworld": self.url(args.osworld_port) if args.osworld else None,
+            "runtime_dir": str(self.runtime),
+            "home": str(self.home_path),
+            "control_socket": str(self.control_socket),
+            "wayland_display": "wayland-1",
+            "swaysock": self.swaysock,
+            "dbus_session_bus_address": self.dbus_address,
+            # Who the session runs as and the environment its apps get: enough for a tool to
+            # start a native app inside the session (as that user) and have it on AT-SPI.
+            "user": {"uid": self.uid, "gid": self.gid, "name": self.user_name},
+            "env": {k: v for k, v in self.session_env().items() if k in CLIENT_ENV_KEYS},
+            "outputs": [str(o) for o in self.outputs],
+            "pids": {name: child.pid for name, child in self.supervisor.children.items()},
+            "supervisor_pid": os.getpid(),
+        }
+
+    def _write_state_file(self, state: dict) -> None:
+        if self.args.state_file:
+            tmp = Path(self.args.state_file + ".tmp")
+            tmp.write_text(json.dumps(state, indent=2))
+            tmp.replace(self.args.state_file)
+
+
+def _processes_mentioning(*texts: str) -> list[int]:
+    """Pids whose command line or environment contains one of ``texts`` (paths unique to
+    this session). Chromium rewrites its environment block, but its command line names
+    its profile folder."""
+    needles = [t.encode() for t in texts]
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        for part in ("cmdline", "environ"):
+            try:
+                with open(f"/proc/{entry.name}/{part}", "rb") as f:
+                    data = f.read()
+                    if any(n in data for n in needles):
+                        found.append(int(entry.name))
+                        break
+            except OSError:
+                continue
+    return found
+
+
+async def _end_processes_mentioning(*texts: str, grace: float = 2.0) -> None:
+    pids = _processes_mentioning(*texts)
+    if pids:
+        log.warning("ending processes left behind", pids=pids, mentioning=list(texts))
+        await processes.end_processes(pids, grace=grace)
+
+
+def _unix_socket_accepts(path: str) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        try:
+            s.connect(path)
+        except OSError:
+            return False
+    return True

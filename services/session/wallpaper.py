@@ -1,0 +1,38 @@
+"""The desktop's background image. Which image it is lives in the home
+(``~/.config/deskbox/wallpaper`` names it), as a desktop's settings do, so a reset or a
+snapshot brings the background back with the rest of the home; Sway shows it
+(``output * bg``, drawn by swaybg)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["SETTING", "current", "remember", "sway_command", "DEFAULT_COLOR"]
+
+SETTING = Path(".config/deskbox/wallpaper")
+# Sway's own background when none is configured.
+DEFAULT_COLOR = "#000000"
+
+
+def current(home: Path) -> Path | None:
+    """The image the home names, if it names one."""
+    try:
+        text = (home / SETTING).read_text().strip()
+    except OSError:
+        return None
+    return Path(text) if text else None
+
+
+def remember(home: Path, image: Path) -> Path:
+    """Name ``image`` as the home's background; returns the setting file."""
+    setting = home / SETTING
+    setting.parent.mkdir(parents=True, exist_ok=True)
+    setting.write_text(f"{image}\n")
+    return setting
+
+
+def sway_command(image: Path | None) -> list[str]:
+    """``swaymsg`` arguments that show ``image`` (or the plain default) on every output."""
+    if image is None:
+        return ["output", "*", "bg", DEFAULT_COLOR, "solid_color"]
+    return ["output", "*", "bg", str(image), "fill"]
