@@ -221,11 +221,16 @@ def test_execute_runs_lists_splits_strings_expands_home_and_uses_the_shell_when_
     assert osworld.execute(["id", "-u"])["output"].strip() != "0"
 
 
-def test_execute_failures_are_osworlds_error_shape(osworld):
-    resp = osworld.post_json("/execute", {"command": ["no-such-program-here"], "shell": False})
-    assert resp.status == 500
-    body = resp.json()
-    assert body["status"] == "error" and "no-such-program-here" in body["message"]
+def test_a_program_that_is_not_installed_is_a_404_naming_it_in_osworlds_error_shape(osworld):
+    for path in ("/execute", "/setup/launch"):
+        resp = osworld.post_json(path, {"command": ["no-such-program-here", "--flag"], "shell": False})
+        assert resp.status == 404, path
+        body = resp.json()
+        assert body["status"] == "error" and "no-such-program-here" in body["message"], path
+    # OSWorld's tasks launch programs a session may lack by name (`code`): never a
+    # "permission denied" from a PATH folder the session user cannot enter.
+    resp = osworld.post_json("/setup/launch", {"command": ["code", "--new-window"], "shell": False})
+    assert resp.status == 404 and "code" in resp.json()["message"] and "ermission" not in resp.json()["message"]
     # Not even a command: deskbox's validation error.
     resp = osworld.post_json("/execute", {"command": [], "shell": False})
     assert resp.status == 400 and resp.json()["error"]["code"] == "validation_error"
@@ -260,25 +265,23 @@ def test_upload_then_file_round_trips_and_list_directory_shows_it(osworld):
         {"type": "directory", "name": "sub", "children": [{"type": "file", "name": "data.bin"}]}]}
     missing = osworld.post_form("/file", {"file_path": f"~/{folder}/nothing.txt"})
     assert missing.status == 404 and missing.json() == {"error": "File not found"}
-    relative = osworld.post_form("/file", {"file_path": "relative/path.txt"})
-    assert relative.status == 400
+    # A relative path is relative to the home, as OSWorld's server (which runs there) has it.
+    relative = osworld.post_form("/file", {"file_path": f"{folder}/sub/data.bin"})
+    assert relative.status == 200 and relative.body == data
     assert osworld.post_json("/setup/open_file", {"path": f"~/{folder}/nothing.txt"}).status == 404
     osworld.execute(["rm", "-rf", f"~/{folder}"])
 
 
-def test_desktop_path_is_the_session_users_desktop_folder_once_it_exists(osworld):
-    # The session user's home is shared with other sessions on this machine: a Desktop
-    # folder found there is left alone.
+def test_the_session_runs_as_osworlds_user_in_a_fresh_home_with_the_xdg_folders(osworld):
     home = osworld.execute(["python", "-c", "import os; print(os.path.expanduser('~'))"])["output"].strip()
-    existed = osworld.execute(["test", "-d", "~/Desktop"])["returncode"] == 0
-    if not existed:
-        assert osworld.post_json("/desktop_path").status == 404
-        osworld.execute(["mkdir", "~/Desktop"])
-    try:
-        assert osworld.post_json("/desktop_path").json() == {"desktop_path": f"{home}/Desktop"}
-    finally:
-        if not existed:
-            osworld.execute(["rmdir", "~/Desktop"])
+    assert home == "/home/user"
+    assert osworld.execute(["id", "-un"])["output"].strip() == "user"
+    assert osworld.post_json("/desktop_path").json() == {"desktop_path": "/home/user/Desktop"}
+    for folder in ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Videos"):
+        assert osworld.execute(["test", "-d", f"~/{folder}"])["returncode"] == 0, folder
+    # A clean PATH: nothing of root's, so "not installed" is never "permission denied".
+    path = osworld.execute("echo $PATH", shell=True)["output"].strip().split(":")
+    assert not [p for p in path if p.startswith("/root")], path
 
 
 # -- windows -----------------------------------------------------------------------------
@@ -383,8 +386,10 @@ def _json_or_none(url: str) -> Any:
 def test_with_a_token_set_every_route_but_health_asks_for_it():
     token = secrets.token_hex(8)
     port = free_port()
+    # A second OSWorld session beside the module's: /home/user is that one's, so this
+    # one runs as another user (with /home/NAME).
     with_token = Session(["800x600"], browser=False, extra_env={"DESKBOX_TOKEN": token},
-                         extra_args=["--osworld", "--osworld-port", str(port)]).start()
+                         extra_args=["--osworld", "--osworld-port", str(port), "--user", "osworld2"]).start()
     try:
         base = with_token.state["osworld"]
         assert http("GET", base + "/health").status == 200

@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--browser-name", default="Google Chrome",
                         help="the name Chromium's application has in /accessibility")
     parser.add_argument("--work-dir", default=None, help="where scripts and recordings are written")
+    parser.add_argument("--control", default=os.environ.get("DESKBOX_CONTROL"),
+                        help="deskbox up's control socket (starts the browser for google-chrome, sets the background)")
     parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
     args = parser.parse_args(argv)
     configure_logging("osworld", args.log_level)
@@ -40,6 +42,7 @@ def main(argv: list[str] | None = None) -> None:
         browser_name=args.browser_name,
         token=os.environ.get("DESKBOX_TOKEN") or None,
         work_dir=args.work_dir,
+        control=args.control,
     )
     log = get_logger("deskbox.osworld")
     try:

@@ -21,28 +21,43 @@ import platform
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from aiohttp import ClientSession, ClientTimeout, web
+from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
 from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, Unavailable
 from ..common.openapi import Route, add_routes, openapi_document
-from ..common.web import auth_middleware, error_middleware, json_ok, read_body, validate
+from ..common.session_api import SessionControl
+from ..common.web import auth_middleware, error_middleware, json_ok, read_body
 from ..geometry import Rect
-from . import accessibility, commands
+from . import accessibility, commands, files, windows
+from .base import (
+    CONFIG,
+    CONTROL,
+    HTTP,
+    RECORDER,
+    STARTED,
+    WALK_LOCK,
+    WORK,
+    OsworldConfig,
+    desktopd,
+    form,
+    local_path,
+    osworld_error,
+    session_env,
+)
+from .base import windows as window_tree
 from .chrome import RelayError, Relays, parse_args
 from .models import (
-    EXECUTE_TIMEOUT_S,
     ChromeRequest,
     CommandRequest,
-    FileForm,
+    DownloadRequest,
     LaunchRequest,
+    OpenFileRequest,
     PathRequest,
     RunBashRequest,
     RunPythonRequest,
-    UploadForm,
+    VerifiedCommandRequest,
     WindowRequest,
     WindowSizeForm,
 )
@@ -52,29 +67,8 @@ __all__ = ["create_app", "OsworldConfig", "__version__"]
 
 __version__ = "0.1.0"
 
-# Task files (documents, spreadsheets, short videos) are well under this.
-MAX_UPLOAD_BYTES = 1024 * 1024 * 1024
-MAX_LIST_ENTRIES = 20_000
 OPEN_PATHS = frozenset({"/health", "/openapi.json"})
-
-
-@dataclass(frozen=True)
-class OsworldConfig:
-    desktopd: str
-    bridge: str | None = None
-    cdp_port: int | None = None
-    browser_name: str = "Google Chrome"
-    token: str | None = None
-    work_dir: str | None = None  # scripts and recordings (default: a private temp folder)
-
-
-CONFIG = web.AppKey("config", OsworldConfig)
-HTTP = web.AppKey("http", ClientSession)
-RECORDER = web.AppKey("recorder", Recorder)
 RELAYS = web.AppKey("relays", Relays)
-WORK = web.AppKey("work", Path)
-STARTED = web.AppKey("started", float)
-WALK_LOCK = web.AppKey("walk_lock", asyncio.Lock)
 
 
 def create_app(config: OsworldConfig) -> web.Application:
@@ -92,11 +86,14 @@ def create_app(config: OsworldConfig) -> web.Application:
     app[RECORDER] = Recorder(folder=str(work))
     app[RELAYS] = Relays(config.cdp_port or 0)
     app[WALK_LOCK] = asyncio.Lock()
+    app[CONTROL] = SessionControl(config.control)
 
     async def http_ctx(app: web.Application):
         headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
         app[HTTP] = ClientSession(timeout=ClientTimeout(total=30), headers=headers)
+        await app[CONTROL].start()
         yield
+        await app[CONTROL].close()
         await app[HTTP].close()
 
     async def recorder_ctx(app: web.Application):
@@ -112,49 +109,6 @@ def create_app(config: OsworldConfig) -> web.Application:
     return app
 
 
-# -- helpers -----------------------------------------------------------------------
-
-
-def _osworld_error(message: str, status: int = 500, **extra: Any) -> web.Response:
-    return web.json_response({"status": "error", "message": message, **extra}, status=status)
-
-
-async def _desktopd(request: web.Request, method: str, path: str, **kw: Any) -> Any:
-    url = request.app[CONFIG].desktopd + path
-    try:
-        async with request.app[HTTP].request(method, url, **kw) as resp:
-            if resp.content_type.startswith("image/"):
-                body: Any = await resp.read()
-            else:
-                body = await resp.json(content_type=None)
-            if resp.status >= 400:
-                err = body.get("error", {}) if isinstance(body, dict) else {}
-                if resp.status == 404:
-                    raise NotFoundError(err.get("message", f"desktopd {path}: 404"))
-                raise ActionFailed(f"desktopd {path}: {err.get('message', resp.status)}")
-            return body
-    except (OSError, asyncio.TimeoutError) as exc:
-        raise Unavailable(f"desktopd is not reachable: {exc}") from exc
-
-
-async def _form(request: web.Request, model):
-    data = await request.post()
-    return validate(model, {k: v for k, v in data.items() if isinstance(v, str)})
-
-
-def _local_path(raw: str) -> Path:
-    """OSWorld expands ``~`` and ``$VARS``; deskbox also insists on an absolute path
-    (a relative one would depend on the server's working folder)."""
-    path = os.path.expandvars(os.path.expanduser(raw))
-    if not os.path.isabs(path):
-        raise InvalidRequest(f"{raw!r} is not an absolute path (or ~/...)", code="validation_error")
-    return Path(path)
-
-
-def _session_env() -> dict[str, str]:
-    return dict(os.environ)
-
-
 # -- observation ------------------------------------------------------------------
 
 
@@ -164,17 +118,12 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def screenshot(request: web.Request) -> web.Response:
-    body = await _desktopd(request, "GET", "/api/v1/screenshot", params={"display": "0", "cursor": "1"})
+    body = await desktopd(request, "GET", "/api/v1/screenshot", params={"display": "0", "cursor": "1"})
     return web.Response(body=body, content_type="image/png", headers={"Cache-Control": "no-store"})
 
 
-async def _windows(request: web.Request) -> tuple[list[dict], list[dict]]:
-    tree = await _desktopd(request, "GET", "/api/v1/tree")
-    return tree["displays"], tree["windows"]
-
-
 async def _accessibility_xml(request: web.Request) -> str:
-    displays, windows = await _windows(request)
+    displays, windows = await window_tree(request)
     scales = {d["id"]: d["scale"] for d in displays}
     placed = [
         accessibility.Window(pid=w.get("pid"), title=w.get("title") or "",
@@ -200,7 +149,7 @@ async def terminal(request: web.Request) -> web.Response:
 
 
 async def screen_size(request: web.Request) -> web.Response:
-    displays = (await _desktopd(request, "GET", "/api/v1/displays"))["displays"]
+    displays = (await desktopd(request, "GET", "/api/v1/displays"))["displays"]
     if not displays:
         raise Unavailable("desktopd reports no display")
     width, height = displays[0]["size"]
@@ -208,20 +157,13 @@ async def screen_size(request: web.Request) -> web.Response:
 
 
 async def window_size(request: web.Request) -> web.Response:
-    form = await _form(request, WindowSizeForm)
-    _, windows = await _windows(request)
-    wanted = form.app_class_name.lower()
-    for w in windows:
+    req = await form(request, WindowSizeForm)
+    _, all_windows = await window_tree(request)
+    wanted = req.app_class_name.lower()
+    for w in all_windows:
         if (w.get("app_id") or "").lower() == wanted and w.get("bounds"):
             return json_ok({"width": w["bounds"][2], "height": w["bounds"][3]})
-    raise NotFoundError(f"no window of app {form.app_class_name!r}", code="no_window")
-
-
-async def desktop_path(request: web.Request) -> web.Response:
-    path = Path.home() / "Desktop"
-    if path.is_dir():
-        return json_ok({"desktop_path": str(path)})
-    return web.json_response({"error": "Unsupported operating system or desktop path not found"}, status=404)
+    raise NotFoundError(f"no window of app {req.app_class_name!r}", code="no_window")
 
 
 async def platform_name(request: web.Request) -> web.Response:
@@ -231,128 +173,128 @@ async def platform_name(request: web.Request) -> web.Response:
 async def cursor_position(request: web.Request) -> web.Response:
     """``[x, y]`` as OSWorld's server answers (pyautogui's position). desktopd knows
     where it put the pointer; before it has moved it, the pointer is at (0, 0)."""
-    reply = await _desktopd(request, "GET", "/api/v1/pointer")
+    reply = await desktopd(request, "GET", "/api/v1/pointer")
     if reply.get("x") is None or reply.get("y") is None:
         return json_ok([0, 0])
     return json_ok([round(reply["x"]), round(reply["y"])])
 
 
-# -- files ------------------------------------------------------------------------
-
-
-def _tree(path: Path, budget: list[int]) -> dict[str, Any]:
-    node: dict[str, Any] = {"type": "directory", "name": path.name, "children": []}
-    try:
-        entries = sorted(os.scandir(path), key=lambda e: e.name)
-    except OSError as exc:
-        return {"error": str(exc)}
-    for entry in entries:
-        budget[0] -= 1
-        if budget[0] < 0:
-            break
-        # Symlinked folders are listed as files: a link loop must not recurse forever.
-        if entry.is_dir(follow_symlinks=False):
-            node["children"].append(_tree(Path(entry.path), budget))
-        else:
-            node["children"].append({"type": "file", "name": entry.name})
-    return node
-
-
-async def list_directory(request: web.Request) -> web.Response:
-    req = await read_body(request, PathRequest)
-    path = _local_path(req.path)
-    if not path.is_dir():
-        return web.json_response({"error": "The provided path is not a directory"}, status=400)
-    tree = await asyncio.to_thread(_tree, path, [MAX_LIST_ENTRIES])
-    return json_ok({"directory_tree": tree})
-
-
-async def get_file(request: web.Request) -> web.StreamResponse:
-    form = await _form(request, FileForm)
-    path = _local_path(form.file_path)
-    if not path.is_file():
-        return web.json_response({"error": "File not found"}, status=404)
-    if not os.access(path, os.R_OK):
-        return web.json_response({"error": f"Failed to serve file: {path} is not readable"}, status=500)
-    return web.FileResponse(path, headers={"Content-Disposition": f'attachment; filename="{path.name}"',
-                                           "Content-Type": "application/octet-stream"})
-
-
-async def upload(request: web.Request) -> web.Response:
-    """Multipart ``file_path`` + ``file_data`` (in either order): the data is streamed
-    to a temporary file beside the work folder, then moved into place."""
-    if not request.content_type.startswith("multipart/"):
-        raise InvalidRequest("send multipart/form-data with file_path and file_data", code="validation_error")
-    reader = await request.multipart()
-    fields: dict[str, str] = {}
-    tmp: Path | None = None
-    size = 0
-    try:
-        while (part := await reader.next()) is not None:
-            if part.name == "file_data":
-                fd, name = tempfile.mkstemp(prefix="upload-", dir=request.app[WORK])
-                tmp = Path(name)
-                with os.fdopen(fd, "wb") as out:
-                    while chunk := await part.read_chunk(1024 * 1024):
-                        size += len(chunk)
-                        if size > MAX_UPLOAD_BYTES:
-                            raise InvalidRequest(f"file_data is over {MAX_UPLOAD_BYTES} bytes", code="too_large")
-                        out.write(chunk)
-            elif part.name:
-                fields[part.name] = (await part.read(decode=True)).decode("utf-8", "replace")
-        if tmp is None or "file_path" not in fields:
-            return web.json_response({"error": "file_path and file_data are required"}, status=400)
-        form = validate(UploadForm, fields)
-        dest = _local_path(form.file_path)
-        try:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            await asyncio.to_thread(shutil.move, str(tmp), str(dest))
-            tmp = None
-        except OSError as exc:
-            return web.json_response({"error": f"Failed to upload file: {exc}"}, status=500)
-        return web.Response(text=f"File Uploaded: {size} bytes")
-    finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
-
-
 # -- programs ---------------------------------------------------------------------
+
+
+def _missing_program(argv: list[str], env: dict[str, str]) -> web.Response | None:
+    """404 naming the program when it is not installed (OSWorld's server would answer
+    500 with the OSError)."""
+    if shutil.which(argv[0], path=env.get("PATH")) is None:
+        return osworld_error(f"{argv[0]}: no such program in this session (not installed, or not on PATH)", 404)
+    return None
 
 
 async def execute(request: web.Request) -> web.Response:
     req = await read_body(request, CommandRequest)
+    env = session_env()
     try:
         argv = commands.prepare_argv(req.command, req.shell)
-        done = await commands.run(argv, timeout=EXECUTE_TIMEOUT_S, env=_session_env())
-    except (ValueError, OSError, commands.CommandTimeout) as exc:
-        return _osworld_error(str(exc))
+        if (missing := _missing_program(argv, env)) is not None:
+            return missing
+        done = await commands.run(argv, timeout=req.timeout, env=env)
+    except commands.CommandTimeout as exc:
+        # OSWorld's reply for a timeout, with what the command had said so far.
+        return osworld_error(str(exc), output=exc.stdout, error=exc.stderr)
+    except (ValueError, OSError) as exc:
+        return osworld_error(str(exc))
     return json_ok({"status": "success", "output": done.stdout, "error": done.stderr, "returncode": done.returncode})
+
+
+async def execute_with_verification(request: web.Request) -> web.Response:
+    req = await read_body(request, VerifiedCommandRequest)
+    env = session_env()
+    started = time.monotonic()
+    try:
+        argv = commands.prepare_argv(req.command, req.shell)
+        if (missing := _missing_program(argv, env)) is not None:
+            return missing
+        done = await commands.run(argv, timeout=req.timeout, env=env)
+    except commands.CommandTimeout as exc:
+        return osworld_error(str(exc), output=exc.stdout, error=exc.stderr)
+    except (ValueError, OSError) as exc:
+        return osworld_error(str(exc))
+    reply = {"status": "success", "output": done.stdout, "error": done.stderr, "returncode": done.returncode}
+    check = req.verification
+    if check is None or (check.window_exists is None and check.command_success is None):
+        return json_ok(reply)
+    while True:
+        ok = True
+        if check.window_exists is not None:
+            _, all_windows = await window_tree(request)
+            ok = windows.find(all_windows, check.window_exists, browser_name=request.app[CONFIG].browser_name) is not None
+        if ok and check.command_success is not None:
+            try:
+                ok = (await commands.run(["/bin/sh", "-c", check.command_success], timeout=5, env=env)).returncode == 0
+            except (OSError, commands.CommandTimeout):
+                ok = False
+        waited = round(time.monotonic() - started, 2)
+        if ok:
+            return json_ok({**reply, "verification": "passed", "wait_time": waited})
+        if waited >= req.max_wait_time:
+            return json_ok({**reply, "status": "verification_failed", "verification": "failed",
+                            "wait_time": waited}, status=500)
+        await asyncio.sleep(req.check_interval)
+
+
+async def download_file(request: web.Request) -> web.Response:
+    """Fetch a URL into a path of the session (three tries, as OSWorld's server makes)."""
+    req = await read_body(request, DownloadRequest)
+    dest = local_path(req.path)
+    last = ""
+    for _ in range(3):
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            size = 0
+            async with request.app[HTTP].get(req.url, timeout=ClientTimeout(total=300)) as resp:
+                resp.raise_for_status()
+                with open(dest, "wb") as out:
+                    async for chunk in resp.content.iter_chunked(1024 * 1024):
+                        size += len(chunk)
+                        if size > files.MAX_UPLOAD_BYTES:
+                            raise InvalidRequest(f"{req.url} is over {files.MAX_UPLOAD_BYTES} bytes", code="too_large")
+                        out.write(chunk)
+            return web.Response(text=f"File downloaded successfully: {size} bytes")
+        except PermissionError as exc:
+            return web.Response(text=f"Failed to download {req.url}: permission denied: {exc.filename}", status=403)
+        except (OSError, asyncio.TimeoutError, ClientError) as exc:
+            last = str(exc) or type(exc).__name__
+            dest.unlink(missing_ok=True)
+    return web.Response(text=f"Failed to download {req.url}. No retries left. Error: {last}", status=502)
 
 
 async def launch(request: web.Request) -> web.Response:
     req = await read_body(request, LaunchRequest)
+    env = session_env()
     try:
         argv = commands.prepare_argv(req.command, req.shell)
-        await commands.launch(argv, env=_session_env())
+        if (missing := _missing_program(argv, env)) is not None:
+            return missing
+        await commands.launch(argv, env=env)
     except (ValueError, OSError) as exc:
-        return _osworld_error(str(exc))
+        return osworld_error(str(exc))
     shown = req.command if isinstance(req.command, str) else " ".join(req.command)
     return json_ok({"status": "success", "message": f"{shown} launched successfully"})
 
 
 async def run_python(request: web.Request) -> web.Response:
     req = await read_body(request, RunPythonRequest)
-    cwd = str(_local_path(req.working_dir)) if req.working_dir else None
+    cwd = str(local_path(req.working_dir)) if req.working_dir else None
     fd, name = tempfile.mkstemp(prefix="python_exec_", suffix=".py", dir=request.app[WORK])
     with os.fdopen(fd, "w") as f:
         f.write(req.code)
     try:
-        done = await commands.run(["python3", name], timeout=req.timeout, cwd=cwd, env=_session_env())
-    except commands.CommandTimeout:
-        return _osworld_error("Execution timeout: Code took too long to execute", error="TimeoutExpired",
-                              need_more=False, output=None)
+        done = await commands.run(["python3", name], timeout=req.timeout, cwd=cwd, env=session_env())
+    except commands.CommandTimeout as exc:
+        return osworld_error("Execution timeout: Code took too long to execute", error="TimeoutExpired",
+                             need_more=False, output=exc.stdout or None)
     except OSError as exc:
-        return _osworld_error(f"Execution error: {exc}", error=str(exc), need_more=False, output=None)
+        return osworld_error(f"Execution error: {exc}", error=str(exc), need_more=False, output=None)
     finally:
         os.unlink(name)
     error = done.stderr
@@ -367,7 +309,7 @@ async def run_bash_script(request: web.Request) -> web.Response:
     req = await read_body(request, RunBashRequest)
     cwd = None
     if req.working_dir:
-        cwd = os.path.expanduser(req.working_dir)
+        cwd = str(local_path(req.working_dir))
         if not os.path.isdir(cwd):
             return web.json_response({"status": "error", "output": f"Working directory does not exist: {cwd}",
                                       "error": "", "returncode": -1}, status=400)
@@ -376,11 +318,13 @@ async def run_bash_script(request: web.Request) -> web.Response:
     with os.fdopen(fd, "w") as f:
         f.write(script)
     try:
-        done = await commands.run(["/bin/bash", name], timeout=req.timeout, cwd=cwd, env=_session_env(),
+        done = await commands.run(["/bin/bash", name], timeout=req.timeout, cwd=cwd, env=session_env(),
                                   merge_stderr=True)
-    except commands.CommandTimeout:
-        return web.json_response({"status": "error", "output": f"Script execution timed out after {req.timeout:g} seconds",
-                                  "error": "", "returncode": -1}, status=500)
+    except commands.CommandTimeout as exc:
+        said = f"\n{exc.stdout}" if exc.stdout else ""
+        return web.json_response({"status": "error", "returncode": -1, "error": "",
+                                  "output": f"Script execution timed out after {req.timeout:g} seconds{said}"},
+                                 status=500)
     except OSError as exc:
         return web.json_response({"status": "error", "output": f"Failed to execute script: {exc}",
                                   "error": "", "returncode": -1}, status=500)
@@ -390,81 +334,30 @@ async def run_bash_script(request: web.Request) -> web.Response:
                     "error": "", "returncode": done.returncode})
 
 
-async def open_file(request: web.Request) -> web.Response:
-    req = await read_body(request, PathRequest)
-    path = _local_path(req.path)
-    if not path.exists():
-        return web.Response(text=f"File not found: {path}", status=404)
-    opener = shutil.which("xdg-open") or shutil.which("gio")
-    if opener is None:
-        return web.Response(text=f"Failed to open {path}. Error: neither xdg-open nor gio is installed", status=500)
-    argv = [opener, str(path)] if opener.endswith("xdg-open") else [opener, "open", str(path)]
-    await commands.launch(argv, env=_session_env())
-    return web.Response(text="File opened successfully")
-
-
-# -- windows ----------------------------------------------------------------------
-
-
-def _find_window(windows: list[dict], req: WindowRequest) -> dict | None:
-    for w in windows:
-        text = (w.get("app_id") if req.by_class else w.get("title")) or ""
-        if req.strict:
-            hit = text == req.window_name
-        else:
-            hit = req.window_name.lower() in text.lower()
-        if hit:
-            return w
-    return None
-
-
-async def _window_action(request: web.Request, action: str) -> tuple[WindowRequest, dict | None]:
-    req = await read_body(request, WindowRequest)
-    _, windows = await _windows(request)
-    window = _find_window(windows, req)
-    if window is not None:
-        await _desktopd(request, "POST", f"/api/v1/windows/{window['id']}/{action}")
-    return req, window
-
-
-async def activate_window(request: web.Request) -> web.Response:
-    req, window = await _window_action(request, "focus")
-    if window is None:
-        return web.Response(text=f"Window {req.window_name} not found", status=404)
-    return web.Response(text="Window activated successfully")
-
-
-async def close_window(request: web.Request) -> web.Response:
-    req, window = await _window_action(request, "close")
-    if window is None:
-        return web.Response(text=f"Window {req.window_name} not found", status=404)
-    return web.Response(text="Window closed successfully.")
-
-
 # -- recording --------------------------------------------------------------------
 
 
 async def start_recording(request: web.Request) -> web.Response:
     recorder = request.app[RECORDER]
     if recorder.recording:
-        return _osworld_error("Recording is already in progress.", status=400)
-    displays = (await _desktopd(request, "GET", "/api/v1/displays"))["displays"]
+        return osworld_error("Recording is already in progress.", status=400)
+    displays = (await desktopd(request, "GET", "/api/v1/displays"))["displays"]
     try:
         # The output is named: with several, wf-recorder would ask which on its stdin.
         await recorder.start(displays[0]["name"] if displays else None)
     except RecordingError as exc:
-        return _osworld_error(str(exc))
+        return osworld_error(str(exc))
     return json_ok({"status": "success", "message": "Started recording."})
 
 
 async def end_recording(request: web.Request) -> web.StreamResponse:
     recorder = request.app[RECORDER]
     if not recorder.recording:
-        return _osworld_error("No recording in progress to stop.", status=400)
+        return osworld_error("No recording in progress to stop.", status=400)
     try:
         path = await recorder.stop()
     except RecordingError as exc:
-        return _osworld_error(str(exc))
+        return osworld_error(str(exc))
     body = await asyncio.to_thread(path.read_bytes)
     path.unlink(missing_ok=True)
     return web.Response(body=body, content_type="video/mp4",
@@ -490,8 +383,11 @@ async def chrome(request: web.Request) -> web.Response:
         except RelayError as exc:
             raise ActionFailed(str(exc), code="port_in_use") from exc
         relayed = parsed.port
+    # After `pkill chrome` the browser is not running: start it (on these URLs), as
+    # running google-chrome would.
+    started = (await request.app[CONTROL].call("POST", "/browser", {"urls": parsed.urls}))["started"]
     tabs = []
-    for url in parsed.urls:
+    for url in [] if started else parsed.urls:
         try:
             async with request.app[HTTP].post(config.bridge + "/tabs", json={"action": "new", "url": url}) as resp:
                 body = await resp.json(content_type=None)
@@ -500,7 +396,8 @@ async def chrome(request: web.Request) -> web.Response:
                 tabs.append(body)
         except (OSError, asyncio.TimeoutError) as exc:
             raise Unavailable(f"the CDP bridge is not reachable: {exc}") from exc
-    return json_ok({"ok": True, "debugging_port": relayed, "cdp_port": config.cdp_port, "tabs": tabs})
+    return json_ok({"ok": True, "started": started, "debugging_port": relayed, "cdp_port": config.cdp_port,
+                    "tabs": tabs})
 
 
 async def openapi(request: web.Request) -> web.Response:
@@ -515,22 +412,33 @@ ROUTES = [
     Route("GET", "/terminal", terminal, "Text of the focused gnome-terminal"),
     Route("POST", "/screen_size", screen_size, "The first display's size in pixels"),
     Route("POST", "/window_size", window_size, "Size of an app's window (form app_class_name)"),
-    Route("POST", "/desktop_path", desktop_path, "~/Desktop, if it exists"),
+    Route("POST", "/desktop_path", files.desktop_path, "~/Desktop, if it exists"),
+    Route("POST", "/wallpaper", files.wallpaper, "The background image", responses="image/png"),
+    Route("GET", "/wallpaper", files.wallpaper, "Same as POST /wallpaper", responses="image/png"),
     Route("GET", "/platform", platform_name, "\"Linux\""),
     Route("GET", "/cursor_position", cursor_position, "[x, y] of the pointer"),
-    Route("POST", "/list_directory", list_directory, "A folder's tree", body=PathRequest),
-    Route("POST", "/file", get_file, "A file's bytes (form file_path)", responses="application/octet-stream"),
-    Route("POST", "/setup/upload", upload, "Write a file (multipart file_path + file_data)"),
+    Route("POST", "/list_directory", files.list_directory, "A folder's tree", body=PathRequest),
+    Route("POST", "/file", files.get_file, "A file's bytes (form file_path)", responses="application/octet-stream"),
+    Route("POST", "/setup/upload", files.upload, "Write a file (multipart file_path + file_data)"),
+    Route("POST", "/setup/change_wallpaper", files.change_wallpaper, "Set the background image", body=PathRequest),
     Route("POST", "/execute", execute, "Run a command, wait up to 120 s", body=CommandRequest),
     Route("POST", "/setup/execute", execute, "Same as /execute", body=CommandRequest),
+    Route("POST", "/execute_with_verification", execute_with_verification,
+          "Run a command, then wait for a window or a command to succeed", body=VerifiedCommandRequest),
+    Route("POST", "/setup/execute_with_verification", execute_with_verification,
+          "Same as /execute_with_verification", body=VerifiedCommandRequest),
     Route("POST", "/setup/launch", launch, "Start a command, do not wait", body=LaunchRequest),
-    Route("POST", "/setup/open_file", open_file, "Open a file with its default app", body=PathRequest),
-    Route("POST", "/setup/activate_window", activate_window, "Focus a window by title or app", body=WindowRequest),
-    Route("POST", "/setup/close_window", close_window, "Close a window by title or app", body=WindowRequest),
+    Route("POST", "/setup/download_file", download_file, "Fetch a URL into a file of the session",
+          body=DownloadRequest),
+    Route("POST", "/setup/open_file", windows.open_file, "Open a file with its default app and wait for its window",
+          body=OpenFileRequest),
+    Route("POST", "/setup/activate_window", windows.activate_window, "Focus a window by title or app",
+          body=WindowRequest),
+    Route("POST", "/setup/close_window", windows.close_window, "Close a window by title or app", body=WindowRequest),
     Route("POST", "/run_python", run_python, "Run Python code", body=RunPythonRequest),
     Route("POST", "/run_bash_script", run_bash_script, "Run a bash script", body=RunBashRequest),
     Route("POST", "/start_recording", start_recording, "Start an mp4 recording of the screen"),
     Route("POST", "/end_recording", end_recording, "Stop the recording and return the mp4", responses="video/mp4"),
-    Route("POST", "/deskbox/chrome", chrome, "For the session's google-chrome wrapper: open URLs, relay a "
-          "debugging port", body=ChromeRequest),
+    Route("POST", "/deskbox/chrome", chrome, "For the session's google-chrome wrapper: open URLs (starting the "
+          "browser when it is not running), relay a debugging port", body=ChromeRequest),
 ]

@@ -22,6 +22,7 @@ import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 
 __all__ = ["ChromeArgs", "parse_args", "Relays", "RelayError", "main"]
 
@@ -30,6 +31,16 @@ __all__ = ["ChromeArgs", "parse_args", "Relays", "RelayError", "main"]
 class ChromeArgs:
     port: int | None
     urls: list[str]
+
+
+def _url(arg: str) -> str:
+    """A local file named on the command line becomes a file: URL, as Chrome takes it."""
+    if "://" in arg or arg.startswith(("about:", "data:", "chrome:", "javascript:")):
+        return arg
+    path = Path(os.path.expanduser(arg))
+    if path.is_absolute() or path.exists():
+        return path.absolute().as_uri()
+    return arg
 
 
 def parse_args(args: list[str]) -> ChromeArgs:
@@ -47,7 +58,7 @@ def parse_args(args: list[str]) -> ChromeArgs:
                 raise ValueError(f"bad --remote-debugging-port: {value!r}")
             port = int(value)
         elif not arg.startswith("-"):
-            urls.append(arg)
+            urls.append(_url(arg))
     return ChromeArgs(port, urls)
 
 

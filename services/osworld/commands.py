@@ -28,9 +28,10 @@ class Finished:
 
 
 class CommandTimeout(Exception):
-    def __init__(self, argv: list[str], timeout: float) -> None:
+    def __init__(self, argv: list[str], timeout: float, stdout: str = "", stderr: str = "") -> None:
         super().__init__(f"Command {argv!r} timed out after {timeout:g} seconds")
         self.argv, self.timeout = argv, timeout
+        self.stdout, self.stderr = stdout, stderr
 
 
 def expand_home(arg: str) -> str:
@@ -70,37 +71,56 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-async def _read_capped(stream: asyncio.StreamReader | None) -> bytes:
-    if stream is None:
-        return b""
-    chunks, size = [], 0
-    while True:
-        chunk = await stream.read(65536)
-        if not chunk:
-            break
-        if size < MAX_OUTPUT_BYTES:
-            chunks.append(chunk[: MAX_OUTPUT_BYTES - size])
-        size += len(chunk)
-    return b"".join(chunks)
+class _Capture:
+    """What a stream said, kept as it arrives (so that a reader stopped early still has
+    everything read so far), capped at MAX_OUTPUT_BYTES."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.size = 0
+
+    async def read(self, stream: asyncio.StreamReader | None) -> None:
+        if stream is None:
+            return
+        while chunk := await stream.read(65536):
+            if self.size < MAX_OUTPUT_BYTES:
+                self.chunks.append(chunk[: MAX_OUTPUT_BYTES - self.size])
+            self.size += len(chunk)
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode("utf-8", "replace")
+
+
+# Once a command has exited, how long its output may still take to arrive. A child it
+# left running in the background (`cmd &`, setsid, nohup) may hold the pipes open for
+# ever: it keeps running, and the request does not wait for it.
+DRAIN_S = 0.3
 
 
 async def run(argv: list[str], *, timeout: float, cwd: str | None = None, env: dict[str, str] | None = None,
               merge_stderr: bool = False) -> Finished:
-    """Run to completion (its output read until every holder of the pipes closes them,
-    as ``subprocess.run`` does); on timeout the whole process group is killed and
-    CommandTimeout raised. OSError (no such program) comes through as is."""
+    """Run until the command exits (not until every holder of its pipes closes them:
+    a background child it started keeps running without holding the reply); on timeout
+    its whole process group is killed and CommandTimeout raised, with the output so far.
+    OSError (no such program) comes through as is."""
     proc = await _spawn(argv, cwd=cwd, env=env, capture=True, merge_stderr=merge_stderr)
+    out, err = _Capture(), _Capture()
+    readers = [asyncio.ensure_future(out.read(proc.stdout)), asyncio.ensure_future(err.read(proc.stderr))]
     try:
-        out, err, _ = await asyncio.wait_for(
-            asyncio.gather(_read_capped(proc.stdout), _read_capped(proc.stderr), proc.wait()), timeout)
-    except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
-        _kill_group(proc.pid)
-        await proc.wait()
-        if isinstance(exc, asyncio.CancelledError):
-            raise
-        raise CommandTimeout(argv, timeout) from None
-    return Finished(proc.returncode if proc.returncode is not None else -1,
-                    out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
+            _kill_group(proc.pid)
+            await proc.wait()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            await asyncio.wait(readers, timeout=DRAIN_S)
+            raise CommandTimeout(argv, timeout, out.text(), err.text()) from None
+        await asyncio.wait(readers, timeout=DRAIN_S)
+    finally:
+        for reader in readers:
+            reader.cancel()
+    return Finished(proc.returncode if proc.returncode is not None else -1, out.text(), err.text())
 
 
 async def launch(argv: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None) -> int:

@@ -15,11 +15,14 @@ __all__ = [
     "RunPythonRequest",
     "RunBashRequest",
     "PathRequest",
+    "OpenFileRequest",
     "FileForm",
     "UploadForm",
     "WindowSizeForm",
     "WindowRequest",
     "ChromeRequest",
+    "VerifiedCommandRequest",
+    "DownloadRequest",
     "MAX_COMMAND_CHARS",
     "EXECUTE_TIMEOUT_S",
 ]
@@ -28,6 +31,7 @@ MAX_COMMAND_CHARS = 256 * 1024
 # OSWorld's /execute waits 120 s; run_python 30 s by default; run_bash_script 100 s.
 EXECUTE_TIMEOUT_S = 120.0
 MAX_TIMEOUT_S = 600.0
+OPEN_FILE_TIMEOUT_S = 1800.0
 
 
 class _Lenient(BaseModel):
@@ -43,6 +47,8 @@ class CommandRequest(_Lenient):
 
     command: list[str] | str = Field(default_factory=list, max_length=4096)
     shell: bool = False
+    # A deskbox addition (OSWorld's server always waits 120 s): seconds to wait.
+    timeout: float = Field(EXECUTE_TIMEOUT_S, gt=0, le=MAX_TIMEOUT_S)
 
     @field_validator("command")
     @classmethod
@@ -54,6 +60,30 @@ class CommandRequest(_Lenient):
 
 class LaunchRequest(CommandRequest):
     """``POST /setup/launch``: started, not waited for."""
+
+
+class Verification(_Lenient):
+    """What must hold after the command: a window whose title holds ``window_exists``
+    (any case), and/or a shell command ``command_success`` that exits 0."""
+
+    window_exists: str | None = Field(None, max_length=1024)
+    command_success: str | None = Field(None, max_length=MAX_COMMAND_CHARS)
+
+
+class VerifiedCommandRequest(CommandRequest):
+    """``POST /execute_with_verification``: run, then check ``verification`` every
+    ``check_interval`` seconds for up to ``max_wait_time``."""
+
+    verification: Verification | None = None
+    max_wait_time: float = Field(10.0, gt=0, le=MAX_TIMEOUT_S)
+    check_interval: float = Field(1.0, ge=0.05, le=60)
+
+
+class DownloadRequest(_Lenient):
+    """``POST /setup/download_file``: fetch ``url`` (http or https) into ``path``."""
+
+    url: str = Field(min_length=1, max_length=8192, pattern=r"^https?://")
+    path: str = Field(min_length=1, max_length=4096)
 
 
 class RunPythonRequest(_Lenient):
@@ -72,6 +102,13 @@ class PathRequest(_Lenient):
     """``POST /list_directory`` and ``/setup/open_file``."""
 
     path: str = Field(min_length=1, max_length=4096)
+
+
+class OpenFileRequest(PathRequest):
+    """``POST /setup/open_file``. ``timeout`` (seconds, a deskbox addition) bounds the
+    wait for the file's window; OSWorld's server waits 1800 s."""
+
+    timeout: float = Field(OPEN_FILE_TIMEOUT_S, gt=0, le=OPEN_FILE_TIMEOUT_S)
 
 
 class FileForm(_Lenient):

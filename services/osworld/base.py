@@ -1,0 +1,94 @@
+"""What every part of the OSWorld-compatible server shares: its configuration, the app
+keys, calls to desktopd, OSWorld's error shape, form bodies and paths.
+
+Paths are taken as OSWorld's server takes them: ``~`` and ``$VARS`` expanded, and a
+relative path is relative to the session user's home (OSWorld's server runs from it)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import ClientSession, web
+
+from ..common.errors import ActionFailed, NotFoundError, Unavailable
+from ..common.session_api import SessionControl
+from ..common.web import validate
+from .recording import Recorder
+
+__all__ = [
+    "OsworldConfig", "CONFIG", "HTTP", "RECORDER", "WORK", "STARTED", "WALK_LOCK", "CONTROL",
+    "osworld_error", "desktopd", "windows", "form", "local_path", "home", "session_env",
+]
+
+
+@dataclass(frozen=True)
+class OsworldConfig:
+    desktopd: str
+    bridge: str | None = None
+    cdp_port: int | None = None
+    browser_name: str = "Google Chrome"
+    token: str | None = None
+    work_dir: str | None = None  # scripts and recordings (default: a private temp folder)
+    control: str | None = None  # deskbox up's control socket (start the browser, set the background)
+
+
+CONFIG = web.AppKey("config", OsworldConfig)
+HTTP = web.AppKey("http", ClientSession)
+RECORDER = web.AppKey("recorder", Recorder)
+WORK = web.AppKey("work", Path)
+STARTED = web.AppKey("started", float)
+WALK_LOCK = web.AppKey("walk_lock", asyncio.Lock)
+CONTROL = web.AppKey("control", SessionControl)
+
+
+def osworld_error(message: str, status: int = 500, **extra: Any) -> web.Response:
+    return web.json_response({"status": "error", "message": message, **extra}, status=status)
+
+
+async def desktopd(request: web.Request, method: str, path: str, **kw: Any) -> Any:
+    url = request.app[CONFIG].desktopd + path
+    try:
+        async with request.app[HTTP].request(method, url, **kw) as resp:
+            if resp.content_type.startswith("image/"):
+                body: Any = await resp.read()
+            else:
+                body = await resp.json(content_type=None)
+            if resp.status >= 400:
+                err = body.get("error", {}) if isinstance(body, dict) else {}
+                if resp.status == 404:
+                    raise NotFoundError(err.get("message", f"desktopd {path}: 404"))
+                raise ActionFailed(f"desktopd {path}: {err.get('message', resp.status)}")
+            return body
+    except (OSError, asyncio.TimeoutError) as exc:
+        raise Unavailable(f"desktopd is not reachable: {exc}") from exc
+
+
+async def windows(request: web.Request) -> tuple[list[dict], list[dict]]:
+    """desktopd's displays and windows."""
+    tree = await desktopd(request, "GET", "/api/v1/tree")
+    return tree["displays"], tree["windows"]
+
+
+async def form(request: web.Request, model):
+    data = await request.post()
+    return validate(model, {k: v for k, v in data.items() if isinstance(v, str)})
+
+
+def home() -> Path:
+    """The session user's home: this server runs as that user, with its HOME."""
+    return Path(os.path.expanduser("~"))
+
+
+def local_path(raw: str) -> Path:
+    """``~`` and ``$VARS`` expanded, relative to the home, as OSWorld's server (which
+    runs from the home folder) takes it."""
+    path = Path(os.path.expandvars(os.path.expanduser(raw)))
+    return path if path.is_absolute() else home() / path
+
+
+def session_env() -> dict[str, str]:
+    return dict(os.environ)

@@ -1,0 +1,46 @@
+"""Windows by name as OSWorld's server finds them (wmctrl's rules), with the session's
+Chromium answering to Google Chrome."""
+
+from __future__ import annotations
+
+from services.osworld.chrome import parse_args
+from services.osworld.windows import chrome_title, find
+
+CHROMIUM = {"id": "w1", "app_id": "chromium", "title": "Example Domain - Chromium"}
+CALC = {"id": "w2", "app_id": "libreoffice-calc", "title": "report.xlsx - LibreOffice Calc"}
+TERMINAL = {"id": "w3", "app_id": "org.gnome.Terminal", "title": "user@host: ~"}
+WINDOWS = [CHROMIUM, CALC, TERMINAL]
+
+
+def test_a_name_is_any_part_of_a_title_in_any_case():
+    assert find(WINDOWS, "report.xlsx") is CALC
+    assert find(WINDOWS, "libreoffice calc") is CALC
+    assert find(WINDOWS, "nothing like it") is None
+
+
+def test_strict_is_the_whole_title_case_and_all():
+    assert find(WINDOWS, "report.xlsx - LibreOffice Calc", strict=True) is CALC
+    assert find(WINDOWS, "report.xlsx - libreoffice calc", strict=True) is None
+    assert find(WINDOWS, "report.xlsx", strict=True) is None
+
+
+def test_by_class_looks_at_the_app_id():
+    assert find(WINDOWS, "org.gnome.terminal", by_class=True) is TERMINAL
+    assert find(WINDOWS, "report", by_class=True) is None
+
+
+def test_chromium_answers_to_google_chrome():
+    assert find(WINDOWS, "Google Chrome") is CHROMIUM
+    assert find(WINDOWS, "Example Domain - Google Chrome", strict=True) is CHROMIUM
+    assert find(WINDOWS, "google-chrome", by_class=True) is CHROMIUM
+    assert find(WINDOWS, "Chromium") is CHROMIUM
+    assert chrome_title("Chromium") == "Google Chrome"
+    assert chrome_title("") == "Google Chrome"
+
+
+def test_google_chrome_takes_local_files_as_file_urls(tmp_path):
+    page = tmp_path / "notes.txt"
+    page.write_text("x")
+    parsed = parse_args(["--remote-debugging-port=1337", str(page), "https://example.org", "--new-window"])
+    assert parsed.port == 1337
+    assert parsed.urls == [page.as_uri(), "https://example.org"]
