@@ -324,7 +324,7 @@ def test_cursor_position_follows_the_pointer(session, osworld):
 def test_a_recording_is_a_playable_mp4(session, osworld):
     resp = osworld.post_json("/start_recording")
     assert resp.json() == {"status": "success", "message": "Started recording."}
-    assert osworld.post_json("/start_recording").status == 400
+    assert osworld.post_json("/start_recording").status == 409  # one at a time
     for x in range(100, 600, 100):
         session.pointer(action="move", x=x, y=300)
         time.sleep(0.3)

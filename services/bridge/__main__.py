@@ -12,9 +12,9 @@ from aiohttp import web
 
 from ..common.errors import ServiceError
 from ..common.logging import configure_logging, get_logger
+from ..common.memory import tune_memory
 from ..common.net import parse_listen
 from .app import BridgeConfig, create_app
-from .browser import tune_memory
 from .chromium import ChromiumConfig
 
 

@@ -19,8 +19,6 @@ is when a request asks for ``fresh``. Concurrent requests for a tab share one ga
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
 import json
 import time
 from dataclasses import dataclass, field, replace
@@ -30,12 +28,13 @@ import orjson
 from ..cdp import CDPClosed, CDPConnection, CDPError
 from ..common.errors import ActionFailed, NotFoundError, Unavailable
 from ..common.logging import get_logger
+from ..common.memory import release_memory
 from ..geometry import frame_document_offset, measured_to_snapshot, moved_with
 from .axtree import AXRecord, decode_nodes, partial_result, preorder, subtree_ids
 from .chromium import Chromium
 from .layout import SNAPSHOT_STYLES, DocumentBoxes, box_json, index_snapshot
 
-__all__ = ["Browser", "TabGone", "Snapshot", "tune_memory", "release_memory"]
+__all__ = ["Browser", "TabGone", "Snapshot"]
 
 log = get_logger("deskbox.bridge")
 
@@ -342,31 +341,6 @@ VERIFY_DELAY = 0.3
 
 class TabGone(Exception):
     pass
-
-
-def _libc():
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    except OSError:  # not glibc: nothing to tune
-        return None
-
-
-_LIBC = _libc()
-_M_MMAP_THRESHOLD = -3
-
-
-def tune_memory() -> None:
-    """Large buffers (a reply or a tree of tens of MB) in their own mappings, which go
-    back to the system when freed: glibc otherwise raises its threshold after the first
-    big free and serves later ones from a heap that does not shrink."""
-    if _LIBC is not None and hasattr(_LIBC, "mallopt"):
-        _LIBC.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
-
-
-def release_memory() -> None:
-    """Hand freed heap pages back to the system (after a big tree was replaced)."""
-    if _LIBC is not None and hasattr(_LIBC, "malloc_trim"):
-        _LIBC.malloc_trim(0)
 
 
 class _Cold(Exception):

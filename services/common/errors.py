@@ -5,6 +5,7 @@
     |   +-- NotFoundError (404 not_found)
     +-- Unauthorized (401 unauthorized)
     +-- ActionFailed (409 action_failed): valid, but could not be applied now
+    +-- TooLarge (422 too_large): valid, but beyond a documented limit
     +-- Unavailable (503 unavailable): a component the request needs is down
 
 Each has a stable ``code`` and HTTP ``status``; the JSON body is always
@@ -20,6 +21,7 @@ __all__ = [
     "NotFoundError",
     "Unauthorized",
     "ActionFailed",
+    "TooLarge",
     "Unavailable",
 ]
 
@@ -60,6 +62,11 @@ class Unauthorized(ServiceError):
 class ActionFailed(ServiceError):
     status = 409
     code = "action_failed"
+
+
+class TooLarge(ServiceError):
+    status = 422
+    code = "too_large"
 
 
 class Unavailable(ServiceError):

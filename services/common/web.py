@@ -61,6 +61,8 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
         status = exc.status
         resp = web.json_response(exc.to_json(), status=exc.status)
         resp.headers["X-Request-Id"] = request_id
+        if exc.status == 503:
+            resp.headers["Retry-After"] = "1"  # a component is coming back
         return resp
     except web.HTTPException as exc:
         status = exc.status

@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 
 from PIL import Image, ImageDraw
 
-from ..common.errors import InvalidRequest
+from ..common.errors import InvalidRequest, TooLarge, Unavailable
+from ..common.memory import release_memory
 from ..geometry import Display, device_to_region, resize_factor, scaled_size
 from .backends.base import Backend, Frame
 from .encode import CONTENT_TYPES, encode, encode_raw
@@ -57,6 +58,26 @@ def _draw_cursor(image: Image.Image, x: float, y: float, scale: float) -> None:
     draw.polygon(poly, fill=(255, 255, 255), outline=(0, 0, 0))
 
 
+# A screenshot is at most this many pixels: 4 times its display, and never over 64 MP
+# (an 8K display twice over). Beyond it: 422, with the limit in the message.
+MAX_PIXELS_FACTOR = 4
+MAX_PIXELS = 64_000_000
+# WebP's format cannot say more than this per side.
+WEBP_MAX_SIDE = 16383
+# Encoded screenshots larger than this are not kept for the next request.
+MAX_CACHED_BYTES = 8 * 1024 * 1024
+
+
+def _check_size(display: Display, fmt: str, out_size: tuple[int, int]) -> None:
+    limit = min(MAX_PIXELS_FACTOR * display.size[0] * display.size[1], MAX_PIXELS)
+    w, h = out_size
+    if w * h > limit:
+        raise TooLarge(f"a {w}x{h} screenshot is {w * h:,} pixels; the limit is {limit:,} (4 times display "
+                       f"{display.id}'s {display.size[0]}x{display.size[1]}, at most {MAX_PIXELS:,})")
+    if fmt == "webp" and max(w, h) > WEBP_MAX_SIDE:
+        raise TooLarge(f"WebP pictures are at most {WEBP_MAX_SIDE} pixels a side; {w}x{h} asked")
+
+
 class Screenshots:
     """Takes screenshots and keeps the encoded result of each recent request while the
     screen has not changed (keyed on the backend's damage generation)."""
@@ -74,11 +95,15 @@ class Screenshots:
         shot), a shot without a body when the screen has not changed since: a client
         polling for change (the scene's watcher) then costs no capture, no encoding and
         no transfer."""
+        down = self.backend.health().get("error")
+        if down is not None:
+            # Never the old compositor's pixels: what was kept of it goes.
+            self._encoded.clear()
+            raise Unavailable(f"the display server is not there: {down}", code="compositor_unavailable")
         region = self._region(display, q)
         factor = resize_factor((region[2], region[3]), width=q.width, scale=q.scale)
         out_size = scaled_size((region[2], region[3]), factor)
-        if out_size[0] > 16384 or out_size[1] > 16384:
-            raise InvalidRequest(f"output size {out_size} is too large", code="validation_error")
+        _check_size(display, q.format, out_size)
         pointer = self.backend.pointer_position() if q.cursor else None
         generation = self.backend.frame_generation(display)
         key = (display.id, display.size, q.format, q.quality, region, out_size, pointer)
@@ -98,6 +123,10 @@ class Screenshots:
 
         body = await self.backend.capture_with(display, render)
         shot = Shot(body, CONTENT_TYPES[q.format], out_size, out_size[0] / region[2], region, display, False)
+        if out_size[0] * out_size[1] > display.size[0] * display.size[1]:
+            release_memory()  # a picture larger than the screen: its buffers go back
+        if len(body) > MAX_CACHED_BYTES:
+            return replace(shot, etag=etag if generation == self.backend.frame_generation(display) else None)
         if generation is not None and generation == self.backend.frame_generation(display):
             shot = replace(shot, etag=etag)
             self._encoded[key] = (generation, shot)

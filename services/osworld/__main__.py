@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> None:
         token=os.environ.get("DESKBOX_TOKEN") or None,
         work_dir=args.work_dir,
         control=args.control,
+        recording_max_s=float(os.environ.get("DESKBOX_RECORDING_MAX_S") or 0) or None,
     )
     log = get_logger("deskbox.osworld")
     try:

@@ -84,6 +84,8 @@ def create_app(config: OsworldConfig) -> web.Application:
     work.mkdir(mode=0o700, parents=True, exist_ok=True)
     app[WORK] = work
     app[RECORDER] = Recorder(folder=str(work))
+    if config.recording_max_s:
+        app[RECORDER].max_duration_s = config.recording_max_s
     app[RELAYS] = Relays(config.cdp_port or 0)
     app[WALK_LOCK] = asyncio.Lock()
     app[CONTROL] = SessionControl(config.control)
@@ -340,7 +342,7 @@ async def run_bash_script(request: web.Request) -> web.Response:
 async def start_recording(request: web.Request) -> web.Response:
     recorder = request.app[RECORDER]
     if recorder.recording:
-        return osworld_error("Recording is already in progress.", status=400)
+        return osworld_error("Recording is already in progress.", status=409)
     displays = (await desktopd(request, "GET", "/api/v1/displays"))["displays"]
     try:
         # The output is named: with several, wf-recorder would ask which on its stdin.
@@ -360,8 +362,10 @@ async def end_recording(request: web.Request) -> web.StreamResponse:
         return osworld_error(str(exc))
     body = await asyncio.to_thread(path.read_bytes)
     path.unlink(missing_ok=True)
-    return web.Response(body=body, content_type="video/mp4",
-                        headers={"Content-Disposition": 'attachment; filename="recording.mp4"'})
+    headers = {"Content-Disposition": 'attachment; filename="recording.mp4"'}
+    if recorder.limit:
+        headers["X-Deskbox-Recording-Limit"] = recorder.limit  # it was ended by its limit, finished
+    return web.Response(body=body, content_type="video/mp4", headers=headers)
 
 
 # -- the session's google-chrome wrapper --------------------------------------------
@@ -386,18 +390,30 @@ async def chrome(request: web.Request) -> web.Response:
     # After `pkill chrome` the browser is not running: start it (on these URLs), as
     # running google-chrome would.
     started = (await request.app[CONTROL].call("POST", "/browser", {"urls": parsed.urls}))["started"]
-    tabs = []
-    for url in [] if started else parsed.urls:
-        try:
-            async with request.app[HTTP].post(config.bridge + "/tabs", json={"action": "new", "url": url}) as resp:
-                body = await resp.json(content_type=None)
-                if resp.status != 200:
-                    raise ActionFailed(f"the bridge did not open {url!r}: {body}")
-                tabs.append(body)
-        except (OSError, asyncio.TimeoutError) as exc:
-            raise Unavailable(f"the CDP bridge is not reachable: {exc}") from exc
+    tabs = [await _open_tab(request, url) for url in ([] if started else parsed.urls)]
     return json_ok({"ok": True, "started": started, "debugging_port": relayed, "cdp_port": config.cdp_port,
                     "tabs": tabs})
+
+
+# A browser that has just been started (by another google-chrome a moment ago) takes a
+# moment more to be read by the bridge: a new tab waits for it that long.
+BROWSER_COMING_S = 20.0
+
+
+async def _open_tab(request: web.Request, url: str) -> dict:
+    bridge = request.app[CONFIG].bridge
+    deadline = time.monotonic() + BROWSER_COMING_S
+    while True:
+        try:
+            async with request.app[HTTP].post(bridge + "/tabs", json={"action": "new", "url": url}) as resp:
+                body = await resp.json(content_type=None)
+        except (OSError, asyncio.TimeoutError) as exc:
+            raise Unavailable(f"the CDP bridge is not reachable: {exc}") from exc
+        if resp.status == 200:
+            return body
+        if resp.status != 503 or time.monotonic() > deadline:
+            raise ActionFailed(f"the bridge did not open {url!r}: {body}")
+        await asyncio.sleep(0.1)
 
 
 async def openapi(request: web.Request) -> web.Response:

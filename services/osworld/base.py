@@ -34,6 +34,7 @@ class OsworldConfig:
     token: str | None = None
     work_dir: str | None = None  # scripts and recordings (default: a private temp folder)
     control: str | None = None  # deskbox up's control socket (start the browser, set the background)
+    recording_max_s: float | None = None  # default: recording.MAX_DURATION_S
 
 
 CONFIG = web.AppKey("config", OsworldConfig)

@@ -12,7 +12,7 @@ import shlex
 import signal
 from dataclasses import dataclass
 
-__all__ = ["Finished", "CommandTimeout", "prepare_argv", "expand_home", "run", "launch"]
+__all__ = ["Finished", "CommandTimeout", "prepare_argv", "expand_home", "run", "start", "launch"]
 
 # What a command may print into one reply; the rest is cut (a runaway `cat` must not
 # fill the service's memory).
@@ -54,13 +54,12 @@ def prepare_argv(command: list[str] | str, shell: bool) -> list[str]:
     return [expand_home(a) for a in argv]
 
 
-async def _spawn(argv: list[str], *, cwd: str | None, env: dict[str, str] | None, capture: bool,
-                 merge_stderr: bool = False) -> asyncio.subprocess.Process:
-    pipe = asyncio.subprocess.PIPE if capture else asyncio.subprocess.DEVNULL
+async def _spawn(argv: list[str], *, cwd: str | None, env: dict[str, str] | None,
+                 stdout: int = asyncio.subprocess.DEVNULL, stderr: int = asyncio.subprocess.DEVNULL
+                 ) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=pipe,
-        stderr=(asyncio.subprocess.STDOUT if merge_stderr else pipe) if capture else asyncio.subprocess.DEVNULL,
-        cwd=cwd or os.path.expanduser("~"), env=env, start_new_session=True, limit=MAX_OUTPUT_BYTES,
+        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+        cwd=cwd or os.path.expanduser("~"), env=env, start_new_session=True,
     )
 
 
@@ -72,20 +71,43 @@ def _kill_group(pid: int) -> None:
 
 
 class _Capture:
-    """What a stream said, kept as it arrives (so that a reader stopped early still has
-    everything read so far), capped at MAX_OUTPUT_BYTES."""
+    """One output pipe of a command, read into memory as it arrives (capped at
+    MAX_OUTPUT_BYTES). The pipe is deskbox's own, not asyncio's: a background child of
+    the command may hold its other end for ever, and the command's reply must not wait
+    for that, so the reading end is closed when the reply is made."""
 
     def __init__(self) -> None:
         self.chunks: list[bytes] = []
         self.size = 0
+        self.read_fd, self.write_fd = os.pipe()
+        self._transport: asyncio.ReadTransport | None = None
+        self._done = asyncio.get_running_loop().create_future()
 
-    async def read(self, stream: asyncio.StreamReader | None) -> None:
-        if stream is None:
-            return
-        while chunk := await stream.read(65536):
-            if self.size < MAX_OUTPUT_BYTES:
-                self.chunks.append(chunk[: MAX_OUTPUT_BYTES - self.size])
-            self.size += len(chunk)
+    async def open(self) -> None:
+        """Start reading (the command has its end by now: ours is closed)."""
+        os.close(self.write_fd)
+        capture = self
+
+        class Reader(asyncio.Protocol):
+            def data_received(self, data: bytes) -> None:
+                if capture.size < MAX_OUTPUT_BYTES:
+                    capture.chunks.append(data[: MAX_OUTPUT_BYTES - capture.size])
+                capture.size += len(data)
+
+            def connection_lost(self, exc: Exception | None) -> None:
+                if not capture._done.done():
+                    capture._done.set_result(None)
+
+        self._transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+            Reader, os.fdopen(self.read_fd, "rb", buffering=0))
+
+    async def finished(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for everyone to close the other end."""
+        await asyncio.wait([self._done], timeout=timeout)
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
 
     def text(self) -> str:
         return b"".join(self.chunks).decode("utf-8", "replace")
@@ -103,10 +125,18 @@ async def run(argv: list[str], *, timeout: float, cwd: str | None = None, env: d
     a background child it started keeps running without holding the reply); on timeout
     its whole process group is killed and CommandTimeout raised, with the output so far.
     OSError (no such program) comes through as is."""
-    proc = await _spawn(argv, cwd=cwd, env=env, capture=True, merge_stderr=merge_stderr)
-    out, err = _Capture(), _Capture()
-    readers = [asyncio.ensure_future(out.read(proc.stdout)), asyncio.ensure_future(err.read(proc.stderr))]
+    out = _Capture()
+    err = out if merge_stderr else _Capture()
+    captures = [out] if merge_stderr else [out, err]
     try:
+        try:
+            proc = await _spawn(argv, cwd=cwd, env=env, stdout=out.write_fd, stderr=err.write_fd)
+        except OSError:
+            for c in captures:
+                os.close(c.write_fd)
+            raise
+        for c in captures:
+            await c.open()
         try:
             await asyncio.wait_for(proc.wait(), timeout)
         except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
@@ -114,20 +144,26 @@ async def run(argv: list[str], *, timeout: float, cwd: str | None = None, env: d
             await proc.wait()
             if isinstance(exc, asyncio.CancelledError):
                 raise
-            await asyncio.wait(readers, timeout=DRAIN_S)
+            await asyncio.gather(*(c.finished(DRAIN_S) for c in captures))
             raise CommandTimeout(argv, timeout, out.text(), err.text()) from None
-        await asyncio.wait(readers, timeout=DRAIN_S)
+        await asyncio.gather(*(c.finished(DRAIN_S) for c in captures))
     finally:
-        for reader in readers:
-            reader.cancel()
+        for c in captures:
+            c.close()
     return Finished(proc.returncode if proc.returncode is not None else -1, out.text(), err.text())
 
 
-async def launch(argv: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None) -> int:
-    """Start and do not wait (``/setup/launch``); the child is reaped in the background.
-    Returns its pid."""
-    proc = await _spawn(argv, cwd=cwd, env=env, capture=False)
+async def start(argv: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None
+                ) -> asyncio.subprocess.Process:
+    """Start and do not wait (``/setup/launch``); the child is reaped in the background,
+    and its ``returncode`` says when it has ended."""
+    proc = await _spawn(argv, cwd=cwd, env=env)
     task = asyncio.get_running_loop().create_task(proc.wait())
     _launched.add(task)
     task.add_done_callback(_launched.discard)
-    return proc.pid
+    return proc
+
+
+async def launch(argv: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None) -> int:
+    """``start``, returning the pid."""
+    return (await start(argv, cwd=cwd, env=env)).pid

@@ -2,7 +2,9 @@
 (wlr-screencopy, as desktopd's screenshots) writing an mp4 of the first display.
 
 One recording at a time, as OSWorld's server does. ``stop`` ends wf-recorder with
-SIGINT (it then finishes the file: moov atom written) and returns the file's path.
+SIGINT (it then finishes the file: moov atom written) and returns the file's path. A
+recording is also ended, the same way, once it reaches ``MAX_DURATION_S`` or
+``MAX_BYTES``: ``stop`` then returns it as it was finished (``limit`` says which).
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ __all__ = ["Recorder", "RecordingError"]
 
 WF_RECORDER = "wf-recorder"
 STOP_GRACE_S = 10.0
+MAX_DURATION_S = 3600.0
+MAX_BYTES = 2 * 1024**3
+WATCH_S = 1.0
 
 
 class RecordingError(Exception):
@@ -30,10 +35,15 @@ class Recorder:
         self.proc: asyncio.subprocess.Process | None = None
         self.path: Path | None = None
         self._log: Path | None = None
+        self.limit: str | None = None  # "duration" or "size" when a limit ended it
+        self._watch: asyncio.Task | None = None
+        self.max_duration_s = MAX_DURATION_S
+        self.max_bytes = MAX_BYTES
 
     @property
     def recording(self) -> bool:
-        return self.proc is not None and self.proc.returncode is None
+        """Started and not yet collected (it may have been ended by a limit)."""
+        return self.proc is not None
 
     async def start(self, output_name: str | None = None) -> None:
         """Record the output of that name (HEADLESS-1 ...), or the only one."""
@@ -57,13 +67,30 @@ class Recorder:
                 *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
         await asyncio.sleep(0.3)
         if self.proc.returncode is not None:
+            self.proc = None
             raise RecordingError(f"wf-recorder exited at once: {self._log_tail()}")
+        self.limit = None
+        self._watch = asyncio.create_task(self._enforce_limits(self.proc, self.path))
+
+    async def _enforce_limits(self, proc: asyncio.subprocess.Process, path: Path) -> None:
+        started = asyncio.get_running_loop().time()
+        while proc.returncode is None:
+            await asyncio.sleep(WATCH_S)
+            elapsed = asyncio.get_running_loop().time() - started
+            size = path.stat().st_size if path.exists() else 0
+            if elapsed >= self.max_duration_s or size >= self.max_bytes:
+                self.limit = "duration" if elapsed >= self.max_duration_s else "size"
+                proc.send_signal(signal.SIGINT)  # finishes the file
+                return
 
     async def stop(self) -> Path:
         if not self.recording or self.proc is None or self.path is None:
             raise RecordingError("No recording in progress to stop.")
         proc, self.proc = self.proc, None
-        proc.send_signal(signal.SIGINT)
+        if self._watch is not None:
+            self._watch.cancel()
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
         try:
             await asyncio.wait_for(proc.wait(), STOP_GRACE_S)
         except asyncio.TimeoutError:
@@ -75,7 +102,9 @@ class Recorder:
         return self.path
 
     async def close(self) -> None:
-        if self.recording and self.proc is not None:
+        if self._watch is not None:
+            self._watch.cancel()
+        if self.proc is not None and self.proc.returncode is None:
             self.proc.send_signal(signal.SIGINT)
             try:
                 await asyncio.wait_for(self.proc.wait(), STOP_GRACE_S)

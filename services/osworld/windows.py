@@ -109,8 +109,12 @@ async def open_file(request: web.Request) -> web.Response:
     _, before = await windows(request)
     known = {w["id"] for w in before}
     started = time.monotonic()
-    await commands.launch(argv, env=env)
+    opener = await commands.start(argv, env=env)
     while True:
+        if opener.returncode not in (None, 0):
+            # The opener failed: no window is coming.
+            return web.Response(text=f"Failed to open {path}. Error: {argv[0]} exited with {opener.returncode}",
+                                status=500)
         _, now = await windows(request)
         # A window that was already open counts too (the file may open as a tab of it),
         # the newest first.

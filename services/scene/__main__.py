@@ -26,6 +26,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="fill the scene's ocr list (Tesseract, when installed); off by default")
     parser.add_argument("--control", default=os.environ.get("DESKBOX_CONTROL"),
                         help="deskbox up's control socket: serves /api/v1/session/* (reset, snapshots)")
+    parser.add_argument("--ids-file", default=None,
+                        help="keep element ids in this file, so that a restarted scene honours them")
     parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
     args = parser.parse_args(argv)
     configure_logging("scene", args.log_level)
@@ -37,6 +39,7 @@ def main(argv: list[str] | None = None) -> None:
         ocr=args.ocr,
         token=os.environ.get("DESKBOX_TOKEN") or None,
         control=args.control,
+        ids_file=args.ids_file,
     )
     get_logger("deskbox.scene").info("starting", url=f"http://{host}:{port}", desktopd=config.desktopd,
                                      bridge=config.bridge)

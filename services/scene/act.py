@@ -137,7 +137,10 @@ class Actor:
     async def act(self, req: ActRequest) -> dict:
         async with self.input_lock:
             started = time.monotonic()
-            self.lookup(req.target)
+            if self.engine.last is not None:
+                # Known to be gone or never issued: answered before anything is read. (With
+                # no scene yet, after a restart or a reset, the fresh one decides.)
+                self.lookup(req.target)
             await self.engine.scene("active")
             element = self.lookup(req.target)  # its current box
             scrolled = False

@@ -47,6 +47,7 @@ class SceneConfig:
     token: str | None = None
     watch: bool = True
     control: str | None = None  # deskbox up's control socket: the session state API
+    ids_file: str | None = None  # where ids are kept across restarts of the scene
 
 
 ENGINE = web.AppKey("engine", SceneEngine)
@@ -75,7 +76,7 @@ def create_app(config: SceneConfig | None = None) -> web.Application:
         from .ocr import OcrChain
 
         ocr = OcrChain.default(enabled=True)
-    engine = SceneEngine(desktop, bridge, native, ocr)
+    engine = SceneEngine(desktop, bridge, native, ocr, ids_file=config.ids_file)
     app[ENGINE] = engine
     app[DESKTOP] = desktop
     input_lock = asyncio.Lock()  # /act and the provider adapters take turns at the input
@@ -105,6 +106,7 @@ def create_app(config: SceneConfig | None = None) -> web.Application:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await engine.id_store.save()
 
     app.cleanup_ctx.append(clients_ctx)
     app.cleanup_ctx.append(watch_ctx)

@@ -23,6 +23,7 @@ from ..common.logging import get_logger
 from ..geometry import Display, Rect, page_placement, visible_part
 from .elements import Element, native_elements, page_elements
 from .frames import FrameSignature, changed_regions, signature
+from .id_store import IdStore
 from .ids import IdRegistry
 from .sources import Bridge, Desktop, Frame, Tree, Window
 
@@ -148,13 +149,17 @@ def _apps(windows: list[Window]) -> list[dict[str, Any]]:
 
 
 class SceneEngine:
-    def __init__(self, desktop: Desktop, bridge: Bridge | None, atspi: Any = None, ocr: Any = None) -> None:
+    def __init__(self, desktop: Desktop, bridge: Bridge | None, atspi: Any = None, ocr: Any = None,
+                 ids_file: str | None = None) -> None:
         self.desktop = desktop
         self.bridge = bridge
         self.atspi = atspi  # services.scene.native.NativeSource or None
         self.ocr = ocr  # services.scene.ocr.OcrChain or None
         self.ids = IdRegistry("a")
         self.text_ids = IdRegistry("t")
+        # A restarted scene honours the ids it handed out before (see id_store).
+        self.id_store = IdStore(ids_file, [self.ids, self.text_ids])
+        self.id_store.load()
         self.last: Scene | None = None
         self.by_id: dict[str, Element] = {}
         self.vlm_scene: Any = None
@@ -215,6 +220,7 @@ class SceneEngine:
 
             self.ids.retire_all(describe)
             self.text_ids.retire_all()
+            self.id_store.touched()
             self.last = None
             self.by_id = {}
             self._native_cache = None
@@ -374,6 +380,8 @@ class SceneEngine:
             return (e.role, e.name) if e else (None, None)
 
         self.ids.retire_absent(seen, keep=keep, describe=describe)
+        self.id_store.reserve()  # before anyone sees these ids
+        self.id_store.touched()
         self._seq += 1
         scene = Scene(
             seq=self._seq,

@@ -12,7 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Iterable
 
-__all__ = ["IdRegistry", "Retired"]
+__all__ = ["IdRegistry", "Retired", "to_json_key", "from_json_key"]
+
+
+def to_json_key(key: Hashable) -> object:
+    return [to_json_key(k) for k in key] if isinstance(key, tuple) else key
+
+
+def from_json_key(key: object) -> Hashable:
+    return tuple(from_json_key(k) for k in key) if isinstance(key, list) else key  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +44,7 @@ class IdRegistry:
         self._live: dict[tuple[int, Hashable], str] = {}
         self._retired: dict[str, Retired] = {}
         self._retired_memory = retired_memory
+        self.changed = False  # since the last dump: an id was handed out or retired
 
     def assign(self, display_id: int, key: Hashable) -> str:
         """The id of the element ``key`` on ``display_id``: its existing one while it
@@ -48,6 +57,7 @@ class IdRegistry:
         self._next[display_id] = seq + 1
         new = f"{self.prefix}{display_id}-{seq}"
         self._live[full] = new
+        self.changed = True
         return new
 
     def retire_absent(self, seen: Iterable[tuple[int, Hashable]], *, keep: "callable | None" = None,
@@ -64,6 +74,7 @@ class IdRegistry:
             role, name = describe(full) if describe else (None, None)
             self._retired[ident] = Retired(ident, role, name)
             gone.append(ident)
+            self.changed = True
         while len(self._retired) > self._retired_memory:
             self._retired.pop(next(iter(self._retired)))
         return gone
@@ -87,3 +98,40 @@ class IdRegistry:
 
     def live_count(self) -> int:
         return len(self._live)
+
+    # -- across restarts ------------------------------------------------------------------
+
+    def counters(self) -> dict[int, int]:
+        """Per display, the sequence number the next new id gets."""
+        return dict(self._next)
+
+    def resume_after(self, display_id: int, bound: int) -> None:
+        """New ids of ``display_id`` start at ``bound`` or later."""
+        self._next[display_id] = max(self._next.get(display_id, 1), bound)
+
+    def dump(self) -> dict:
+        """Everything needed to honour the ids handed out so far (JSON-ready)."""
+        self.changed = False
+        return {
+            "prefix": self.prefix,
+            "next": {str(d): n for d, n in self._next.items()},
+            "live": [[d, to_json_key(k), ident] for (d, k), ident in self._live.items()],
+            "retired": [[r.id, r.role, r.name] for r in self._retired.values()],
+        }
+
+    def load(self, data: dict, *, trust: "callable") -> None:
+        """Take over a dump (of the service before a restart). Counters go on from
+        where they were, so no id is handed out twice; a live id whose key ``trust(key)``
+        cannot vouch for any more (its source's identities may have been reused since)
+        is retired rather than kept."""
+        if data.get("prefix") != self.prefix:
+            return
+        self._next = {int(d): int(n) for d, n in data.get("next", {}).items()}
+        self._retired = {r[0]: Retired(r[0], r[1], r[2]) for r in data.get("retired", [])}
+        for display, key, ident in data.get("live", []):
+            key = from_json_key(key)
+            if trust(key):
+                self._live[(display, key)] = ident
+            else:
+                self._retired[ident] = Retired(ident, None, None)
+        self.changed = False

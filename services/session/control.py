@@ -90,7 +90,8 @@ async def browser(request: web.Request) -> web.Response:
 
 
 async def get_wallpaper(request: web.Request) -> web.Response:
-    image = wallpaper.current(request.app[STATE].session.home_path)
+    session = request.app[STATE].session
+    image = wallpaper.current(session.home_path) or session.default_wallpaper
     return json_ok({"path": str(image) if image else None})
 
 

@@ -268,7 +268,7 @@ class Supervisor:
             return
         self._schedule(child, ran, clean=code == 0)
         log.warning("exited; restarting", child=child.spec.name, code=code, ran_s=round(ran, 1),
-                    delay_s=round(child.next_start - time.monotonic(), 2))
+                    delay_s=round(max(child.next_start - time.monotonic(), 0.0), 2))
 
     def _schedule(self, child: Child, ran: float, clean: bool) -> None:
         if clean or ran > STABLE_AFTER:

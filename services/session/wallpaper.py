@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["SETTING", "current", "remember", "sway_command", "DEFAULT_COLOR"]
+__all__ = ["SETTING", "current", "remember", "sway_command", "DEFAULT_COLOR", "write_default"]
 
 SETTING = Path(".config/deskbox/wallpaper")
 # Sway's own background when none is configured.
@@ -36,3 +36,12 @@ def sway_command(image: Path | None) -> list[str]:
     if image is None:
         return ["output", "*", "bg", DEFAULT_COLOR, "solid_color"]
     return ["output", "*", "bg", str(image), "fill"]
+
+
+def write_default(path: Path, size: tuple[int, int]) -> Path:
+    """The picture of the plain default background (what ``/wallpaper`` answers before a
+    task sets one: OSWorld's VM always has one)."""
+    from PIL import Image
+
+    Image.new("RGB", size, DEFAULT_COLOR).save(path, "PNG", optimize=True)
+    return path

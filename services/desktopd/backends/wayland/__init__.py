@@ -264,4 +264,5 @@ class WaylandBackend(Backend):
         await self._sway_command_on(window_id, "focus")
 
     def health(self) -> dict[str, Any]:
+        self.client.pump()
         return {"wayland_connected": self.client.dead is None, "error": self.client.dead}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import mmap
 import os
+import select
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,6 +179,12 @@ class WaylandClient:
             self.display.flush()
         except Exception as exc:
             self._die(f"Wayland connection lost: {exc}")
+
+    def pump(self) -> None:
+        """Read at once whatever the compositor has sent (its going away too), before
+        answering from what was known of it."""
+        if self.dead is None and self._fd is not None and select.select([self._fd], [], [], 0)[0]:
+            self._on_readable()
 
     def _die(self, reason: str) -> None:
         if self.dead is None:
