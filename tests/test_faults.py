@@ -119,6 +119,20 @@ def test_a_bridge_restart_leaves_the_tabs_and_their_form_input_alone(session, pa
     assert layout["tabs"][0]["error"] is None
 
 
+def test_closing_the_last_browser_window_is_not_a_crash_and_the_browser_is_back():
+    s = Session(["800x600"]).start()
+    try:
+        window = s.browser_window()
+        assert s.post(f"/api/v1/windows/{window['id']}/close").status == 200
+        back = wait_until(lambda: next((w for w in s.windows("chromium") if w["id"] != window["id"]), None), 30,
+                          what="a new browser window")
+        assert back["pid"] != window["pid"]
+        health = http("GET", s.scene + "/api/v1/health").json()["session"]
+        assert health["browser"]["last_exit"] == 0 and health["browser"]["restarts"] >= 1
+    finally:
+        s.stop()
+
+
 def test_screenshots_beyond_the_pixel_limit_are_422_and_cost_no_memory(session):
     desktopd = pid_of(session, "desktopd")
     before = rss_kb(desktopd)

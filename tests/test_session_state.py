@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT, PageServer, Session, free_port, http, run_js, wait_until
+from tests.support import ROOT, PageServer, Session, browser_cdp, free_port, http, run_js, wait_until
 
 pytestmark = pytest.mark.desktop
 
@@ -208,6 +208,9 @@ def test_reset_to_a_named_snapshot_brings_it_back_exactly(session):
     as_user(session, notes)
     add_bookmark(session, "Kept bookmark", "https://example.org/kept")
     wait_until(lambda: '"Kept bookmark"' in bookmarks_file(session), 20, what="the bookmark written")
+    # A cookie set a moment ago, still only in the browser's memory: the snapshot has it.
+    browser_cdp(session, "Storage.setCookies", {"cookies": [
+        {"name": "cart", "value": "42", "domain": "example.org", "path": "/", "expires": time.time() + 86400}]})
     resp = api(session, "POST", "/snapshot", {"name": "task-1"})
     assert resp.status == 200, resp.body
     assert resp.json()["name"] == "task-1" and resp.json()["files"] > 0
@@ -216,7 +219,9 @@ def test_reset_to_a_named_snapshot_brings_it_back_exactly(session):
 
     reset(session)  # to the start: all of it gone
     assert not notes.exists() and "Kept bookmark" not in bookmarks_file(session)
+    assert "cart" not in [c["name"] for c in browser_cdp(session, "Storage.getCookies")["cookies"]]
     reset(session, snapshot="task-1")
+    assert "cart" in [c["name"] for c in browser_cdp(session, "Storage.getCookies")["cookies"]]
     assert notes.read_text() == "snapshot contents \u2713"
     assert '"Kept bookmark"' in bookmarks_file(session)
     # The restored browser reads its restored profile: the bookmark is in Chrome itself.

@@ -56,9 +56,12 @@ def all_up(sup: Supervisor) -> bool:
     return all(c.state == "up" and c.pid and processes.alive(c.pid) for c in sup.children.values() if c.wanted)
 
 
-def below_me() -> set[int]:
+def started_by(sup: Supervisor) -> set[int]:
+    """The children and everything below them (not the rest of this test process's tree:
+    other tests' sessions live there too)."""
     table = {p.pid: p for p in processes.process_table().values() if p.state not in ("Z", "X")}
-    return processes.descendants(os.getpid(), table)
+    pids = {c.pid for c in sup.children.values() if c.pid}
+    return pids | {d for pid in pids for d in processes.descendants(pid, table)}
 
 
 @pytest.fixture
@@ -121,16 +124,21 @@ async def test_a_child_that_cannot_start_is_retried_without_leaking(session):
     await until(lambda: all_up(session), 20, what="top back once its port is free")
 
 
-async def test_stopping_ends_every_child_and_what_they_started():
+async def test_stopping_ends_each_child_with_what_it_started_but_leaves_the_apps_of_a_host():
     ports = [free_port(), free_port()]
     sup = Supervisor([spec("a", ports[0]), spec("b", ports[1], needs=("a",), hosts_apps=True)])
     await sup.start_all()
-    await until(lambda: len(below_me()) >= 4, what="children and grandchildren")
-    started = below_me()
+    table = processes.process_table()
+    a, b = sup.children["a"].pid, sup.children["b"].pid
+    await until(lambda: processes.descendants(a, processes.process_table())
+                and processes.descendants(b, processes.process_table()), what="grandchildren")
+    table = processes.process_table()
+    a_started, b_started = processes.descendants(a, table), processes.descendants(b, table)
     await sup.stop_all()
-    # The grandchildren had sessions of their own: they were ended as the child's (a) or
-    # found as apps by the session (b's, which ends them itself); here only a's go.
-    left = {p for p in started if processes.alive(p)}
+    assert not processes.alive(a) and not processes.alive(b)
     assert all(not processes.listening_pids(p)[0] for p in ports)
-    assert sup.children["a"].pid is None and sup.children["b"].pid is None
-    await processes.end_processes(left)
+    # What a started goes with it, though it had left a's process group; what b, a host of
+    # apps, started is the session's to end (deskbox up ends those as apps).
+    assert not [p for p in a_started if processes.alive(p)]
+    assert all(processes.alive(p) for p in b_started)
+    await processes.end_processes(b_started)

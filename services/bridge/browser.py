@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 import orjson
 
 from ..cdp import CDPClosed, CDPConnection, CDPError
-from ..common.errors import ActionFailed, NotFoundError, Unavailable
+from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, Unavailable
 from ..common.logging import get_logger
 from ..common.memory import release_memory
 from ..geometry import frame_document_offset, measured_to_snapshot, moved_with
@@ -337,6 +337,8 @@ BACKGROUND_WINDOW = 10.0
 BACKGROUND_DEBOUNCE = 0.02
 # Boxes measured in the page are checked against a DOMSnapshot this long after.
 VERIFY_DELAY = 0.3
+# How long after connecting to a browser its tabs may still be opening their pages.
+OPENING_S = 5.0
 
 
 class TabGone(Exception):
@@ -441,6 +443,7 @@ class Browser:
         self._connect_lock = asyncio.Lock()
         # Open tabs' URLs in target order: what a relaunched Chromium opens again.
         self._page_urls: dict[str, str] = {}
+        self._connected_at = 0.0
         # How the last layout of each tab was made, for the bench and the logs: "cache",
         # "measured" (patched, boxes from the page), "warm" (patched, boxes from a
         # DOMSnapshot) or "full"; and how many of each were made.
@@ -467,6 +470,7 @@ class Browser:
             conn.on("Page.loadEventFired", self._on_load)
             self.conn = conn
             self._page_urls.clear()
+            self._connected_at = time.monotonic()
             await conn.send("Target.setDiscoverTargets", {"discover": True})
             self.tabs.clear()
             self._sessions.clear()
@@ -579,6 +583,10 @@ class Browser:
 
     def _remember_tabs(self) -> None:
         urls = [u for u in self._page_urls.values() if u]
+        if time.monotonic() - self._connected_at < OPENING_S and "about:blank" in urls:
+            # A browser that has just started shows about:blank in a tab until the page it
+            # opens there commits: writing that down now would lose the page.
+            return
         self.chromium.remember_tabs(urls or ["about:blank"])
 
     async def _prepare_frame(self, session: str) -> None:
@@ -643,7 +651,10 @@ class Browser:
     async def navigate(self, target_id: str, url: str) -> dict:
         conn = await self.ensure()
         session = await self._session(target_id)
-        reply = await conn.send("Page.navigate", {"url": url}, session=session)
+        try:
+            reply = await conn.send("Page.navigate", {"url": url}, session=session)
+        except CDPError as exc:  # a URL Chromium cannot even parse
+            raise InvalidRequest(f"Chromium refused to go to {url!r}: {exc}", code="invalid_url") from exc
         if reply.get("errorText"):
             raise ActionFailed(f"navigation failed: {reply['errorText']}", code="navigation_failed")
         return {"id": target_id, "url": url, "frameId": reply.get("frameId")}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["LayoutQuery", "TabsRequest", "NavigateRequest", "ElementRequest"]
 
@@ -34,6 +34,11 @@ class TabsRequest(_Strict):
     url: str | None = Field(None, max_length=8192)
     id: str | None = Field(None, min_length=1, max_length=64)
 
+    @field_validator("url")
+    @classmethod
+    def _scheme(cls, value: str | None) -> str | None:
+        return _url(value)
+
     @model_validator(mode="after")
     def _check(self) -> "TabsRequest":
         if self.action == "new" and not self.url:
@@ -43,9 +48,25 @@ class TabsRequest(_Strict):
         return self
 
 
+# What a tab may be sent to. javascript: is code, not a place: CDP runs it in the page
+# and the navigation never happens, so it is refused.
+URL_SCHEMES = ("http:", "https:", "file:", "about:", "data:", "chrome:", "blob:")
+
+
+def _url(value: str | None) -> str | None:
+    if value is not None and not value.lower().startswith(URL_SCHEMES):
+        raise ValueError(f"url must start with one of {', '.join(URL_SCHEMES)}")
+    return value
+
+
 class NavigateRequest(_Strict):
     url: str = Field(min_length=1, max_length=8192)
     tab: str | None = Field(None, min_length=1, max_length=64)
+
+    @field_validator("url")
+    @classmethod
+    def _scheme(cls, value: str) -> str:
+        return _url(value) or value
 
 
 class ElementRequest(_Strict):

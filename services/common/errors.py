@@ -7,6 +7,7 @@
     +-- ActionFailed (409 action_failed): valid, but could not be applied now
     +-- TooLarge (422 too_large): valid, but beyond a documented limit
     +-- Unavailable (503 unavailable): a component the request needs is down
+    +-- DeadlineExceeded (504 deadline_exceeded): valid, but it did not finish in time
 
 Each has a stable ``code`` and HTTP ``status``; the JSON body is always
 ``{"error": {"code": ..., "message": ...}}``. Third-party exceptions (Wayland, X11,
@@ -23,6 +24,7 @@ __all__ = [
     "ActionFailed",
     "TooLarge",
     "Unavailable",
+    "DeadlineExceeded",
 ]
 
 
@@ -72,3 +74,8 @@ class TooLarge(ServiceError):
 class Unavailable(ServiceError):
     status = 503
     code = "unavailable"
+
+
+class DeadlineExceeded(ServiceError):
+    status = 504
+    code = "deadline_exceeded"

@@ -13,6 +13,17 @@ from pydantic import BaseModel
 __all__ = ["Route", "add_routes", "openapi_document"]
 
 
+# What any route may answer besides success: invalid (400), no or a wrong token (401),
+# not found (404), method not allowed (405), valid but not now (409), body too large
+# (413), wrong content type (415), beyond a documented limit (422), a component down
+# (503, with Retry-After), past its deadline (504).
+ERROR_STATUSES = (400, 401, 404, 405, 409, 413, 415, 422, 503, 504)
+_ERROR_TEXT = {400: "invalid request", 401: "missing or wrong bearer token", 404: "not found",
+               405: "method not allowed", 409: "valid, but it cannot be applied now", 413: "body too large",
+               415: "unsupported media type", 422: "beyond a documented limit",
+               503: "a component the request needs is down (Retry-After)", 504: "it did not finish in time"}
+
+
 @dataclass(frozen=True)
 class Route:
     method: str
@@ -22,6 +33,7 @@ class Route:
     body: type[BaseModel] | None = None
     query: type[BaseModel] | None = None
     responses: str = "application/json"
+    success: tuple[int, ...] = (200,)
 
 
 def add_routes(app: web.Application, routes: list[Route]) -> None:
@@ -32,13 +44,15 @@ def openapi_document(title: str, version: str, routes: list[Route]) -> dict[str,
     paths: dict[str, dict] = {}
     schemas: dict[str, Any] = {}
     for route in routes:
-        op: dict[str, Any] = {
-            "summary": route.summary,
-            "responses": {
-                "200": {"description": "success", "content": {route.responses: {}}},
-                "4XX": {"description": "invalid request: {\"error\": {\"code\", \"message\"}}"},
-            },
-        }
+        responses: dict[str, Any] = {}
+        for status in route.success:
+            responses[str(status)] = ({"description": "success", "content": {route.responses: {}}}
+                                      if status == 200 else {"description": {204: "done", 304: "not modified"}
+                                                             .get(status, "success")})
+        for status in ERROR_STATUSES:
+            responses[str(status)] = {"description": _ERROR_TEXT[status] + ': {"error": {"code", "message"}}',
+                                      "content": {"application/json": {}}}
+        op: dict[str, Any] = {"summary": route.summary, "responses": responses}
         params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
                   for n in re.findall(r"{(\w+)}", route.path)]
         if route.query is not None:

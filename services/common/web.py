@@ -130,6 +130,8 @@ async def read_body(request: web.Request, model: type[ModelT], *, context: dict[
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+    except RecursionError as exc:
+        raise InvalidRequest("request body is nested too deeply", code="invalid_json") from exc
     if not isinstance(data, dict):
         raise InvalidRequest("request body must be a JSON object", code="invalid_json")
     return validate(model, data, context=context)

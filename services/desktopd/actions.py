@@ -18,7 +18,8 @@ from .backends.base import Backend, KeyEvent
 from .keys import Key, UnknownKey, keysym_for_char, parse_combo, parse_key
 from .models import KeyboardRequest, PointerRequest
 
-__all__ = ["Planner", "plan_pointer", "plan_keyboard", "execute", "POINTER_ACTIONS", "KEYBOARD_ACTIONS"]
+__all__ = ["Planner", "plan_pointer", "plan_keyboard", "execute", "slices", "left_down", "planned_seconds",
+           "POINTER_ACTIONS", "KEYBOARD_ACTIONS", "SLICE_EVENTS"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +247,69 @@ def plan_keyboard(planner: Planner, req: KeyboardRequest) -> list[Step]:
     steps = KEYBOARD_ACTIONS[req.action](planner, req)
     planner.check_keysyms([e for s in steps if isinstance(s, Keys) for e in s.events])
     return steps
+
+
+# Long input is applied in slices of at most this many key events (a typed text of
+# 64 KiB is thousands of them): other clients' input may come between two slices, and
+# a client that went away stops its input there.
+SLICE_EVENTS = 64
+
+
+def slices(steps: Sequence[Step]) -> list[list[Step]]:
+    """``steps`` in the pieces they are applied in: a pause alone (nothing is held
+    while waiting), a long run of key events cut between two keys, the rest as it
+    comes. A key combination (its downs and ups) is never cut."""
+    out: list[list[Step]] = []
+    current: list[Step] = []
+    for step in steps:
+        if isinstance(step, Pause):
+            if current:
+                out.append(current)
+                current = []
+            out.append([step])
+        elif isinstance(step, Keys) and len(step.events) > SLICE_EVENTS and _balanced(step.events):
+            if current:
+                out.append(current)
+                current = []
+            out += [[Keys(part)] for part in _cut(step.events)]
+        else:
+            current.append(step)
+    if current:
+        out.append(current)
+    return out
+
+
+def _balanced(events: Sequence[KeyEvent]) -> bool:
+    """Typed text: every key down is followed at once by its up."""
+    return all(events[i].down and not events[i + 1].down and events[i].keysym == events[i + 1].keysym
+               for i in range(0, len(events) - 1, 2)) and len(events) % 2 == 0
+
+
+def _cut(events: tuple[KeyEvent, ...]) -> list[tuple[KeyEvent, ...]]:
+    return [events[i:i + SLICE_EVENTS] for i in range(0, len(events), SLICE_EVENTS)]
+
+
+def left_down(steps: Sequence[Step]) -> tuple[list[int], list[str]]:
+    """Keys (keysyms) and buttons that ``steps`` pressed and did not release."""
+    keys: dict[int, None] = {}
+    buttons: dict[str, None] = {}
+    for step in steps:
+        if isinstance(step, Keys):
+            for e in step.events:
+                if e.down:
+                    keys[e.keysym] = None
+                else:
+                    keys.pop(e.keysym, None)
+        elif isinstance(step, Press):
+            if step.down:
+                buttons[step.button] = None
+            else:
+                buttons.pop(step.button, None)
+    return list(keys), list(buttons)
+
+
+def planned_seconds(steps: Sequence[Step]) -> float:
+    return sum(s.seconds for s in steps if isinstance(s, Pause))
 
 
 async def execute(backend: Backend, steps: Sequence[Step]) -> None:

@@ -10,10 +10,22 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from ..common.errors import InvalidRequest
+from ..common.errors import DeadlineExceeded, InvalidRequest
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.web import auth_middleware, error_middleware, json_ok, read_body, read_query
-from .actions import Keys, Planner, Step, execute, plan_keyboard, plan_pointer
+from .actions import (
+    Keys,
+    Pause,
+    Planner,
+    Press,
+    Step,
+    execute,
+    left_down,
+    plan_keyboard,
+    plan_pointer,
+    planned_seconds,
+    slices,
+)
 from .backends.base import Backend, KeyEvent
 from .keys import UnknownKey, parse_key
 from .models import (
@@ -147,9 +159,50 @@ async def window_move(request: web.Request) -> web.Response:
 # -- input --------------------------------------------------------------------------
 
 
+# What one input request may take: its pauses (interval_ms, duration_ms) are checked
+# against this before anything is sent; the whole request, however slow the keymap
+# uploads, stops here.
+INPUT_DEADLINE_S = 60.0
+
+
+class _Gone(Exception):
+    """The client went away: the rest of its input is not sent."""
+
+
 async def _run(request: web.Request, steps: list[Step]) -> None:
-    async with request.app[INPUT_LOCK]:
-        await execute(request.app[BACKEND], steps)
+    """Apply ``steps`` slice by slice (``actions.slices``), taking the input lock for each
+    slice only, so that concurrent requests take turns (in the order they asked: the
+    lock is first come, first served) and a long one cannot hold everyone up. A client
+    that disconnects stops its input at the next slice; a request that overruns
+    INPUT_DEADLINE_S stops there too (504). Either way every key and button it pressed
+    and had not released is released."""
+    backend, lock = request.app[BACKEND], request.app[INPUT_LOCK]
+    if planned_seconds(steps) > INPUT_DEADLINE_S:
+        raise InvalidRequest(f"this input would take over {INPUT_DEADLINE_S:g} s (its pauses alone); "
+                             "send it in several requests", code="too_long")
+    deadline = time.monotonic() + INPUT_DEADLINE_S
+    done: list[Step] = []
+    try:
+        for part in slices(steps):
+            if request.transport is None or request.transport.is_closing():
+                raise _Gone()
+            if time.monotonic() > deadline:
+                raise DeadlineExceeded(f"input did not finish within {INPUT_DEADLINE_S:g} s; "
+                                       f"{len(done)} of {len(steps)} steps were sent")
+            if len(part) == 1 and isinstance(part[0], Pause):
+                await asyncio.sleep(part[0].seconds)
+                continue
+            async with lock:
+                await execute(backend, part)
+            done += part
+    except BaseException as exc:
+        keys, buttons = left_down(done)
+        if keys or buttons:
+            async with lock:
+                await execute(backend, [Keys(tuple(KeyEvent(k, False) for k in reversed(keys))),
+                                        *(Press(b, False) for b in buttons)])
+        if not isinstance(exc, _Gone):
+            raise
 
 
 async def pointer(request: web.Request) -> web.Response:
@@ -271,6 +324,7 @@ ROUTES = [
     Route("GET", "/health", health, "Alias of /api/v1/health"),
     Route("GET", "/api/v1/displays", displays, "Displays: layout bounds, scale, device pixel size"),
     Route("GET", "/api/v1/screenshot", screenshot, "One display as PNG, JPEG or WebP", query=ScreenshotQuery,
+          success=(200, 304),
           responses="image/*"),
     Route("GET", "/api/v1/pointer", pointer_position, "Where desktopd last put the pointer (nulls until it has)"),
     Route("POST", "/api/v1/pointer", pointer, "Move, click, press, release, drag or scroll", body=PointerRequest),
@@ -280,8 +334,9 @@ ROUTES = [
     Route("POST", "/api/v1/windows/{id}/focus", window_focus, "Focus a window"),
     Route("POST", "/api/v1/windows/{id}/close", window_close, "Ask a window to close"),
     Route("POST", "/api/v1/windows/{id}/move", window_move, "Move a window to a display", body=MoveWindowRequest),
-    Route("POST", "/api/v1/tablet", tablet, "Compatibility: tap at a point", body=TabletRequest),
-    Route("POST", "/api/v1/tablet_event", tablet_event, "Compatibility: pointer events", body=TabletEventsRequest),
+    Route("POST", "/api/v1/tablet", tablet, "Compatibility: tap at a point", body=TabletRequest, success=(204,)),
+    Route("POST", "/api/v1/tablet_event", tablet_event, "Compatibility: pointer events", body=TabletEventsRequest,
+          success=(204,)),
     Route("POST", "/api/v1/keyboard_event", keyboard_event, "Compatibility: key events by keysym name",
-          body=KeyboardEventsRequest),
+          body=KeyboardEventsRequest, success=(204,)),
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -18,6 +18,9 @@ __all__ = [
 ]
 
 MAX_TEXT_BYTES = 64 * 1024
+# Key combinations in one keyboard request, and events in one compatibility request.
+MAX_COMBINATIONS = 256
+MAX_EVENTS = 1000
 Coordinate = float
 
 
@@ -100,7 +103,8 @@ class PointerRequest(_Strict):
 class KeyboardRequest(_Strict):
     action: Literal["type", "key", "down", "up"]
     text: str | None = None
-    keys: str | list[str] | None = None
+    keys: Annotated[str, Field(max_length=128)] | list[Annotated[str, Field(max_length=128)]] | None = Field(
+        None, max_length=MAX_COMBINATIONS)
     key: str | None = Field(None, max_length=64)
     interval_ms: int = Field(0, ge=0, le=1000)
 
@@ -145,7 +149,7 @@ class TabletEvent(BaseModel):
 
 
 class TabletEventsRequest(_Strict):
-    events: list[TabletEvent] = Field(min_length=1, max_length=1000)
+    events: list[TabletEvent] = Field(min_length=1, max_length=MAX_EVENTS)
 
 
 class KeyboardEvent(BaseModel):
@@ -155,4 +159,4 @@ class KeyboardEvent(BaseModel):
 
 
 class KeyboardEventsRequest(_Strict):
-    events: list[KeyboardEvent] = Field(min_length=1, max_length=10_000)
+    events: list[KeyboardEvent] = Field(min_length=1, max_length=MAX_EVENTS)

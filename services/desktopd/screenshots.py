@@ -99,7 +99,7 @@ class Screenshots:
         if down is not None:
             # Never the old compositor's pixels: what was kept of it goes.
             self._encoded.clear()
-            raise Unavailable(f"the display server is not there: {down}", code="compositor_unavailable")
+            raise Unavailable(f"the display server is not there: {down}", code="display_unavailable")
         region = self._region(display, q)
         factor = resize_factor((region[2], region[3]), width=q.width, scale=q.scale)
         out_size = scaled_size((region[2], region[3]), factor)

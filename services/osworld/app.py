@@ -192,36 +192,35 @@ def _missing_program(argv: list[str], env: dict[str, str]) -> web.Response | Non
     return None
 
 
-async def execute(request: web.Request) -> web.Response:
-    req = await read_body(request, CommandRequest)
+async def _execute(request: web.Request, req: CommandRequest) -> tuple[dict | None, web.Response | None]:
+    """Run ``req``'s command as /execute does: OSWorld's reply, or the error to answer."""
     env = session_env()
     try:
         argv = commands.prepare_argv(req.command, req.shell)
         if (missing := _missing_program(argv, env)) is not None:
-            return missing
+            return None, missing
         done = await commands.run(argv, timeout=req.timeout, env=env)
     except commands.CommandTimeout as exc:
         # OSWorld's reply for a timeout, with what the command had said so far.
-        return osworld_error(str(exc), output=exc.stdout, error=exc.stderr)
+        return None, osworld_error(str(exc), output=exc.stdout, error=exc.stderr)
     except (ValueError, OSError) as exc:
-        return osworld_error(str(exc))
-    return json_ok({"status": "success", "output": done.stdout, "error": done.stderr, "returncode": done.returncode})
+        return None, osworld_error(str(exc))
+    return {"status": "success", "output": done.stdout, "error": done.stderr, "returncode": done.returncode}, None
+
+
+async def execute(request: web.Request) -> web.Response:
+    reply, failed = await _execute(request, await read_body(request, CommandRequest))
+    return failed if failed is not None else json_ok(reply)
 
 
 async def execute_with_verification(request: web.Request) -> web.Response:
     req = await read_body(request, VerifiedCommandRequest)
-    env = session_env()
     started = time.monotonic()
-    try:
-        argv = commands.prepare_argv(req.command, req.shell)
-        if (missing := _missing_program(argv, env)) is not None:
-            return missing
-        done = await commands.run(argv, timeout=req.timeout, env=env)
-    except commands.CommandTimeout as exc:
-        return osworld_error(str(exc), output=exc.stdout, error=exc.stderr)
-    except (ValueError, OSError) as exc:
-        return osworld_error(str(exc))
-    reply = {"status": "success", "output": done.stdout, "error": done.stderr, "returncode": done.returncode}
+    reply, failed = await _execute(request, req)
+    if failed is not None:
+        return failed
+    assert reply is not None
+    env = session_env()
     check = req.verification
     if check is None or (check.window_exists is None and check.command_success is None):
         return json_ok(reply)

@@ -38,7 +38,7 @@ def _url(arg: str) -> str:
     if "://" in arg or arg.startswith(("about:", "data:", "chrome:", "javascript:")):
         return arg
     path = Path(os.path.expanduser(arg))
-    if path.is_absolute() or path.exists():
+    if path.is_absolute() or os.path.exists(path):
         return path.absolute().as_uri()
     return arg
 

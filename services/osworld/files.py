@@ -32,6 +32,10 @@ MAX_UPLOAD_BYTES = 1024 * 1024 * 1024
 MAX_LIST_ENTRIES = 20_000
 
 
+# Paths are looked at with os.path's checks, which answer False for a path the session
+# user cannot look at (Path's raise PermissionError there).
+
+
 def _error(message: str, status: int) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
@@ -68,7 +72,7 @@ def _tree(path: Path, budget: list[int]) -> dict[str, Any]:
 async def list_directory(request: web.Request) -> web.Response:
     req = await read_body(request, PathRequest)
     path = local_path(req.path)
-    if not path.is_dir():
+    if not os.path.isdir(path):
         return _error("The provided path is not a directory", 400)
     if not os.access(path, os.R_OK | os.X_OK):
         return _error(f"Permission denied: {path}", 403)
@@ -79,7 +83,7 @@ async def list_directory(request: web.Request) -> web.Response:
 async def get_file(request: web.Request) -> web.StreamResponse:
     f = await form(request, FileForm)
     path = local_path(f.file_path)
-    if not path.is_file():
+    if not os.path.isfile(path):
         return _error("File not found", 404)
     if not os.access(path, os.R_OK):
         return _error(f"Failed to serve file: permission denied: {path}", 403)
@@ -112,7 +116,7 @@ async def upload(request: web.Request) -> web.Response:
         if tmp is None or "file_path" not in fields:
             return _error("file_path and file_data are required", 400)
         dest = local_path(validate(UploadForm, fields).file_path)
-        if dest.is_dir():
+        if os.path.isdir(dest):
             return _error(f"Failed to upload file: {dest} is a folder", 400)
         try:
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -128,7 +132,7 @@ async def upload(request: web.Request) -> web.Response:
 
 async def desktop_path(request: web.Request) -> web.Response:
     path = home() / "Desktop"
-    if path.is_dir():
+    if os.path.isdir(path):
         return json_ok({"desktop_path": str(path)})
     return _error("Unsupported operating system or desktop path not found", 404)
 
@@ -140,7 +144,7 @@ async def wallpaper(request: web.Request) -> web.StreamResponse:
     if not state.get("path"):
         return web.Response(text="Wallpaper file not found", status=404)
     path = Path(state["path"])
-    if not path.is_file() or not os.access(path, os.R_OK):
+    if not os.path.isfile(path) or not os.access(path, os.R_OK):
         return web.Response(text=f"Unable to serve the wallpaper file {path}", status=404)
     return web.FileResponse(path, headers={"Content-Type": "image/png"})
 
@@ -148,7 +152,7 @@ async def wallpaper(request: web.Request) -> web.StreamResponse:
 async def change_wallpaper(request: web.Request) -> web.Response:
     req = await read_body(request, PathRequest)
     path = local_path(req.path)
-    if not path.is_file():
+    if not os.path.isfile(path):
         return web.Response(text=f"File not found: {path}", status=404)
     await request.app[CONTROL].call("POST", "/wallpaper", {"path": str(path)})
     return web.Response(text="Wallpaper changed successfully")

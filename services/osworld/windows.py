@@ -11,6 +11,7 @@ Unlike OSWorld's server, a name no window has answers 404 rather than 200."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import time
 from pathlib import Path
@@ -95,7 +96,7 @@ async def open_file(request: web.Request) -> web.Response:
     req = await read_body(request, OpenFileRequest)
     path = local_path(req.path)
     env = session_env()
-    if path.exists():
+    if os.path.exists(path):
         opener = shutil.which("xdg-open", path=env.get("PATH"))
         if opener is None:
             return web.Response(text=f"Failed to open {path}. Error: xdg-open is not installed", status=404)

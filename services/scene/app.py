@@ -15,7 +15,7 @@ import orjson
 from aiohttp import WSMsgType, web
 from PIL import Image
 
-from ..common.errors import InvalidRequest
+from ..common.errors import InvalidRequest, ServiceError
 from ..common.logging import get_logger
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.session_api import SessionControl
@@ -129,7 +129,29 @@ async def health(request: web.Request) -> web.Response:
         "uptime_s": round(time.time() - request.app[STARTED], 1),
         "last_scene": {"seq": last.seq, "age_s": round(time.time() - last.timestamp, 2),
                        "sources": last.sources} if last else None,
+        "session": await _session_health(request),
     })
+
+
+async def _session_health(request: web.Request) -> dict | None:
+    """Which of the session's parts are (re)starting and whether a reset runs; None
+    outside deskbox up (or when it does not answer within a second)."""
+    control = request.app[SESSION].control
+    if not control.available:
+        return None
+    try:
+        state = await asyncio.wait_for(control.call("GET", "/session"), 1.0)
+    except (asyncio.TimeoutError, ServiceError):
+        return None
+    children = state.get("children", {})
+    browser = children.get("chromium")
+    return {"restarting": state.get("restarting"), "resetting": state.get("resetting"),
+            "resets": state.get("resets"),
+            "restarts": {name: c["restarts"] for name, c in children.items() if c.get("restarts")},
+            # A browser that ended on its own came back with its tabs; what lived only in
+            # its pages (form input, scroll positions) did not.
+            "browser": None if browser is None else {"restarts": browser["restarts"], "last_exit": browser["last_exit"],
+                                                     "state": browser["state"]}}
 
 
 async def get_scene(request: web.Request) -> web.Response:

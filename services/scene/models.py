@@ -89,9 +89,35 @@ class ResolveRequest(_Strict):
         return self
 
 
+# A client's own JSON carried in every later scene: as deep as JSON usually goes, no
+# deeper (scenes are written with orjson, which refuses past 254 levels).
+MAX_VLM_DEPTH = 64
+
+
+def _depth(value: Any, limit: int) -> int:
+    """How deep ``value`` nests (stops counting past ``limit``)."""
+    todo, deepest = [(value, 1)], 0
+    while todo:
+        item, depth = todo.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        if isinstance(item, dict):
+            todo += [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, list):
+            todo += [(v, depth + 1) for v in item]
+    return deepest
+
+
 class VlmRequest(_Strict):
     vlm_scene: Any = None
     vlm_elements: list[Any] | None = Field(None, max_length=10_000)
+
+    @model_validator(mode="after")
+    def _not_too_deep(self) -> "VlmRequest":
+        if _depth([self.vlm_scene, self.vlm_elements], MAX_VLM_DEPTH) > MAX_VLM_DEPTH:
+            raise ValueError(f"vlm_scene and vlm_elements nest at most {MAX_VLM_DEPTH} levels deep")
+        return self
 
 
 class MarkedScreenshotQuery(_Strict):

@@ -283,6 +283,18 @@ def run_js(session: "Session", tab_id: str, expression: str):
     return reply["result"]["result"].get("value")
 
 
+def browser_cdp(session: "Session", method: str, params: dict | None = None) -> dict:
+    """One DevTools call on the browser itself (not a tab)."""
+    from websockets.sync.client import connect
+
+    version = http("GET", session.cdp + "/json/version").json()
+    with connect(version["webSocketDebuggerUrl"], max_size=None) as ws:
+        ws.send(json.dumps({"id": 1, "method": method, "params": params or {}}))
+        reply = json.loads(ws.recv())
+    assert "error" not in reply, reply
+    return reply["result"]
+
+
 def css_to_device(window: dict, layout: dict, x: float, y: float) -> tuple[float, float]:
     """Where a CSS point of the page lands on the display, in device pixels: the viewport
     is the bottom-right part of the window (Chromium's toolbar is above it)."""

@@ -28,7 +28,7 @@ import asyncio
 from typing import Annotated, Any, Awaitable, Callable, Literal, Union
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 from ...common.errors import InvalidRequest
 from ...common.web import json_ok, read_query, validate
@@ -92,6 +92,13 @@ class DragArgs(Point):
 
 class NavigateArgs(_Args):
     url: str = Field(min_length=1, max_length=8192)
+
+    @field_validator("url")
+    @classmethod
+    def _a_place(cls, value: str) -> str:
+        if value.strip().lower().startswith(("javascript:", "vbscript:")):
+            raise ValueError("url must be a place to go to, not a script")
+        return value
 
 
 class _Call(BaseModel):

@@ -1,0 +1,21 @@
+"""Checks schemathesis runs on every response of the fuzz tests (loaded through
+SCHEMATHESIS_HOOKS=tests.support.fuzz_checks).
+
+A service may answer 503 while a part it needs is coming back (with Retry-After) and
+504 when work ran past its deadline: both are documented. Anything else in 5xx, and
+any 503 without Retry-After, is a server error."""
+
+from __future__ import annotations
+
+import schemathesis
+
+DOCUMENTED_5XX = (502, 503, 504)
+
+
+@schemathesis.check
+def no_internal_error(ctx, response, case):
+    status = response.status_code
+    if status >= 500 and status not in DOCUMENTED_5XX:
+        raise AssertionError(f"{status}: {response.text[:300]}")
+    if status == 503 and "retry-after" not in {k.lower() for k in response.headers}:
+        raise AssertionError(f"503 without Retry-After: {response.text[:300]}")

@@ -1,0 +1,92 @@
+"""Fuzzing every service through its own OpenAPI document (schemathesis): no server
+error, no status the document does not declare, no answer past the deadline, and the
+session healthy afterwards with no key held.
+
+CI runs a bounded number of examples per operation with a fixed seed
+(``DESKBOX_FUZZ_EXAMPLES``, ``DESKBOX_FUZZ_SEED``, ``DESKBOX_FUZZ_PHASES``); ``make fuzz``
+runs every phase with many more. Operations that run commands (the OSWorld server's
+/execute, /run_python ...) get only invalid bodies: fuzzing them with valid ones would
+run random programs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.support import ROOT, PageServer, Session, free_port, http, wait_until
+
+pytestmark = pytest.mark.desktop
+
+EXAMPLES = os.environ.get("DESKBOX_FUZZ_EXAMPLES", "8")
+SEED = os.environ.get("DESKBOX_FUZZ_SEED", "1")
+PHASES = os.environ.get("DESKBOX_FUZZ_PHASES", "examples,fuzzing")
+# The longest any route may take with valid input (a 100 s hold_key, then settling).
+DEADLINE_S = 120
+RUNS_COMMANDS = r"^/(execute|run_python|run_bash_script|execute_with_verification|deskbox/chrome|setup/.*)$"
+
+
+@pytest.fixture(scope="module")
+def session(pages: PageServer):
+    s = Session(["1024x768"], extra_args=["--url", pages.url("input.html"), "--osworld",
+                                          "--osworld-port", str(free_port()), "--user", "fuzz"])
+    s.start()
+    s.browser_window()
+    yield s
+    s.stop()
+
+
+def fuzz(url: str, *extra: str) -> subprocess.CompletedProcess:
+    st = os.path.join(os.path.dirname(sys.executable), "st")
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.support.fuzz_checks", "PYTHONPATH": str(ROOT)}
+    argv = [st, "run", url, "--checks", "no_internal_error,status_code_conformance",
+            "--max-examples", EXAMPLES, "--seed", SEED, "--phases", PHASES, "--workers", "1",
+            "--request-timeout", str(DEADLINE_S), "--max-response-time", str(DEADLINE_S),
+            "--generation-database", "none", "--no-color", *extra]
+    return subprocess.run(argv, capture_output=True, text=True, cwd="/tmp", env=env, timeout=1800)
+
+
+def assert_clean(done: subprocess.CompletedProcess, what: str) -> None:
+    assert done.returncode == 0, f"{what}:\n{done.stdout[-6000:]}\n{done.stderr[-2000:]}"
+
+
+def test_the_bridge(session):
+    assert_clean(fuzz(session.bridge + "/openapi.json"), "the bridge")
+
+
+def test_the_osworld_server(session):
+    base = session.state["osworld"]
+    assert_clean(fuzz(base + "/openapi.json", "--exclude-path-regex", RUNS_COMMANDS), "OSWorld server")
+    assert_clean(fuzz(base + "/openapi.json", "--include-path-regex", RUNS_COMMANDS, "--mode", "negative"),
+                 "OSWorld server, invalid bodies for what runs commands")
+
+
+def test_the_scene(session):
+    assert_clean(fuzz(session.scene + "/api/v1/openapi.json"), "the scene")
+
+
+def test_desktopd(session):
+    assert_clean(fuzz(session.desktopd + "/api/v1/openapi.json"), "desktopd")
+
+
+def test_the_session_is_healthy_afterwards_and_holds_no_key(session, pages):
+    for url in (session.desktopd + "/api/v1/health", session.scene + "/api/v1/health",
+                session.state["osworld"] + "/health"):
+        wait_until(lambda u=url: http("GET", u).status == 200, 30, what=url)
+    # The browser comes back if the fuzzing closed it (in OSWorld mode only on request).
+    http("POST", session.state["osworld"] + "/deskbox/chrome", {"args": [pages.url("input.html")]})
+    wait_until(lambda: http("GET", session.bridge + "/health").status == 200, 60, what="the browser")
+    # Keys the fuzzing held on purpose (keyboard "down" without "up") are let go, as their
+    # client would; nothing else may be left held.
+    assert session.post("/api/v1/input/release", {}).status == 200
+    pages.clear()
+    session.open_page(pages.url("input.html"))
+    pages.wait_for(type="load", page="/input.html", timeout=30)
+    scene = http("GET", session.scene + "/api/v1/scene?mode=agent-turn", timeout=60).json()
+    field = next(e for e in scene["ax"] if e["role"] == "textbox" and e["source"] == "cdp")
+    resp = http("POST", session.scene + "/api/v1/act", {"target": field["id"], "action": "type", "text": "ab"})
+    assert resp.status == 200, resp.body
+    # Typed as asked: the input path works, and no modifier is stuck.
+    assert pages.wait_for(type="input", value="ab", timeout=10)
