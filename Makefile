@@ -1,5 +1,5 @@
 # deskbox: `make up` runs a session, `make test` runs every test, `make bench` measures.
-.PHONY: up test bench deps clean
+.PHONY: up test bench deps clean fuzz soak
 
 ARGS ?=
 
@@ -18,13 +18,30 @@ bench: deps
 	.venv/bin/python -m bench.bridge
 	.venv/bin/python -m bench.scene
 	.venv/bin/python -m bench.container
+	.venv/bin/python -m bench.reset
+	.venv/bin/python -m bench.osworld
+
+# The fuzz tests with every schemathesis phase and many examples per operation, a new
+# seed each run (make test runs them bounded, with a fixed seed).
+fuzz: deps
+	DESKBOX_FUZZ_EXAMPLES=$${DESKBOX_FUZZ_EXAMPLES:-100} DESKBOX_FUZZ_PHASES=examples,coverage,fuzzing,stateful \
+	DESKBOX_FUZZ_SEED=$${DESKBOX_FUZZ_SEED:-$$(date +%s)} DESKBOX_CHAOS_ROUNDS=$${DESKBOX_CHAOS_ROUNDS:-100} \
+	.venv/bin/python -m pytest -p no:cacheprovider tests/test_fuzz.py tests/test_chaos.py $(ARGS)
+
+# One session under a steady mixed load for an hour: latency per endpoint, errors, memory
+# growth (bench/results/soak.md). ARGS="--minutes 10" for a shorter one.
+soak: deps
+	.venv/bin/python -m bench.soak $(ARGS)
 
 clean:
 	rm -rf .venv bench/results
 
 # Builds the container image and drives a session in it through its published ports
 # (installs podman and makes the base image where needed); see tests/container/drive.py.
+# Then OSWorld's provider interface over podman and podman kube play, with OSWorld's own
+# DesktopEnv (tests/container/provider.py).
 .PHONY: container-test
-container-test:
+container-test: deps
 	scripts/container-build deskbox
 	python3 tests/container/drive.py --image deskbox
+	.venv/bin/python tests/container/provider.py --image deskbox

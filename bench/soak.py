@@ -1,0 +1,207 @@
+"""Soak: one session under a steady mixed load for a long while (``make soak``: one
+hour), reporting latency per endpoint, errors and how each service's memory grew.
+
+``python -m bench.soak [--minutes 60] [--rate 4]`` (as root): ``deskbox up`` at 1920x1080
+on a page whose content changes every second; requests go out at ``--rate`` per second,
+in turn: a fresh screenshot, an agent-turn scene, the bridge's /layout, a click by
+Scene id on the page's button, and typing into its field. Goals: no errors, RSS growth
+of every service within 10 % between the first and the last tenth of the run. Writes
+bench/results/soak.json and soak.md. Reported, not asserted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from services.session.spawn import SessionFailed, SpawnedSession
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SERVICES = ("desktopd", "bridge", "scene", "chromium")
+
+PAGE = b"""<!doctype html><meta charset=utf-8><title>soak</title>
+<h1 id=clock>0</h1><button id=go>Go</button> <input id=field autocomplete=off>
+<ul id=list></ul>
+<script>
+let n = 0;
+setInterval(() => {
+  n++; document.getElementById('clock').textContent = n;
+  const li = document.createElement('li'); li.textContent = 'item ' + n;
+  const list = document.getElementById('list'); list.prepend(li);
+  while (list.children.length > 30) list.lastChild.remove();
+}, 1000);
+</script>"""
+
+
+class _Page(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(PAGE)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _call(method: str, url: str, body: object = None, timeout: float = 60) -> tuple[int, bytes]:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+    except OSError as exc:
+        return 0, str(exc).encode()
+
+
+def _rss_kb(pid: int | None) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except (OSError, TypeError):
+        return None
+    return None
+
+
+def _pids(scene: str) -> dict[str, int | None]:
+    status, body = _call("GET", scene + "/api/v1/session", timeout=5)
+    children = json.loads(body)["children"] if status == 200 else {}
+    return {name: children.get(name, {}).get("pid") for name in SERVICES}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__)
+    p.add_argument("--minutes", type=float, default=60.0)
+    p.add_argument("--rate", type=float, default=4.0, help="requests per second")
+    args = p.parse_args(argv)
+
+    page_port = _free_port()
+    server = ThreadingHTTPServer(("127.0.0.1", page_port), _Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    ports = {k: _free_port() for k in ("desktopd", "cdp", "bridge", "scene")}
+    session = SpawnedSession(["--output", "1920x1080", "--url", f"http://127.0.0.1:{page_port}/",
+                              "--desktopd-port", str(ports["desktopd"]), "--cdp-port", str(ports["cdp"]),
+                              "--bridge-port", str(ports["bridge"]), "--scene-port", str(ports["scene"])],
+                             prefix="deskbox-bench-soak-")
+    try:
+        session.start()
+    except SessionFailed as exc:
+        print(f"bench.soak: {exc}", file=sys.stderr)
+        return 1
+    desktopd, bridge, scene = (f"http://127.0.0.1:{ports[k]}" for k in ("desktopd", "bridge", "scene"))
+    time.sleep(5)
+    ids: dict[str, str] = {}
+
+    def screenshot():
+        return _call("GET", desktopd + f"/api/v1/screenshot?format=jpeg&t={time.monotonic()}")
+
+    def agent_turn():
+        status, body = _call("GET", scene + "/api/v1/scene?mode=agent-turn")
+        if status == 200:
+            for e in json.loads(body)["ax"]:
+                if e["source"] == "cdp" and e["role"] in ("button", "textbox"):
+                    ids[e["role"]] = e["id"]
+        return status, body
+
+    def layout():
+        return _call("GET", bridge + "/layout")
+
+    def click():
+        if "button" not in ids:
+            agent_turn()
+        return _call("POST", scene + "/api/v1/act", {"target": ids.get("button", "a0-0"), "action": "click",
+                                                    "settle_ms": 0})
+
+    def typing():
+        if "textbox" not in ids:
+            agent_turn()
+        return _call("POST", scene + "/api/v1/act", {"target": ids.get("textbox", "a0-0"), "action": "set_value",
+                                                    "text": "soak", "settle_ms": 0})
+
+    kinds = [("screenshot", screenshot), ("scene agent-turn", agent_turn), ("bridge /layout", layout),
+             ("act click", click), ("act type", typing)]
+    times: dict[str, list[float]] = {k: [] for k, _ in kinds}
+    errors: dict[str, list[str]] = {k: [] for k, _ in kinds}
+    rss: list[tuple[float, dict[str, int | None]]] = []
+    started = time.monotonic()
+    end = started + args.minutes * 60
+    load_before = os.getloadavg()
+    i = 0
+    next_rss = started
+    try:
+        while time.monotonic() < end:
+            due = started + i / args.rate
+            if due > time.monotonic():
+                time.sleep(due - time.monotonic())
+            name, fn = kinds[i % len(kinds)]
+            t0 = time.perf_counter()
+            status, body = fn()
+            times[name].append((time.perf_counter() - t0) * 1000)
+            if status != 200:
+                errors[name].append(f"{status}: {body[:160]!r}")
+                ids.clear()  # a stale id (the page changed): read again
+            if time.monotonic() >= next_rss:
+                pids = _pids(scene)
+                rss.append((time.monotonic() - started, {k: _rss_kb(v) for k, v in pids.items()}))
+                next_rss += 30
+            i += 1
+    finally:
+        session.stop()
+        server.shutdown()
+    tenth = max(len(rss) // 10, 1)
+    growth = {}
+    for service in SERVICES:
+        first = [r[service] for _, r in rss[:tenth] if r.get(service)]
+        last = [r[service] for _, r in rss[-tenth:] if r.get(service)]
+        if first and last:
+            a, b = statistics.median(first), statistics.median(last)
+            growth[service] = {"first_mb": round(a / 1024, 1), "last_mb": round(b / 1024, 1),
+                               "growth_pct": round((b - a) / a * 100, 1)}
+
+    def pct(values: list[float], q: float) -> float | None:
+        return round(sorted(values)[min(int(len(values) * q), len(values) - 1)], 1) if values else None
+
+    result = {
+        "minutes": args.minutes, "rate": args.rate, "requests": i, "load_before": load_before,
+        "load_after": os.getloadavg(),
+        "endpoints": {k: {"n": len(v), "p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95), "errors": len(errors[k]),
+                          "first_errors": errors[k][:3]} for k, v in times.items()},
+        "rss": growth,
+    }
+    lines = ["# Soak", "", f"{args.minutes:g} minutes at {args.rate:g} requests/s ({i} requests), one 1920x1080 "
+             f"session on a page that changes every second. Load before/after: {load_before[0]:.2f} / "
+             f"{result['load_after'][0]:.2f}. Goals: 0 errors, RSS growth <= 10 %.", "",
+             "| endpoint | n | p50 ms | p95 ms | errors |", "|---|---:|---:|---:|---:|"]
+    for k, v in result["endpoints"].items():
+        lines.append(f"| {k} | {v['n']} | {v['p50_ms']} | {v['p95_ms']} | {v['errors']} |")
+    lines += ["", "| service | RSS first tenth MB | RSS last tenth MB | growth |", "|---|---:|---:|---:|"]
+    for k, v in growth.items():
+        lines.append(f"| {k} | {v['first_mb']} | {v['last_mb']} | {v['growth_pct']} % |")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "soak.json").write_text(json.dumps(result, indent=2))
+    (RESULTS / "soak.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
