@@ -549,9 +549,16 @@ class Session:
                              urls=urls or [])
 
     async def _close_browser(self, child: Child) -> None:
-        """Quit the browser as its menu does (Browser.close): it writes its profile out."""
+        """Quit the browser as its menu does (Browser.close): it writes its profile out.
+        Its tabs are noted first: closing them all is part of quitting, and the bridge
+        would note that instead."""
         base = f"http://127.0.0.1:{self.args.cdp_port}"
         async with ClientSession(timeout=ClientTimeout(total=5)) as http:
+            async with http.get(base + "/json/list") as resp:
+                urls = [t["url"] for t in await resp.json() if t.get("type") == "page"
+                        and not t.get("url", "").startswith(("chrome:", "devtools:", "chrome-untrusted:"))]
+            if urls and self.browser_urls is None:
+                self.browser_urls = urls
             async with http.get(base + "/json/version") as resp:
                 ws_url = (await resp.json())["webSocketDebuggerUrl"]
             async with http.ws_connect(ws_url, max_msg_size=0) as ws:
@@ -619,7 +626,7 @@ class Session:
                     # and starts it (`google-chrome ...`) itself; nothing restarts it behind its back.
                     restart="on-request" if args.osworld else "always", ask_to_stop=self._close_browser,
                     # Its crash handlers leave its process group: they name the profile folder.
-                    after_stop=lambda: _end_processes_mentioning(profile),
+                    after_stop=lambda: _end_processes_mentioning(profile, uid=self.uid),
                 ),
                 ChildSpec(
                     name="bridge", argv=self._bridge_argv,
@@ -790,14 +797,28 @@ class Session:
             tmp.replace(self.args.state_file)
 
 
-def _processes_mentioning(*texts: str) -> list[int]:
+def _processes_mentioning(*texts: str, uid: int | None = None) -> list[int]:
     """Pids whose command line or environment contains one of ``texts`` (paths unique to
     this session). Chromium rewrites its environment block, but its command line names
-    its profile folder."""
+    its profile folder. Only processes this session could have started count: in the
+    same PID namespace (another container's processes are visible to root here, and may
+    name the same paths), and owned by ``uid`` when given."""
     needles = [t.encode() for t in texts]
+    me = os.getpid()
+    try:
+        my_ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        my_ns = None
     found = []
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if my_ns is not None and os.readlink(f"/proc/{entry.name}/ns/pid") != my_ns:
+                continue
+            if uid is not None and os.stat(f"/proc/{entry.name}").st_uid != uid:
+                continue
+        except OSError:
             continue
         for part in ("cmdline", "environ"):
             try:
@@ -811,8 +832,8 @@ def _processes_mentioning(*texts: str) -> list[int]:
     return found
 
 
-async def _end_processes_mentioning(*texts: str, grace: float = 2.0) -> None:
-    pids = _processes_mentioning(*texts)
+async def _end_processes_mentioning(*texts: str, uid: int | None = None, grace: float = 2.0) -> None:
+    pids = _processes_mentioning(*texts, uid=uid)
     if pids:
         log.warning("ending processes left behind", pids=pids, mentioning=list(texts))
         await processes.end_processes(pids, grace=grace)
