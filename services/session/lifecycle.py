@@ -16,33 +16,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import glob
 import json
 import os
 import pwd
-import shlex
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Callable
 
-from aiohttp import ClientSession, ClientTimeout
-
-from ..common.chromium import chromium_argv, named_chrome, real_executable
+from ..common.chromium import named_chrome, real_executable
 from ..common.logging import get_logger
-from . import default_apps, processes, wallpaper
+from . import default_apps, processes, users, wallpaper
+from .children import SessionChildren
 from .contexts import ContextError
 from .control import ControlServer
 from .cursor import THEME_NAME, write_invisible_theme
+from .errors import SessionError
 from .home import Home, HomeError
 from .outputs import OutputSpec, sway_output_lines
 from .state import SessionState
-from .supervisor import Child, ChildSpec, Supervisor
+from .supervisor import Supervisor
+from .users import SYSTEM_PATH
 
 __all__ = ["Session", "SessionError", "PROJECT_ROOT", "OSWORLD_CDP_PORT", "SESSION_USER", "OSWORLD_USER"]
 
@@ -53,16 +49,8 @@ SESSION_USER = "deskbox"
 # OSWorld's VM user: its task configs name /home/user and run `echo password | sudo -S`.
 OSWORLD_USER = "user"
 OSWORLD_PASSWORD = "password"
-READY_TIMEOUT = 30.0
 
-BRIDGE_SCRIPT = PROJECT_ROOT / "chromium_with_api.py"
-DBUS_DAEMON = "dbus-daemon"
-DBUS_SEND = "dbus-send"
-ATSPI_BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 SYSTEM_SESSION_BUS_CONFIG = "/usr/share/dbus-1/session.conf"
-# The session's PATH: the system's folders only (a PATH holding folders the session
-# user cannot enter, root's, turns "not installed" into "permission denied").
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The only keys of the session environment that go into the state file (never a token).
 CLIENT_ENV_KEYS = (
     "HOME", "USER", "LOGNAME", "LANG", "PATH", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME",
@@ -81,44 +69,6 @@ OSWORLD_CDP_PORT = 9333
 MAX_START_SNAPSHOT_BYTES = 2 * 1024**3
 
 
-class SessionError(Exception):
-    pass
-
-
-def ensure_user(name: str, home: str, *, system: bool) -> tuple[pwd.struct_passwd, bool]:
-    """The unprivileged account the session runs as, created if missing (its home is
-    made by the session, not by useradd). Returns it and whether it was created now."""
-    try:
-        return pwd.getpwnam(name), False
-    except KeyError:
-        pass
-    useradd = shutil.which("useradd") or "/usr/sbin/useradd"
-    argv = [useradd, "--no-create-home", "--home-dir", home, "--user-group"]
-    argv += ["--system", "--shell", "/usr/sbin/nologin"] if system else ["--shell", "/bin/bash"]
-    result = subprocess.run([*argv, name], capture_output=True, text=True)
-    if result.returncode != 0 and "already exists" not in result.stderr:
-        raise SessionError(f"cannot create user {name!r}: {result.stderr.strip()}")
-    return pwd.getpwnam(name), True
-
-
-def _readable_by(path: Path, uid: int, gid: int) -> bool:
-    """Whether ``uid`` can traverse to ``path`` (checks every parent's x bit)."""
-    for part in [path, *path.parents]:
-        try:
-            st = part.stat()
-        except OSError:
-            return False
-        if st.st_uid == uid:
-            bit = 0o100
-        elif st.st_gid == gid:
-            bit = 0o010
-        else:
-            bit = 0o001
-        if not st.st_mode & bit:
-            return False
-    return True
-
-
 def url_host(host: str) -> str:
     if host in ("0.0.0.0", ""):
         return "127.0.0.1"
@@ -127,7 +77,7 @@ def url_host(host: str) -> str:
     return host
 
 
-class Session:
+class Session(SessionChildren):
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         if args.cdp_port is None:
@@ -205,11 +155,11 @@ class Session:
             return False
         osworld_style = self.args.osworld or self.args.user != SESSION_USER
         home = f"/home/{self.args.user}" if osworld_style else f"/var/lib/{self.args.user}"
-        user, _ = ensure_user(self.args.user, home, system=not osworld_style)
+        user, _ = users.ensure_user(self.args.user, home, system=not osworld_style)
         self.uid, self.gid, self.user_name = user.pw_uid, user.pw_gid, user.pw_name
         if self.uid == 0:
             raise SessionError("the session user must not be root")
-        if _readable_by(PROJECT_ROOT, self.uid, self.gid) and _readable_by(Path(sys.executable), self.uid, self.gid):
+        if users.readable_by(PROJECT_ROOT, self.uid, self.gid) and users.readable_by(Path(sys.executable), self.uid, self.gid):
             self.service_uid = self.uid
         else:
             log.warning("the session user cannot read the project; desktopd runs as root",
@@ -298,43 +248,13 @@ class Session:
             if warning:
                 log.warning(warning)
         if self.args.osworld:
-            self._write_osworld_bin(self.runtime / "bin")
+            users.write_osworld_bin(self.runtime / "bin", PROJECT_ROOT)
         if os.geteuid() == 0:
             for path in [self.runtime, *self.runtime.rglob("*")]:
                 os.chown(path, self.uid, self.gid, follow_symlinks=False)
         self._prepare_home(own_home)
         if self.args.sudo:
-            self._grant_sudo()
-
-    def _grant_sudo(self) -> None:
-        """--sudo: the session user may sudo with OSWorld's password while the session
-        runs (its sudoers entry goes at exit)."""
-        if os.geteuid() != 0:
-            raise SessionError("--sudo needs deskbox up to run as root")
-        if not shutil.which("sudo"):
-            raise SessionError("--sudo needs the sudo package")
-        subprocess.run(["chpasswd"], input=f"{self.user_name}:{OSWORLD_PASSWORD}\n", text=True, check=True)
-        self.sudoers = Path(f"/etc/sudoers.d/deskbox-{self.user_name}")
-        self.sudoers.write_text(f"# deskbox up --sudo: this session's user, until it stops\n"
-                                f"{self.user_name} ALL=(ALL:ALL) ALL\n")
-        os.chmod(self.sudoers, 0o440)
-
-    def _write_osworld_bin(self, folder: Path) -> None:
-        """Programs OSWorld's task configs call by name: ``python`` (Debian has only
-        python3; this one is deskbox's interpreter, which sees the system's modules too)
-        and ``google-chrome`` / ``google-chrome-stable`` (services.osworld.chrome: open
-        the URLs in the session's browser, starting it when it is not running, and relay
-        the debugging port)."""
-        folder.mkdir(exist_ok=True)
-        scripts = {
-            "python": f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n',
-            "google-chrome": (f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(PROJECT_ROOT))} "
-                              f'exec {shlex.quote(sys.executable)} -m services.osworld.chrome "$@"\n'),
-        }
-        scripts["google-chrome-stable"] = scripts["google-chrome"]
-        for name, text in scripts.items():
-            (folder / name).write_text(text)
-            (folder / name).chmod(0o755)
+            self.sudoers = users.grant_sudo(self.user_name, OSWORLD_PASSWORD)
 
     # -- environments ---------------------------------------------------------------------
 
@@ -396,23 +316,7 @@ class Session:
         )
         return env
 
-    # -- readiness ------------------------------------------------------------------------
-
-    async def _sway_ready(self, child: Child) -> None:
-        assert self.runtime is not None and child.proc is not None
-        deadline = time.monotonic() + READY_TIMEOUT
-        pattern = str(self.runtime / f"sway-ipc.*.{child.proc.pid}.sock")
-        while time.monotonic() < deadline:
-            if child.proc.returncode is not None:
-                raise SessionError(f"sway exited with {child.proc.returncode}; see {self.runtime}/logs/sway.log")
-            socks = glob.glob(pattern)
-            if socks and (self.runtime / "wayland-1").exists():
-                self.swaysock = socks[0]
-                self._wallpaper_shown = False  # a new Sway shows none yet
-                await self.apply_wallpaper()
-                return
-            await asyncio.sleep(0.05)
-        raise SessionError(f"sway did not come up within {READY_TIMEOUT}s; see {self.runtime}/logs/sway.log")
+    # -- helpers of the running session ------------------------------------------------
 
     async def apply_wallpaper(self) -> bool:
         """Show the background the home names (see ``wallpaper``); False when Sway
@@ -442,249 +346,6 @@ class Session:
             proc.kill()
             await proc.wait()
             return None
-
-    async def _dbus_ready(self, child: Child) -> None:
-        assert self.runtime is not None and child.proc is not None
-        path = str(self.runtime / "bus")
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            if child.proc.returncode is not None:
-                raise SessionError(f"dbus-daemon exited with {child.proc.returncode}; see {self.runtime}/logs/dbus.log")
-            # Connecting (not just finding the file) tells a listening bus from a stale socket.
-            if _unix_socket_accepts(path):
-                return
-            await asyncio.sleep(0.02)
-        raise SessionError(f"the D-Bus session bus did not come up within {READY_TIMEOUT}s")
-
-    async def _atspi_ready(self, child: Child) -> None:
-        """Wait for org.a11y.Bus, then switch accessibility and the screen reader on.
-
-        Chromium exposes itself on AT-SPI only if ``ScreenReaderEnabled`` is already true
-        when it starts, so this runs before the browser starts."""
-        assert child.proc is not None
-        deadline = time.monotonic() + READY_TIMEOUT
-        last = ""
-        while time.monotonic() < deadline:
-            if child.proc.returncode is not None:
-                raise SessionError(f"at-spi-bus-launcher exited with {child.proc.returncode}; "
-                                   f"see {self.runtime}/logs/atspi.log")
-            # Asked first, so that nothing is activated by a call to a name nobody owns yet.
-            code, last = await self._dbus_send(
-                "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
-                "org.freedesktop.DBus.NameHasOwner", "string:org.a11y.Bus",
-            )
-            ok = code == 0 and "boolean true" in last
-            for prop in ("IsEnabled", "ScreenReaderEnabled") if ok else ():
-                # --print-reply also makes it a call that expects a reply: the launcher ignores
-                # a property Set sent without one (measured).
-                code, last = await self._dbus_send(
-                    "--print-reply", "--dest=org.a11y.Bus", "/org/a11y/bus", "org.freedesktop.DBus.Properties.Set",
-                    "string:org.a11y.Status", f"string:{prop}", "variant:boolean:true",
-                )
-                ok = ok and code == 0
-            if ok:
-                code, last = await self._dbus_send(
-                    "--print-reply", "--dest=org.a11y.Bus", "/org/a11y/bus",
-                    "org.freedesktop.DBus.Properties.Get", "string:org.a11y.Status", "string:ScreenReaderEnabled",
-                )
-                if code == 0 and "boolean true" in last:
-                    return
-            await asyncio.sleep(0.05)
-        raise SessionError(f"the AT-SPI bus was not enabled within {READY_TIMEOUT}s: {last.strip()}")
-
-    async def _dbus_send(self, *args: str) -> tuple[int, str]:
-        env = {"PATH": SYSTEM_PATH, "DBUS_SESSION_BUS_ADDRESS": self.dbus_address or ""}
-        proc = await asyncio.create_subprocess_exec(
-            DBUS_SEND, "--session", "--reply-timeout=2000", *args, env=env,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )
-        out, _ = await proc.communicate()
-        return proc.returncode or 0, out.decode(errors="replace")
-
-    async def _http_ready(self, child: Child, url: str, what: str, *, any_status: bool = False) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
-        async with ClientSession(timeout=ClientTimeout(total=2)) as http:
-            while time.monotonic() < deadline:
-                if child.proc is not None and child.proc.returncode is not None:
-                    raise SessionError(f"{what} exited with {child.proc.returncode}; see {self.runtime}/logs/{what}.log")
-                try:
-                    async with http.get(url) as resp:
-                        if resp.status == 200 or any_status:
-                            return
-                except Exception:
-                    pass
-                await asyncio.sleep(0.05)
-        raise SessionError(f"{what} did not answer {url} within {READY_TIMEOUT}s")
-
-    async def _chromium_ready(self, child: Child) -> None:
-        """DevTools answers and a page target exists."""
-        base = f"http://127.0.0.1:{self.args.cdp_port}"
-        deadline = time.monotonic() + READY_TIMEOUT
-        async with ClientSession(timeout=ClientTimeout(total=2)) as http:
-            while time.monotonic() < deadline:
-                if child.proc is not None and child.proc.returncode is not None:
-                    raise SessionError(f"chromium exited with {child.proc.returncode}; "
-                                       f"see {self.runtime}/logs/chromium.log")
-                try:
-                    async with http.get(base + "/json/list") as resp:
-                        if resp.status == 200 and any(t.get("type") == "page" for t in await resp.json()):
-                            return
-                except Exception:
-                    pass
-                await asyncio.sleep(0.05)
-        raise SessionError(f"chromium's DevTools did not answer within {READY_TIMEOUT}s")
-
-    # -- children -------------------------------------------------------------------------
-
-    def _chromium_argv(self) -> list[str]:
-        assert self.runtime is not None
-        urls, self.browser_urls = self.browser_urls, None
-        extra = os.environ.get("DESKBOX_CHROMIUM_FLAGS", "").split()
-        if urls is None:
-            # Started again after it went on its own: the tabs it had, as the bridge last
-            # saw them (Chrome's own session file lags behind by seconds).
-            urls = self._last_tabs()
-        return chromium_argv(self.browser_binary, cdp_port=self.args.cdp_port,
-                             user_data_dir=str(self.profile_dir), wayland=True, extra_flags=extra,
-                             urls=urls or [])
-
-    async def _close_browser(self, child: Child) -> None:
-        """Quit the browser as its menu does (Browser.close): it writes its profile out.
-        Its tabs are noted first: closing them all is part of quitting, and the bridge
-        would note that instead."""
-        base = f"http://127.0.0.1:{self.args.cdp_port}"
-        async with ClientSession(timeout=ClientTimeout(total=5)) as http:
-            async with http.get(base + "/json/list") as resp:
-                urls = [t["url"] for t in await resp.json() if t.get("type") == "page"
-                        and not t.get("url", "").startswith(("chrome:", "devtools:", "chrome-untrusted:"))]
-            if urls and self.browser_urls is None:
-                self.browser_urls = urls
-            async with http.get(base + "/json/version") as resp:
-                ws_url = (await resp.json())["webSocketDebuggerUrl"]
-            async with http.ws_connect(ws_url, max_msg_size=0) as ws:
-                await ws.send_json({"id": 1, "method": "Browser.close"})
-                await ws.receive(timeout=5)
-
-    def _last_tabs(self) -> list[str]:
-        assert self.runtime is not None
-        try:
-            urls = json.loads((self.runtime / "tabs.json").read_text())
-        except (OSError, ValueError):
-            return list(self.urls)
-        return [u for u in urls if isinstance(u, str)] or list(self.urls)
-
-    def _chromium_env(self) -> dict[str, str]:
-        # Its Wayland app id comes from this (Debian's launcher sets it): "chromium".
-        return {**self.session_env(), "CHROME_DESKTOP": "chromium.desktop"}
-
-    def _specs(self) -> list[ChildSpec]:
-        assert self.runtime is not None
-        args = self.args
-        logs = self.runtime / "logs"
-        home = str(self.home_path)
-        service = {"user": self.service_uid, "group": self.gid if self.service_uid is not None else None,
-                   "cwd": str(PROJECT_ROOT), "env": self._service_env}
-        desktopd_url, scene_url = self.url(args.desktopd_port), self.url(args.scene_port)
-        bridge_url = None if args.no_browser else self.url(args.bridge_port)
-        specs = [
-            ChildSpec(
-                name="dbus",
-                argv=lambda: [DBUS_DAEMON, f"--config-file={self.runtime / 'dbus-session.conf'}", "--nofork",
-                              "--nopidfile", f"--address={self.dbus_address}"],
-                env=self._base_env, ready=self._dbus_ready, user=self.uid, group=self.gid, cwd=home,
-                log_path=str(logs / "dbus.log"), hosts_apps=True,
-            ),
-            # at-spi-bus-launcher owns org.a11y.Bus and runs the accessibility bus (a second
-            # dbus-daemon, at <runtime>/at-spi/bus) in its own process group.
-            ChildSpec(
-                name="atspi", argv=lambda: [ATSPI_BUS_LAUNCHER, "--launch-immediately"],
-                env=self._base_env, ready=self._atspi_ready, needs=("dbus",), user=self.uid, group=self.gid,
-                cwd=home, log_path=str(logs / "atspi.log"),
-            ),
-            ChildSpec(
-                name="sway", argv=lambda: ["sway", "--config", str(self.runtime / "sway.conf")],
-                env=self._sway_env, ready=self._sway_ready, user=self.uid, group=self.gid, cwd=home,
-                log_path=str(logs / "sway.log"), hosts_apps=True,
-            ),
-            ChildSpec(
-                name="desktopd",
-                argv=lambda: [sys.executable, "-m", "services.desktopd", "--listen",
-                              f"{args.host}:{args.desktopd_port}", "--log-level", args.log_level],
-                ready=lambda child: self._http_ready(child, desktopd_url + "/api/v1/health", "desktopd"),
-                needs=("sway",), log_path=str(logs / "desktopd.log"), ports=(args.desktopd_port,), **service,
-            ),
-        ]
-        if not args.no_browser:
-            profile = str(self.profile_dir)
-            specs += [
-                ChildSpec(
-                    name="chromium", argv=self._chromium_argv, env=self._chromium_env, ready=self._chromium_ready,
-                    # Chromium joins AT-SPI only at its start: a new accessibility bus needs a new Chromium.
-                    needs=("sway", "dbus", "atspi"), user=self.uid, group=self.gid, cwd=home,
-                    log_path=str(logs / "chromium.log"), ports=(args.cdp_port,),
-                    # In OSWorld mode the task owns the browser's life: it ends it (`pkill chrome`)
-                    # and starts it (`google-chrome ...`) itself; nothing restarts it behind its back.
-                    restart="on-request" if args.osworld else "always", ask_to_stop=self._close_browser,
-                    # Its crash handlers leave its process group: they name the profile folder.
-                    after_stop=lambda: _end_processes_mentioning(profile, uid=self.uid),
-                ),
-                ChildSpec(
-                    name="bridge", argv=self._bridge_argv,
-                    # It answers 503 while the browser is down: any answer means it is serving.
-                    ready=lambda child: self._http_ready(child, f"{bridge_url}/health", "bridge", any_status=True),
-                    log_path=str(logs / "bridge.log"), ports=(args.bridge_port,), **service,
-                ),
-            ]
-        specs.append(
-            ChildSpec(
-                name="scene", argv=lambda: self._scene_argv(desktopd_url, bridge_url),
-                ready=lambda child: self._http_ready(child, scene_url + "/api/v1/health", "scene"),
-                # Its AT-SPI connection dies with the buses, so it restarts after them.
-                needs=("desktopd", "dbus", "atspi"), log_path=str(logs / "scene.log"),
-                ports=(args.scene_port,), **service,
-            )
-        )
-        if args.osworld:
-            specs.append(
-                ChildSpec(
-                    name="osworld", argv=lambda: self._osworld_argv(desktopd_url, bridge_url),
-                    # The session's own environment: the commands it runs are the session's programs.
-                    # `python -m` from the project folder finds the services.
-                    env=self.session_env,
-                    ready=lambda child: self._http_ready(child, self.url(args.osworld_port) + "/health", "osworld"),
-                    # No restart with the others: it only calls them (HTTP, a fresh AT-SPI walker
-                    # each time), and a restart would drop the debugging-port relays it keeps.
-                    user=self.service_uid, group=self.gid, cwd=str(PROJECT_ROOT),
-                    log_path=str(logs / "osworld.log"), ports=(args.osworld_port,), hosts_apps=True,
-                )
-            )
-        return specs
-
-    def _osworld_argv(self, desktopd_url: str, bridge_url: str | None) -> list[str]:
-        assert self.runtime is not None
-        argv = [sys.executable, "-m", "services.osworld", "--listen", f"{self.args.host}:{self.args.osworld_port}",
-                "--desktopd", desktopd_url, "--browser-name", self.args.osworld_browser_name,
-                "--work-dir", str(self.runtime / "osworld"), "--control", str(self.control_socket)]
-        if bridge_url is not None:
-            argv += ["--bridge", bridge_url, "--cdp-port", str(self.args.cdp_port)]
-        return [*argv, "--log-level", self.args.log_level]
-
-    def _scene_argv(self, desktopd_url: str, bridge_url: str | None) -> list[str]:
-        assert self.runtime is not None
-        argv = [sys.executable, "-m", "services.scene", "--listen", f"{self.args.host}:{self.args.scene_port}",
-                "--desktopd", desktopd_url, "--control", str(self.control_socket),
-                "--ids-file", str(self.runtime / "scene-ids.json")]
-        if bridge_url is not None:
-            argv += ["--bridge", bridge_url]
-        if self.args.ocr:
-            argv.append("--ocr")
-        return [*argv, "--log-level", self.args.log_level]
-
-    def _bridge_argv(self) -> list[str]:
-        assert self.runtime is not None
-        return [sys.executable, str(BRIDGE_SCRIPT), "--attach", "--tabs-file", str(self.runtime / "tabs.json"),
-                "--listen", f"{self.args.host}:{self.args.bridge_port}",
-                "--cdp-port", str(self.args.cdp_port), "--log-level", self.args.log_level]
 
     # -- processes of the session ---------------------------------------------------------
 
@@ -751,7 +412,7 @@ class Session:
                 await processes.end_processes(left, grace=2.0)
         if self.runtime is not None:
             # Whatever still names this session (started from outside it, as another user).
-            await _end_processes_mentioning(f"{self.runtime}/", f"XDG_RUNTIME_DIR={self.runtime}\0")
+            await processes.end_mentioning(f"{self.runtime}/", f"XDG_RUNTIME_DIR={self.runtime}\0")
         if self.sudoers is not None:
             self.sudoers.unlink(missing_ok=True)
         if self.home is not None:
@@ -795,55 +456,3 @@ class Session:
             tmp = Path(self.args.state_file + ".tmp")
             tmp.write_text(json.dumps(state, indent=2))
             tmp.replace(self.args.state_file)
-
-
-def _processes_mentioning(*texts: str, uid: int | None = None) -> list[int]:
-    """Pids whose command line or environment contains one of ``texts`` (paths unique to
-    this session). Chromium rewrites its environment block, but its command line names
-    its profile folder. Only processes this session could have started count: in the
-    same PID namespace (another container's processes are visible to root here, and may
-    name the same paths), and owned by ``uid`` when given."""
-    needles = [t.encode() for t in texts]
-    me = os.getpid()
-    try:
-        my_ns = os.readlink("/proc/self/ns/pid")
-    except OSError:
-        my_ns = None
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            if my_ns is not None and os.readlink(f"/proc/{entry.name}/ns/pid") != my_ns:
-                continue
-            if uid is not None and os.stat(f"/proc/{entry.name}").st_uid != uid:
-                continue
-        except OSError:
-            continue
-        for part in ("cmdline", "environ"):
-            try:
-                with open(f"/proc/{entry.name}/{part}", "rb") as f:
-                    data = f.read()
-                    if any(n in data for n in needles):
-                        found.append(int(entry.name))
-                        break
-            except OSError:
-                continue
-    return found
-
-
-async def _end_processes_mentioning(*texts: str, uid: int | None = None, grace: float = 2.0) -> None:
-    pids = _processes_mentioning(*texts, uid=uid)
-    if pids:
-        log.warning("ending processes left behind", pids=pids, mentioning=list(texts))
-        await processes.end_processes(pids, grace=grace)
-
-
-def _unix_socket_accepts(path: str) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        try:
-            s.connect(path)
-        except OSError:
-            return False
-    return True

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterable
 
+from ..common.logging import get_logger
+
 __all__ = [
     "Proc",
     "become_subreaper",
@@ -32,7 +34,11 @@ __all__ = [
     "Reaper",
     "listening_pids",
     "describe",
+    "mentioning",
+    "end_mentioning",
 ]
+
+log = get_logger("deskbox.processes")
 
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -217,3 +223,45 @@ def describe(pid: int, *, short: bool = False) -> str:
     except OSError:
         cmd = "?"
     return f"{pid} ({cmd[:120]})"
+
+
+def mentioning(*texts: str, uid: int | None = None) -> list[int]:
+    """Pids whose command line or environment contains one of ``texts`` (paths unique to
+    this session). Chromium rewrites its environment block, but its command line names
+    its profile folder. Only processes this session could have started count: in the
+    same PID namespace (another container's processes are visible to root here, and may
+    name the same paths), and owned by ``uid`` when given."""
+    needles = [t.encode() for t in texts]
+    me = os.getpid()
+    try:
+        my_ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        my_ns = None
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if my_ns is not None and os.readlink(f"/proc/{entry.name}/ns/pid") != my_ns:
+                continue
+            if uid is not None and os.stat(f"/proc/{entry.name}").st_uid != uid:
+                continue
+        except OSError:
+            continue
+        for part in ("cmdline", "environ"):
+            try:
+                with open(f"/proc/{entry.name}/{part}", "rb") as f:
+                    data = f.read()
+                    if any(n in data for n in needles):
+                        found.append(int(entry.name))
+                        break
+            except OSError:
+                continue
+    return found
+
+
+async def end_mentioning(*texts: str, uid: int | None = None, grace: float = 2.0) -> None:
+    pids = mentioning(*texts, uid=uid)
+    if pids:
+        log.warning("ending processes left behind", pids=pids, mentioning=list(texts))
+        await end_processes(pids, grace=grace)

@@ -15,9 +15,11 @@ from services.geometry import Rect
 from services.osworld import commands
 from services.osworld.accessibility import NAMESPACES, Window, build_xml, terminal_output
 from services.osworld.chrome import parse_args
+from services.session import users
 from services.session.cli import build_parser
 from services.session.home import Home
 from services.session.lifecycle import OSWORLD_CDP_PORT, Session
+from services.session.lifecycle import PROJECT_ROOT as ROOT_DIR
 
 ST, CP, ATTR, ACT, VAL = (f"{{{NAMESPACES[k]}}}" for k in ("st", "cp", "attr", "act", "val"))
 SHOWN = ["visible", "showing", "enabled"]
@@ -160,6 +162,6 @@ def test_with_osworld_the_server_runs_as_the_session_user_and_cdp_moves(tmp_path
     env = s.session_env()
     assert env["DESKBOX_OSWORLD"] == "http://127.0.0.1:5055"
     assert env["PATH"].startswith(str(tmp_path / "bin") + ":")
-    s._write_osworld_bin(tmp_path / "bin")
+    users.write_osworld_bin(tmp_path / "bin", ROOT_DIR)
     assert {p.name for p in (tmp_path / "bin").iterdir()} == {"python", "google-chrome", "google-chrome-stable"}
     assert os.access(tmp_path / "bin" / "google-chrome", os.X_OK)
