@@ -126,14 +126,15 @@ class Home:
             self.chown(target)
 
     def remove(self) -> None:
-        """Delete a home deskbox made (its marker says so), if the folder at its path is
-        still the one this session holds."""
-        if self._lock_fd is not None:
-            try:
-                if os.stat(self.path).st_ino != os.fstat(self._lock_fd).st_ino:
-                    return
-            except FileNotFoundError:
+        """Delete a home deskbox made (its marker says so), if this session holds it
+        and the folder at its path is still the one it holds."""
+        if self._lock_fd is None:
+            return  # not this session's: it never held it
+        try:
+            if os.stat(self.path).st_ino != os.fstat(self._lock_fd).st_ino:
                 return
+        except FileNotFoundError:
+            return
         if (self.path / MARKER).exists():
             shutil.rmtree(self.path, ignore_errors=True)
 

@@ -34,7 +34,7 @@ from .contexts import ContextError
 from .control import ControlServer
 from .cursor import THEME_NAME, write_invisible_theme
 from .errors import SessionError
-from .home import Home, HomeError
+from .home import MARKER, Home, HomeError
 from .outputs import OutputSpec, sway_output_lines
 from .state import SessionState
 from .supervisor import Supervisor
@@ -189,6 +189,14 @@ class Session(SessionChildren):
             # Held before anything is written in it: a session still ending on it, or
             # another one using it, is never written over.
             self.home.lock()
+            if own_home and not self.keep_home and (path / MARKER).exists():
+                # A home deskbox made whose session did not end cleanly (it was killed):
+                # its processes would write into the fresh one.
+                left = processes.mentioning(f"HOME={path}\0")
+                if left:
+                    self.home.unlock()  # and leave it as it is
+                    raise SessionError(f"processes of an earlier session still use {path}: "
+                                       + ", ".join(processes.describe(p) for p in left[:5]) + "; end them first")
             if self.keep_home:
                 if os.geteuid() == 0 and path.stat().st_uid != self.uid:
                     raise SessionError(f"--home {path} does not belong to the session user {self.args.user}")
@@ -368,13 +376,13 @@ class Session(SessionChildren):
         self._check_leftovers()
         if not processes.become_subreaper():
             log.warning("cannot become the session's subreaper: detached processes may outlive it")
-        self._prepare()
-        self.supervisor = Supervisor(self._specs())
-        self.state = SessionState(self)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, self.stop_event.set)
         try:
+            self._prepare()  # what it made goes again if the session cannot start
+            self.supervisor = Supervisor(self._specs())
+            self.state = SessionState(self)
             try:
                 await self.state.save_start()
             except ContextError as exc:

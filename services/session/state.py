@@ -33,6 +33,8 @@ __all__ = ["SessionState", "StateError", "NotFound", "Busy"]
 log = get_logger("deskbox.state")
 
 MAX_EXTEND_S = 7 * 24 * 3600
+# How long a reset lets the session's apps end on SIGTERM before SIGKILL.
+APP_GRACE_S = 1.0
 
 
 class StateError(Exception):
@@ -183,7 +185,9 @@ class SessionState:
         await self._stop_browser(clean=False)
         apps = s.app_pids()
         names = sorted(processes.describe(p, short=True) for p in apps)
-        await processes.end_processes(apps, grace=0.3)
+        # SIGTERM first: a screen recorder finishes its file on it (wf-recorder writes
+        # the mp4's index), most apps simply end at once.
+        await processes.end_processes(apps, grace=APP_GRACE_S)
         released = await self._release_input()
         await self._clear_clipboard()
         restored = await asyncio.to_thread(self._restore_files, name)

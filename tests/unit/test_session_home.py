@@ -142,3 +142,12 @@ def test_default_apps_name_an_installed_app_or_the_sessions_browser(tmp_path):
     assert f"text/plain={BROWSER_ENTRY}" in mime
     assert "application/vnd.openxmlformats-officedocument.wordprocessingml.document" not in mime
     assert "Exec=google-chrome %U" in files[f".local/share/applications/{BROWSER_ENTRY}"]
+
+
+def test_a_session_that_could_not_take_a_home_never_removes_it(home):
+    # Another session holds ``home``; this one failed to lock it and is ending.
+    other = Home(home.path, uid=UID, gid=GID, snapshots=home.snapshots)
+    with pytest.raises(HomeInUse):
+        other.lock()
+    other.remove()
+    assert (home.path / MARKER).exists() and (home.path / "Desktop").is_dir()
