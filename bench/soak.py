@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     ids: dict[str, str] = {}
 
     def screenshot():
-        return _call("GET", desktopd + f"/api/v1/screenshot?format=jpeg&t={time.monotonic()}")
+        return _call("GET", desktopd + "/api/v1/screenshot?format=jpeg")
 
     def agent_turn():
         status, body = _call("GET", scene + "/api/v1/scene?mode=agent-turn")
