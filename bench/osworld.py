@@ -18,35 +18,15 @@ import argparse
 import json
 import statistics
 import sys
-import threading
 import time
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from bench.page import free_port, serve_html
 from services.session.spawn import SpawnedSession
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
-
-
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.end_headers()
-        self.wfile.write(f"<title>page {self.path}</title><h1>{self.path}</h1>".encode())
-
-    def log_message(self, *args) -> None:
-        pass
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _post(url: str, body: object, timeout: float = 120) -> int:
@@ -58,7 +38,7 @@ def _post(url: str, body: object, timeout: float = 120) -> int:
 
 
 def _session(user: str) -> tuple[SpawnedSession, dict[str, int]]:
-    ports = {k: _free_port() for k in ("desktopd", "cdp", "bridge", "scene", "osworld")}
+    ports = {k: free_port() for k in ("desktopd", "cdp", "bridge", "scene", "osworld")}
     s = SpawnedSession(["--osworld", "--user", user, "--output", "1920x1080",
                         "--desktopd-port", str(ports["desktopd"]), "--cdp-port", str(ports["cdp"]),
                         "--bridge-port", str(ports["bridge"]), "--scene-port", str(ports["scene"]),
@@ -81,9 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     from tests.support.desktop_env import load
 
     client = load()
-    page_port = _free_port()
-    server = ThreadingHTTPServer(("127.0.0.1", page_port), _Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, page_port = serve_html(lambda path: f"<title>page {path}</title><h1>{path}</h1>".encode())
     pages = [f"http://127.0.0.1:{page_port}/first", f"http://127.0.0.1:{page_port}/second"]
 
     def chrome_task(debug: int, relay: int) -> list[dict]:
@@ -113,13 +91,13 @@ def main(argv: list[str] | None = None) -> int:
             open_ms.append((time.perf_counter() - t0) * 1000)
         for _ in range(args.rounds):
             _post(scene + "/api/v1/session/reset", {})
-            reset_setup.append(setup_ms(ports, _free_port(), _free_port()))
+            reset_setup.append(setup_ms(ports, free_port(), free_port()))
     finally:
         session.stop()
     for _ in range(args.rounds):
         fresh, fports = _session("benchos")
         try:
-            fresh_setup.append(setup_ms(fports, _free_port(), _free_port()))
+            fresh_setup.append(setup_ms(fports, free_port(), free_port()))
         finally:
             fresh.stop()
     server.shutdown()

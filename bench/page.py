@@ -14,7 +14,7 @@ import time
 
 from aiohttp import web
 
-__all__ = ["PageServer", "render_page", "PAGES", "CLICK_TARGET_ID", "CLICK_TARGET_RGB"]
+__all__ = ["PageServer", "render_page", "PAGES", "CLICK_TARGET_ID", "CLICK_TARGET_RGB", "free_port", "serve_html"]
 
 CLICK_TARGET_ID = "bench-target"
 # The button's fill, used nowhere else on the page: the bench finds it on screen by it.
@@ -182,3 +182,33 @@ class PageServer:
             except asyncio.TimeoutError:
                 return None
         return self.clicks[count - 1][0]
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_html(render) -> tuple[object, int]:
+    """A small page server on loopback, in a thread: ``render(path) -> bytes`` answers
+    every GET. Returns the server (``shutdown()`` it) and its port."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(render(self.path))
+
+        def log_message(self, *args) -> None:
+            pass
+
+    port = free_port()
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, port

@@ -35,7 +35,6 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,6 +45,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from bench.page import free_port
 from services.session.spawn import SessionFailed, SpawnedSession
 
 __all__ = ["main"]
@@ -65,12 +65,6 @@ NOISE = 0.10
 def _tab_page(n: int) -> str:
     rows = "".join(f"<p>Paragraph {i} of tab {n}: some text to lay out and read.</p>" for i in range(60))
     return "data:text/html," + urllib.parse.quote(f"<title>bench tab {n}</title><h1>Tab {n}</h1>{rows}")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _http(method: str, url: str, body: object = None, *, raw: bytes | None = None, headers: dict | None = None,
@@ -259,7 +253,7 @@ def _rounds(desk: _Desk, rounds: int, label: str) -> list[dict]:
 
 
 def bare_resets(rounds: int) -> dict:
-    ports = {k: _free_port() for k in ("desktopd", "cdp", "bridge", "scene")}
+    ports = {k: free_port() for k in ("desktopd", "cdp", "bridge", "scene")}
     session = SpawnedSession(["--output", OUTPUT, "--url", "about:blank", "--desktopd-port", str(ports["desktopd"]),
                               "--cdp-port", str(ports["cdp"]), "--bridge-port", str(ports["bridge"]),
                               "--scene-port", str(ports["scene"])], prefix="deskbox-bench-reset-")

@@ -15,13 +15,12 @@ import json
 import os
 import statistics
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from bench.page import free_port, serve_html
 from services.session.spawn import SessionFailed, SpawnedSession
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -39,25 +38,6 @@ setInterval(() => {
   while (list.children.length > 30) list.lastChild.remove();
 }, 1000);
 </script>"""
-
-
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args) -> None:
-        pass
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _call(method: str, url: str, body: object = None, timeout: float = 60) -> tuple[int, bytes]:
@@ -94,10 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=float, default=4.0, help="requests per second")
     args = p.parse_args(argv)
 
-    page_port = _free_port()
-    server = ThreadingHTTPServer(("127.0.0.1", page_port), _Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    ports = {k: _free_port() for k in ("desktopd", "cdp", "bridge", "scene")}
+    server, page_port = serve_html(lambda path: PAGE)
+    ports = {k: free_port() for k in ("desktopd", "cdp", "bridge", "scene")}
     session = SpawnedSession(["--output", "1920x1080", "--url", f"http://127.0.0.1:{page_port}/",
                               "--desktopd-port", str(ports["desktopd"]), "--cdp-port", str(ports["cdp"]),
                               "--bridge-port", str(ports["bridge"]), "--scene-port", str(ports["scene"])],

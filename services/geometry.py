@@ -1,6 +1,6 @@
 """Every coordinate transform deskbox does lives here, and nowhere else.
 
-Spaces, as DESIGN.md names them:
+The spaces:
 
 - **device pixels, display-local**: what a display's screenshot measures; what agents
   read and send. Origin at the display's top-left corner.
@@ -12,7 +12,7 @@ Spaces, as DESIGN.md names them:
   region's top-left corner.
 - **X root pixels**: an X server's whole-pixel root window space.
 - **window-relative layout pixels**: AT-SPI extents of native apps under Wayland, from
-  the window's top-left corner (DESIGN.md: no global positions on Wayland).
+  the window's top-left corner (Wayland gives clients no global positions).
 - **CSS pixels**, document- or viewport-relative, for the CDP bridge: a node's box in its
   own document, placed in the tab's top document through each enclosing iframe's
   content box, and in the viewport by subtracting the top document's scroll offset.
@@ -158,7 +158,7 @@ def absolute_motion(displays: Iterable[Display], display: Display, x: float, y: 
 
 def side_by_side(specs: Iterable[tuple[int, int, float]]) -> list[tuple[int, int]]:
     """Layout origins for displays given as (device width, device height, scale),
-    placed left to right in the order given (DESIGN.md: `--output WxH@S`)."""
+    placed left to right in the order given (as `deskbox up --output WxH@S` lists them)."""
     origins = []
     x = 0.0
     for w, _h, scale in specs:

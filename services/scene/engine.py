@@ -2,7 +2,7 @@
 ids stable; watches frames for change; shares work between concurrent requests; pushes
 new scenes to subscribers.
 
-Modes (DESIGN.md): ``idle`` returns the last scene while the watcher has seen no change
+Modes: ``idle`` returns the last scene while the watcher has seen no change
 on any display; ``active`` re-reads what can have changed (the bridge always, since it
 keeps its own trees warm and answers unchanged pages from cache; AT-SPI and OCR only
 where frames changed); ``agent-turn`` re-reads everything, even on an unchanged frame."""

@@ -1,6 +1,6 @@
 """Long-lived virtual pointer and virtual keyboard on the desktopd connection.
 
-Facts from DESIGN.md that shape this: a headless Sway has no pointer until a virtual
+Facts measured on headless Sway that shape this: it has no pointer until a virtual
 pointer exists, and clicks need a ``frame`` after each event; a fresh keyboard per
 request lost its first key, so one keyboard lives for the whole session and every
 keymap upload is followed by a roundtrip before keys are sent.
