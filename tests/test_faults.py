@@ -201,3 +201,33 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
     except (OSError, IndexError):
         return False
+
+
+def test_a_recording_running_at_a_reset_is_finished_playable(session):
+    base = session.state["osworld"]
+    assert http("POST", base + "/start_recording").status == 200
+    time.sleep(2)
+    resp = http("POST", session.scene + "/api/v1/session/reset", timeout=120)
+    assert resp.status == 200 and resp.json()["healthy"], resp.body[:300]
+    resp = http("POST", base + "/end_recording", timeout=30)
+    assert resp.status == 200, resp.body[:300]
+    assert resp.body[4:8] == b"ftyp" and b"moov" in resp.body
+
+
+def test_a_killed_osworld_server_comes_back(session):
+    base = session.state["osworld"]
+    old = http("GET", base + "/health").json()["pid"]
+    os.kill(old, signal.SIGKILL)
+    back = wait_until(lambda: (h := _health(base)) and h["pid"] != old and h, 60, interval=0.2,
+                      what="the OSWorld server back")
+    assert back["ok"]
+    resp = http("GET", base + "/screenshot")
+    assert resp.status == 200 and resp.body[:4] == b"\x89PNG"
+
+
+def _health(base: str) -> dict | None:
+    try:
+        resp = http("GET", base + "/health", timeout=2)
+    except OSError:
+        return None
+    return resp.json() if resp.status == 200 else None

@@ -154,11 +154,12 @@ def _signal_all(pids: Iterable[int], sig: int) -> None:
             pass
 
 
-async def end_processes(pids: Iterable[int], *, grace: float = 1.0) -> list[int]:
-    """SIGTERM, then SIGKILL what is still alive after ``grace`` seconds. Returns the
-    pids still alive at the end (none, unless another user's process was named)."""
+async def end_processes(pids: Iterable[int], *, grace: float = 1.0, first: int = signal.SIGTERM) -> list[int]:
+    """``first`` (SIGTERM), then SIGKILL what is still alive after ``grace`` seconds.
+    Returns the pids still alive at the end (none, unless another user's process was
+    named)."""
     pids = [p for p in set(pids) if p != os.getpid()]
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
+    for sig, wait in ((first, grace), (signal.SIGKILL, 2.0)):
         pids = [p for p in pids if alive(p)]
         if not pids:
             return []

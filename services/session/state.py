@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import signal
 import time
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,8 @@ log = get_logger("deskbox.state")
 MAX_EXTEND_S = 7 * 24 * 3600
 # How long a reset lets the session's apps end on SIGTERM before SIGKILL.
 APP_GRACE_S = 1.0
+RECORDERS = frozenset({"wf-recorder"})
+RECORDER_GRACE_S = 5.0
 
 
 class StateError(Exception):
@@ -185,8 +188,11 @@ class SessionState:
         await self._stop_browser(clean=False)
         apps = s.app_pids()
         names = sorted(processes.describe(p, short=True) for p in apps)
-        # SIGTERM first: a screen recorder finishes its file on it (wf-recorder writes
-        # the mp4's index), most apps simply end at once.
+        # A screen recording in progress is finished first, as its recorder finishes it
+        # on SIGINT (wf-recorder writes the mp4's index): the recording is still there
+        # to be collected after the reset.
+        recorders = [p for p in apps if processes.describe(p, short=True) in RECORDERS]
+        await processes.end_processes(recorders, grace=RECORDER_GRACE_S, first=signal.SIGINT)
         await processes.end_processes(apps, grace=APP_GRACE_S)
         released = await self._release_input()
         await self._clear_clipboard()

@@ -43,10 +43,12 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import urllib.error
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
 
@@ -307,6 +309,7 @@ class Run:
                 raise CheckFailed(f"after the revert the first task's file is still there (graded {score})")
             self.ok(f"DesktopEnv: the next reset(task_config) reverted through the provider in {took:.1f}s "
                     f"(the session's reset, same container {container}); the first task's file is gone")
+            self.osworld_steps(env)
             env.close()
             if podman("container", "exists", container).returncode == 0:
                 raise CheckFailed(f"{container} is still there after close()")
@@ -316,6 +319,69 @@ class Run:
             if env is not None:
                 env.close()
             shutil.rmtree(cache, ignore_errors=True)
+
+    def osworld_steps(self, env: Any) -> None:
+        """The step types OSWorld's configs lean on, in the container through its
+        published ports: a download to a relative path (the home), sudo with
+        {CLIENT_PASSWORD}, open waiting for its window, and pkill chrome in a
+        postconfig."""
+        script = b"mkdir -p ~/Desktop && echo notes > ~/Desktop/notes.txt && pwd > ~/setup-ran.txt\n"
+
+        class Script(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(script)))
+                self.end_headers()
+                self.wfile.write(script)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Script)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        focused = ("python -c \"import json, os, urllib.request; t = json.load(urllib.request.urlopen("
+                   "os.environ['DESKBOX_DESKTOPD'] + '/api/v1/tree')); "
+                   "print(any(w['focused'] and 'notes.txt' in (w['title'] or '') for w in t['windows']))\" > ~/focused.txt")
+
+        def cat(path: str) -> dict:
+            return {"type": "vm_command_line", "command": ["cat", path]}
+
+        def rule(value: str) -> dict:
+            return {"type": "rule", "rules": {"expected": value}}
+
+        task = {
+            "id": "deskbox-provider-osworld-steps",
+            "instruction": "Run the setup script, then look at the notes.",
+            "config": [
+                {"type": "download", "parameters": {"files": [
+                    {"url": f"http://127.0.0.1:{server.server_address[1]}/setup.sh", "path": "setup.sh"}]}},
+                {"type": "execute", "parameters": {"command": "bash setup.sh", "shell": True}},
+                {"type": "execute", "parameters": {
+                    "command": "echo {CLIENT_PASSWORD} | sudo -S id -u > ~/sudo-uid.txt", "shell": True}},
+                {"type": "open", "parameters": {"path": "/home/user/Desktop/notes.txt"}},
+                {"type": "execute", "parameters": {"command": focused, "shell": True}},
+                {"type": "activate_window", "parameters": {"window_name": "Google Chrome"}},
+            ],
+            "evaluator": {
+                "postconfig": [{"type": "launch", "parameters": {"command": ["pkill", "chrome"]}},
+                               {"type": "sleep", "parameters": {"seconds": 2}}],
+                "func": ["exact_match"] * 4, "conj": "and",
+                "result": [cat("/home/user/setup-ran.txt"), cat("/home/user/sudo-uid.txt"),
+                           cat("/home/user/focused.txt"),
+                           {"type": "vm_command_line", "command": "pgrep -x chrome > /dev/null; echo $?",
+                            "shell": True}],
+                "expected": [rule("/home/user\n"), rule("0\n"), rule("True\n"), rule("1\n")],
+            },
+        }
+        try:
+            env.reset(task_config=task)
+            score = env.evaluate()
+        finally:
+            server.shutdown()
+        if score != 1:
+            raise CheckFailed(f"OSWorld's step types graded {score}, not 1")
+        self.ok("DesktopEnv: a relative download ran from /home/user, sudo -S with {CLIENT_PASSWORD} gave uid 0, "
+                "open returned with notes.txt's window focused, and a postconfig pkill chrome ended the browser")
 
     # -- 3. Kubernetes under podman kube play ---------------------------------------------------
 
