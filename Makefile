@@ -1,5 +1,5 @@
 # deskbox: `make up` runs a session, `make test` runs every test, `make bench` measures.
-.PHONY: up test bench deps clean fuzz soak
+.PHONY: up test bench deps clean fuzz soak image image-apps
 
 ARGS ?=
 
@@ -32,6 +32,14 @@ fuzz: deps
 # growth (bench/results/soak.md). ARGS="--minutes 10" for a shorter one.
 soak: deps
 	.venv/bin/python -m bench.soak $(ARGS)
+
+# The images: the base one (deskbox) and the one with the apps OSWorld's tasks use
+# (deskbox-apps: LibreOffice, GIMP, VLC, Thunderbird, gedit, a terminal, a file manager).
+image:
+	scripts/container-build deskbox
+
+image-apps:
+	scripts/container-build deskbox-apps --build-arg DESKBOX_APPS=1
 
 clean:
 	rm -rf .venv bench/results

@@ -192,8 +192,9 @@ _MAX_VALUE_CHARS = 4096
 _CLICK_ALIASES = ("click", "press", "activate", "toggle", "jump", "open", "doDefault")
 
 # A hung app must not stall every snapshot: one whose walk takes longer is left out of
-# the snapshot (the scene gives the whole worker 3 s).
-APP_TIMEOUT_S = 1.0
+# the snapshot (the scene gives the whole worker 3 s). LibreOffice's walk takes 0.5 s
+# on a quiet machine and went over 1 s with several documents open on a busy one.
+APP_TIMEOUT_S = 2.0
 # Passes of the selection per app (each asks what the last one could not decide: two
 # for an app with a cache; one per tree level for one without).
 _MAX_ROUNDS = 64

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from aiohttp import ClientSession, ClientTimeout
 
 from ..common.chromium import chromium_argv
-from . import processes, readiness
+from ..common.logging import get_logger
+from . import processes, readiness, xwayland
 from .readiness import until_ready
 from .supervisor import Child, ChildSpec
 from .users import SYSTEM_PATH
@@ -27,6 +28,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BRIDGE_SCRIPT = PROJECT_ROOT / "chromium_with_api.py"
 DBUS_DAEMON = "dbus-daemon"
 ATSPI_BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
+
+log = get_logger("deskbox.up")
 
 
 class SessionChildren:
@@ -44,6 +47,32 @@ class SessionChildren:
                                           readiness.sway_sockets(self.runtime, child.proc.pid))
         self._wallpaper_shown = False  # a new Sway shows none yet
         await self.apply_wallpaper()
+        await self._join_display()
+
+    async def _join_display(self) -> None:
+        """What apps started later need of this Sway (see ``xwayland``): its DISPLAY in
+        the session's environment and the bus's, and the accessibility bus announced to
+        X clients."""
+        assert self.runtime is not None
+        self.x_display = None
+        if self.x11:
+            self.x_display = await xwayland.find_display(self.runtime, lambda argv: self.run_in_session(argv))
+            if self.x_display is None:
+                log.warning("Sway did not say its Xwayland DISPLAY: X11 apps will not start")
+        values = {"WAYLAND_DISPLAY": "wayland-1"}
+        if self.x_display:
+            values["DISPLAY"] = self.x_display
+        await xwayland.update_activation_env(self.dbus_address or "", SYSTEM_PATH, values)
+        await self._announce_atspi_bus()
+
+    async def _announce_atspi_bus(self) -> None:
+        if not self.x_display:
+            return
+        address = await xwayland.atspi_bus_address(self.dbus_address or "", SYSTEM_PATH)
+        if address is None:
+            return  # the accessibility bus is not up yet: its readiness does this
+        if await self.run_in_session(xwayland.set_atspi_bus_argv(address)) != 0:
+            log.warning("AT_SPI_BUS not set on the X root window: Qt apps may miss the accessibility bus")
 
     async def _dbus_ready(self, child: Child) -> None:
         assert self.runtime is not None
@@ -53,6 +82,7 @@ class SessionChildren:
     async def _atspi_ready(self, child: Child) -> None:
         await until_ready(child, "at-spi-bus-launcher", self._log("atspi"),
                           readiness.atspi_enabled(self.dbus_address or "", SYSTEM_PATH))
+        await self._announce_atspi_bus()
 
     async def _http_ready(self, child: Child, url: str, what: str, *, any_status: bool = False) -> None:
         await until_ready(child, what, self._log(what), readiness.http_answers(url, any_status=any_status))
@@ -130,7 +160,7 @@ class SessionChildren:
             ChildSpec(
                 name="sway", argv=lambda: ["sway", "--config", str(self.runtime / "sway.conf")],
                 env=self._sway_env, ready=self._sway_ready, user=self.uid, group=self.gid, cwd=home,
-                log_path=str(logs / "sway.log"), hosts_apps=True,
+                log_path=str(logs / "sway.log"), hosts_apps=True, helpers=(xwayland.XWAYLAND, "swaybg"),
             ),
             ChildSpec(
                 name="desktopd",

@@ -46,6 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--url", action="append", metavar="URL",
                     help="a page Chromium opens at start (repeat for more tabs). Default: about:blank")
     up.add_argument("--no-browser", action="store_true", help="do not start Chromium")
+    up.add_argument("--xwayland", action=argparse.BooleanOptionalAction,
+                    default=os.environ.get("DESKBOX_XWAYLAND", "1") != "0",
+                    help="run X11 apps (GIMP, VLC) through Sway's Xwayland where the machine has it "
+                         "(default: on; DESKBOX_XWAYLAND=0 turns it off)")
     up.add_argument("--host", default=os.environ.get("DESKBOX_HOST", "127.0.0.1"),
                     help="address the HTTP services listen on")
     up.add_argument("--desktopd-port", type=int, default=int(os.environ.get("DESKTOPD_PORT", "8080")),
@@ -65,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "It runs commands: it runs as the session user and asks for DESKBOX_TOKEN when set")
     up.add_argument("--osworld-port", type=int, default=int(os.environ.get("OSWORLD_PORT", "5000")),
                     help="the OSWorld-compatible server's port")
+    up.add_argument("--vlc-port", type=int, default=int(os.environ.get("VLC_PORT", "8090")),
+                    help="with --osworld, where VLC's HTTP interface listens when VLC runs (OSWorld's "
+                         "graders read it; password \"password\")")
     up.add_argument("--osworld-browser-name", default=os.environ.get("OSWORLD_BROWSER_NAME", "Google Chrome"),
                     help="the application name Chromium has in the OSWorld accessibility tree")
     up.add_argument("--user", default=os.environ.get("DESKBOX_USER") or None,

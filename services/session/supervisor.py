@@ -62,6 +62,9 @@ class ChildSpec:
     # apps (Sway's exec, D-Bus activation, the OSWorld server's commands) rather than
     # to deskbox: a reset ends those and keeps the child.
     hosts_apps: bool = False
+    # Programs a host of apps starts as part of itself (Sway: Xwayland, swaybg): by name,
+    # its direct children that are deskbox's own, not apps.
+    helpers: tuple[str, ...] = ()
     stop_grace: float = STOP_GRACE
     # How a graceful stop asks it to end, instead of SIGTERM to its process group
     # (Chromium quits through DevTools: on SIGTERM it exits without writing its cookies).
@@ -189,6 +192,8 @@ class Supervisor:
             if not child.spec.hosts_apps:
                 own.update(p.pid for p in table.values() if p.pgid == pid)
                 own.update(processes.descendants(pid, table))
+            elif child.spec.helpers:
+                own.update(p.pid for p in table.values() if p.ppid == pid and p.comm in child.spec.helpers)
         return own
 
     def spawned_pids(self) -> set[int]:
