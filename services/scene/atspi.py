@@ -217,7 +217,7 @@ _PROPERTIES = "org.freedesktop.DBus.Properties"
 _ROOT = "/org/a11y/atspi/accessible/root"
 _CACHE_PATH = "/org/a11y/atspi/cache"
 _REGISTRY = "org.a11y.atspi.Registry"
-_WINDOW_COORDS = 1  # ATSPI_COORD_TYPE_WINDOW
+_DESKTOP_COORDS, _WINDOW_COORDS = 0, 1  # ATSPI_COORD_TYPE_SCREEN, _WINDOW
 # The state bits this module reads (AT-SPI's StateType numbers).
 _DEFUNCT, _EDITABLE, _FOCUSABLE, _SHOWING, _VISIBLE, _MANAGES_DESCENDANTS = 6, 7, 11, 25, 30, 31
 # Above this many children an object's children are not walked (a spreadsheet's table
@@ -279,6 +279,15 @@ class _App:
     gtk4: bool
     browser: bool
     cache: bool = True  # whether to ask it for Cache.GetItems
+    # Qt 5.15 crashes on Properties.GetAll of its accessibles (measured with VLC 3: a
+    # general protection fault in QtCore, the app gone): its properties are asked one
+    # by one.
+    get_all: bool = True
+    # Qt 5 answers GetExtents in WINDOW coordinates with garbage (measured with VLC 3
+    # under Xwayland: a toolbar button at (3, 3, 32, 1076)); its DESKTOP coordinates are
+    # right (the X root window's, which follow the window). They are asked, and made
+    # relative to the frame's own.
+    desktop_coords: bool = False
 
 
 class _Tree:
@@ -339,6 +348,7 @@ class _Selection:
         self.extents, self.actions, self.values = extents, actions, values
         self.needs = _Needs()
         self.visited = 0
+        self._origin = (0, 0)  # the frame's DESKTOP position, for an app with desktop_coords
 
     def run(self) -> list[NativeNode]:
         root = self.tree.objects.get(_ROOT)
@@ -374,6 +384,9 @@ class _Selection:
         if found is _UNKNOWN:
             self.needs.extents.add(obj.path)
             return None
+        if found is not None and self.app.desktop_coords:
+            x, y, w, h = found  # type: ignore[misc]
+            return x - self._origin[0], y - self._origin[1], w, h
         return found  # type: ignore[return-value]
 
     def _actions(self, obj: _Obj) -> tuple[str, ...]:
@@ -401,7 +414,11 @@ class _Selection:
         if not frame.on_screen:
             return []
         title = frame.name
+        self._origin = (0, 0)
         extents = self._extents(frame)
+        if extents is not None and self.app.desktop_coords:
+            self._origin = extents[:2]
+            extents = (0, 0, extents[2], extents[3])
         spans: list[tuple[int, int, int, int]] = [extents] if extents else []
         body: list[NativeNode] = []
         for child in self._kids(frame):
@@ -427,6 +444,9 @@ class _Selection:
         kids = self._kids(obj) if gtk4 and _GTK_TYPE_NAME.match(name) else None
         if gtk4:
             name = self._gtk4_name(obj, name, kids or [])
+        elif not name and role in _LEAF_ROLES and obj.description:
+            # A button that shows only an icon, named by its tooltip (VLC's controls).
+            name = obj.description.split("\n", 1)[0].strip()
         # Near the frame, containers' boxes tell where the visible window is (GTK4's
         # frame is the visible window: measured, so it is not asked there).
         want_span = container and not gtk4 and depth - 1 <= _SPAN_DEPTH and frame_extents is not None
@@ -635,7 +655,8 @@ class AtspiReader:
         # node too (1,382 objects and 27 ms for a 1,000-element page, measured) while
         # only its own UI is wanted here: it is walked level by level, pages pruned.
         return _App(bus=bus, pid=pid, name=name or "", gtk4=toolkit == "gtk" and (version or "").startswith("4."),
-                    browser=browser, cache=not browser)
+                    browser=browser, cache=not browser, get_all=toolkit != "qt",
+                    desktop_coords=toolkit == "qt")
 
     async def _walk(self, app: _App, prune_documents: bool) -> tuple[list[NativeNode], int, float]:
         t0 = time.perf_counter()
@@ -683,13 +704,23 @@ class AtspiReader:
             await asyncio.gather(*(obj(kid) for kid in tree.asked[path]
                                    if kid not in tree.objects and kid not in needs.objects))
 
+        async def props_of(path: str) -> list[Any]:
+            """Properties.GetAll's reply for the Accessible interface (asked one by one
+            of an app that cannot answer GetAll)."""
+            if app.get_all:
+                return await self._call(bus, path, _PROPERTIES, "GetAll", "s", [_ACCESSIBLE])
+            names = ("Name", "Description", "ChildCount", "Parent")
+            replies = await asyncio.gather(*(self._call(bus, path, _PROPERTIES, "Get", "ss", [_ACCESSIBLE, n])
+                                             for n in names))
+            return [{n: r[0] for n, r in zip(names, replies)}]
+
         async def obj(path: str) -> None:
             key = bus + path
             static = self._static.get(key)
             props: Any = None
             if static is None:
                 props, state, role, ifaces = await asyncio.gather(
-                    self._call(bus, path, _PROPERTIES, "GetAll", "s", [_ACCESSIBLE]),
+                    props_of(path),
                     self._call(bus, path, _ACCESSIBLE, "GetState"),
                     self._call(bus, path, _ACCESSIBLE, "GetRole"),
                     self._call(bus, path, _ACCESSIBLE, "GetInterfaces"),
@@ -701,14 +732,14 @@ class AtspiReader:
                 state = await self._call(bus, path, _ACCESSIBLE, "GetState")
             else:
                 props, state = await asyncio.gather(
-                    self._call(bus, path, _PROPERTIES, "GetAll", "s", [_ACCESSIBLE]),
+                    props_of(path),
                     self._call(bus, path, _ACCESSIBLE, "GetState"),
                 )
             lo, hi = state[0]
             states = lo | hi << 32
             shown = bool((states >> _SHOWING | states >> _VISIBLE) & 1)
             if props is None and shown:
-                props = await self._call(bus, path, _PROPERTIES, "GetAll", "s", [_ACCESSIBLE])
+                props = await props_of(path)
             if shown:
                 self._hidden.discard(key)
             else:
@@ -720,8 +751,10 @@ class AtspiReader:
                 interfaces=static[1], name=p.get("Name", ""), role=static[0], description=p.get("Description", ""),
                 states=states)
 
+        coords = _DESKTOP_COORDS if app.desktop_coords else _WINDOW_COORDS
+
         async def box(path: str) -> None:
-            x, y, w, h = (await self._call(bus, path, _A11Y + "Component", "GetExtents", "u", [_WINDOW_COORDS]))[0]
+            x, y, w, h = (await self._call(bus, path, _A11Y + "Component", "GetExtents", "u", [coords]))[0]
             extents[path] = None if x == _OFFSCREEN or y == _OFFSCREEN else (x, y, w, h)
 
         async def acts(path: str) -> None:
