@@ -195,6 +195,7 @@ _CLICK_ALIASES = ("click", "press", "activate", "toggle", "jump", "open", "doDef
 # the snapshot (the scene gives the whole worker 3 s). LibreOffice's walk takes 0.5 s
 # on a quiet machine and went over 1 s with several documents open on a busy one.
 APP_TIMEOUT_S = 2.0
+MAX_IN_FLIGHT = 256
 # Passes of the selection per app (each asks what the last one could not decide: two
 # for an app with a cache; one per tree level for one without).
 _MAX_ROUNDS = 64
@@ -325,9 +326,10 @@ class _Needs:
     extents: set[str] = field(default_factory=set)
     actions: set[str] = field(default_factory=set)
     values: set[str] = field(default_factory=set)
+    toolkits: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
-        return bool(self.children or self.objects or self.extents or self.actions or self.values)
+        return bool(self.children or self.objects or self.extents or self.actions or self.values or self.toolkits)
 
 
 _UNKNOWN = object()
@@ -342,10 +344,11 @@ class _Selection:
 
     def __init__(self, app: _App, tree: _Tree, names: _Names, prune_documents: bool,
                  extents: dict[str, tuple[int, int, int, int] | None], actions: dict[str, tuple[str, ...]],
-                 values: dict[str, str | None]) -> None:
+                 values: dict[str, str | None], toolkits: dict[str, str] | None = None) -> None:
         self.app, self.tree, self.names = app, tree, names
         self.prune_documents = prune_documents
         self.extents, self.actions, self.values = extents, actions, values
+        self.toolkits = toolkits if toolkits is not None else {}
         self.needs = _Needs()
         self.visited = 0
         self._origin = (0, 0)  # the frame's DESKTOP position, for an app with desktop_coords
@@ -389,6 +392,13 @@ class _Selection:
             return x - self._origin[0], y - self._origin[1], w, h
         return found  # type: ignore[return-value]
 
+    def _toolkit(self, obj: _Obj) -> str | None:
+        """The ``toolkit`` of the object's attributes ("" when none), None until read."""
+        found = self.toolkits.get(obj.path)
+        if found is None:
+            self.needs.toolkits.add(obj.path)
+        return found
+
     def _actions(self, obj: _Obj) -> tuple[str, ...]:
         if "Action" not in obj.interfaces:
             return ()
@@ -422,7 +432,7 @@ class _Selection:
         spans: list[tuple[int, int, int, int]] = [extents] if extents else []
         body: list[NativeNode] = []
         for child in self._kids(frame):
-            body += self._visit(child, 2, title, title, extents, spans)
+            body += self._visit(child, 2, title, title, extents, spans, extents, None)
         if not title and not body:
             return []  # an unnamed frame with nothing on it: Chromium's hidden popups
         node = self._node(frame, self.names.role(frame.role), title, None, extents, title, 1, tuple(spans))
@@ -430,7 +440,8 @@ class _Selection:
 
     def _visit(self, obj: _Obj, depth: int, frame_title: str, parent_name: str,
                frame_extents: tuple[int, int, int, int] | None,
-               spans: list[tuple[int, int, int, int]]) -> list[NativeNode]:
+               spans: list[tuple[int, int, int, int]], parent_box: tuple[int, int, int, int] | None,
+               offset: tuple[int, int] | None) -> list[NativeNode]:
         self.visited += 1
         if not obj.on_screen:
             return []
@@ -455,13 +466,28 @@ class _Selection:
             keep = False  # a button's own label, repeated as a child
         out: list[NativeNode] = []
         extents = self._extents(obj) if keep or want_span else None
+        if (role == "root pane" and self.app.name == "soffice" and extents is not None and parent_box is not None
+                and extents[:2] == (0, 0) and parent_box[:2] != (0, 0)):
+            # LibreOffice draws its window's body itself (VCL) inside a GTK box below
+            # GTK's menu bar, and its own widgets (toolbars, the document, the sheet, the
+            # sidebar) report boxes relative to that box: 26 px too high (measured,
+            # LibreOffice 7.4, gtk3 plugin). The GTK widgets it embeds (``toolkit:gtk``
+            # in their attributes: the Name Box, the formula bar, dialogs) report
+            # boxes relative to the window, as everything else does.
+            offset = (parent_box[0], parent_box[1])
+        pending_toolkit = False
+        if offset is not None and extents is not None:
+            toolkit = self._toolkit(obj)
+            pending_toolkit = toolkit is None
+            if toolkit != "gtk":
+                extents = (extents[0] + offset[0], extents[1] + offset[1], extents[2], extents[3])
         if want_span and extents is not None and frame_extents is not None:
             fw, fh = frame_extents[2], frame_extents[3]
             if extents[2] >= fw - _SPAN_SLACK or extents[3] >= fh - _SPAN_SLACK:
                 spans.append(extents)
         # While its box is being asked for, a node's value and actions are asked for
         # too (it will most likely be kept), and its children are walked in case.
-        pending = obj.path in self.needs.extents
+        pending = obj.path in self.needs.extents or pending_toolkit
         if keep and (pending or (extents is not None and extents[2] > 0 and extents[3] > 0)):
             node = self._node(obj, role, name, self._value(obj, role), extents, frame_title, depth)
             if not pending:
@@ -470,7 +496,7 @@ class _Selection:
                     return out
         child_parent = name if keep else parent_name
         for kid in kids if kids is not None else self._kids(obj):
-            out += self._visit(kid, depth + 1, frame_title, child_parent, frame_extents, spans)
+            out += self._visit(kid, depth + 1, frame_title, child_parent, frame_extents, spans, extents, offset)
         return out
 
     def _gtk4_name(self, obj: _Obj, name: str, kids: list[_Obj]) -> str:
@@ -529,6 +555,11 @@ class AtspiReader:
         # What the last walk of each app read level by level: asked at once next time.
         self._shapes: dict[str, _Needs] = {}
         self._known: dict[str, int] = {}  # key -> pid, as of the latest snapshot
+        # Calls in flight at once. dbus-fast writes a burst of calls without waiting for
+        # the socket to drain and fails with EAGAIN when its buffer fills (seen with
+        # LibreOffice: some 1,400 objects); a few hundred in flight lose nothing of
+        # the pipelining.
+        self._in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
         self.last_walk: dict[str, float | int] = {}
 
     async def open(self) -> None:
@@ -673,6 +704,7 @@ class AtspiReader:
         tree = _Tree({o.path: o for o in map(_obj_from_item, items)})
         extents: dict[str, tuple[int, int, int, int] | None] = {}
         values: dict[str, str | None] = {}
+        toolkits: dict[str, str] = {}
         actions = {"/" + k.partition("/")[2]: v for k, v in self._actions.items() if k.startswith(app.bus + "/")}
         shape = self._shapes.get(app.bus) if not items else None
         if shape is not None:
@@ -680,9 +712,9 @@ class AtspiReader:
             # eleven rounds. What the last walk read is most likely what this one needs:
             # it is asked at once, and the passes below fetch only what changed.
             await self._fetch(app, tree, _Needs(children=set(shape.children), objects=set(shape.objects),
-                                                extents=set(shape.extents)), extents, actions, values)
+                                                extents=set(shape.extents)), extents, actions, values, toolkits)
         for _ in range(_MAX_ROUNDS):
-            selection = _Selection(app, tree, self._names, prune_documents, extents, actions, values)
+            selection = _Selection(app, tree, self._names, prune_documents, extents, actions, values, toolkits)
             nodes = selection.run()
             needs = selection.needs
             if not needs:
@@ -690,10 +722,11 @@ class AtspiReader:
                     self._shapes[app.bus] = _Needs(children=set(tree.asked), objects=set(tree.objects),
                                                    extents={p for p, box in extents.items() if box is not None})
                 return nodes, selection.visited, round((time.perf_counter() - t0) * 1000, 2)
-            await self._fetch(app, tree, needs, extents, actions, values)
+            await self._fetch(app, tree, needs, extents, actions, values, toolkits)
         raise _AppUnresponsive(f"{app.name}: its tree kept changing while it was read")
 
-    async def _fetch(self, app: _App, tree: _Tree, needs: _Needs, extents: dict, actions: dict, values: dict) -> None:
+    async def _fetch(self, app: _App, tree: _Tree, needs: _Needs, extents: dict, actions: dict, values: dict,
+                     toolkits: dict) -> None:
         """One round: everything ``needs`` names, asked at once."""
         bus = app.bus
 
@@ -771,8 +804,12 @@ class AtspiReader:
                 number = await self._prop(bus, path, _A11Y + "Value", "CurrentValue")
                 values[path] = None if number is None else f"{number:g}"
 
-        jobs = [*map(children, needs.children), *map(obj, needs.objects),
-                *map(box, needs.extents), *map(acts, needs.actions), *map(value, needs.values)]
+        async def toolkit(path: str) -> None:
+            attributes = (await self._call(bus, path, _ACCESSIBLE, "GetAttributes"))[0]
+            toolkits[path] = attributes.get("toolkit", "")
+
+        jobs = [*map(children, needs.children), *map(obj, needs.objects), *map(box, needs.extents),
+                *map(acts, needs.actions), *map(value, needs.values), *map(toolkit, needs.toolkits)]
         results = await asyncio.gather(*jobs, return_exceptions=True)
         for result in results:
             if isinstance(result, _AppUnresponsive):
@@ -785,6 +822,8 @@ class AtspiReader:
             values.setdefault(path, None)
         for path in needs.actions:
             actions.setdefault(path, ())
+        for path in needs.toolkits:
+            toolkits.setdefault(path, "")
         for path in needs.children:
             tree.asked.setdefault(path, [])
         for path in needs.objects:
@@ -812,8 +851,13 @@ class AtspiReader:
         if self._bus is None:
             raise AtspiError("the reader is not open")
         direct = self._direct.get(bus)
-        if direct is None:
-            return await self._call_on(self._bus, bus, path, interface, member, signature, body)
+        async with self._in_flight:
+            if direct is None:
+                return await self._call_on(self._bus, bus, path, interface, member, signature, body)
+            return await self._direct_call(direct, bus, path, interface, member, signature, body)
+
+    async def _direct_call(self, direct: Any, bus: str, path: str, interface: str, member: str, signature: str,
+                           body: list[Any] | None) -> list[Any]:
         try:
             return await self._call_on(direct, bus, path, interface, member, signature, body)
         except _DBusError:

@@ -134,3 +134,42 @@ def test_a_collapsed_control_is_listed_and_a_table_managing_its_cells_is_not_wal
                      obj("/cell", "/t", 0, "table cell", "A1"))
     nodes, needs = select(objects, extents=boxes(objects))
     assert [n.name for n in nodes] == ["Win", "Size", "Sheet"] and not needs
+
+
+def libreoffice_window():
+    """As LibreOffice 7.4's gtk3 plugin reports it: GTK's menu bar box at the top, and
+    below it (at y 26) a GTK box holding VCL's root pane, whose own widgets report
+    boxes relative to that box; one GTK widget (``toolkit:gtk``) embedded among them."""
+    objects = [
+        obj(_ROOT, "", -1, "application", "soffice", kids=1, ifaces=()),
+        obj("/f", _ROOT, 0, "frame", "doc - LibreOffice Writer", kids=1),
+        obj("/p", "/f", 0, "panel", kids=1),
+        obj("/body", "/p", 0, "panel", kids=1),
+        obj("/rp", "/body", 0, "root pane", "doc - LibreOffice Writer", kids=2),
+        obj("/bold", "/rp", 0, "toggle button", "Bold", ifaces=("Component", "Action")),
+        obj("/namebox", "/rp", 1, "entry", "Name Box"),
+    ]
+    extents = {"/f": (0, 0, 800, 600), "/p": (0, 0, 800, 600), "/body": (0, 26, 800, 574),
+               "/rp": (0, 0, 800, 574), "/bold": (664, 41, 33, 35), "/namebox": (10, 60, 100, 24)}
+    return objects, extents
+
+
+def test_libreoffices_own_widgets_are_moved_below_gtks_menu_bar_and_its_gtk_widgets_are_not():
+    objects, extents = libreoffice_window()
+    app = _App(bus=":1.9", pid=7, name="soffice", gtk4=False, browser=False)
+    nodes, needs = select(objects, app=app, extents=extents, actions={"/bold": ("click",)})
+    assert needs.toolkits == {"/rp", "/bold", "/namebox"}
+    sel = _Selection(app, _Tree({o.path: o for o in objects}), NAMES, True, extents, {"/bold": ("click",)}, {},
+                     {"/rp": "", "/bold": "", "/namebox": "gtk"})
+    boxes_by_name = {n.name: n.extents for n in sel.run()}
+    assert not sel.needs
+    assert boxes_by_name["Bold"] == (664, 67, 33, 35)
+    assert boxes_by_name["Name Box"] == (10, 60, 100, 24)
+
+
+def test_another_apps_root_pane_at_the_origin_is_left_where_it_says():
+    objects, extents = libreoffice_window()
+    app = _App(bus=":1.9", pid=7, name="gedit", gtk4=False, browser=False)
+    nodes, needs = select(objects, app=app, extents=extents, actions={"/bold": ("click",)})
+    assert not needs.toolkits
+    assert {n.name: n.extents for n in nodes}["Bold"] == (664, 41, 33, 35)
