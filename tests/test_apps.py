@@ -78,14 +78,22 @@ def close_app(session: Session, name: str) -> None:
     http("POST", session.osworld + "/setup/execute", {"command": ["pkill", "-x", name], "shell": False})
 
 
-def close_libreoffice(session: Session) -> None:
-    """As its window's close button does: SIGTERM would leave a Document Recovery dialog
-    in front of the next document, as it does on any desktop."""
+def close_discarding_changes(session: Session) -> None:
+    """Close LibreOffice's modified document as a person would: the window's close asks
+    whether to save, and "Don't Save", clicked by its Scene id, closes the dialog and the
+    window. (SIGTERM or SIGKILL would leave a Document Recovery dialog for the next
+    start, in front of the next document.)"""
     resp = http("POST", session.osworld + "/setup/execute",
                 {"command": ["swaymsg", '[app_id="^libreoffice"] kill'], "shell": False})
     assert resp.status == 200, resp.text
-    wait_until(lambda: not any("LibreOffice" in w["title"] for a in scene(session)["apps"] for w in a["windows"]),
-               30, 0.5, what="LibreOffice's windows closed")
+    dont_save = "Don\u2019t Save"  # LibreOffice's label, with its typographic apostrophe
+    _, elements = app_window(session, "Save Document?", app_id="soffice", role="button", name=dont_save, timeout=30)
+    button = next(e for e in elements if e["name"] == dont_save)
+    resp = http("POST", session.scene + "/api/v1/act", {"target": button["id"], "action": "click"})
+    assert resp.status == 200 and resp.json()["ok"], resp.text
+    wait_until(lambda: not any("LibreOffice" in w["title"] or w["app_id"] == "soffice"
+                               for a in scene(session)["apps"] for w in a["windows"]),
+               30, 0.5, what="the dialog and LibreOffice's window closed")
     wait_until(lambda: http("POST", session.osworld + "/setup/execute",
                             {"command": ["pgrep", "-x", "soffice.bin"], "shell": False}).json().get("output") == "",
                30, 0.5, what="soffice.bin gone")
@@ -120,14 +128,26 @@ def test_open_file_of_a_spreadsheet_opens_calc_focused_with_its_menus_in_the_sce
     upload(session, f"{HOME}/Desktop/numbers.xlsx", xlsx())
     resp = http("POST", session.osworld + "/setup/open_file", {"path": "~/Desktop/numbers.xlsx"}, timeout=120)
     assert resp.status == 200, resp.text
-    window, elements = app_window(session, "numbers.xlsx - LibreOffice Calc", role="menu", name="File")
+    window, elements = app_window(session, "numbers.xlsx - LibreOffice Calc", role="cell", name="B2")
     assert window["focused"], window
+    assert ("menu", "File") in {(e["role"], e["name"]) for e in elements}
+    # The sheet's visible cells that hold something, named and valued as Calc shows them.
+    cells = {e["name"]: e for e in elements if e["role"] == "cell"}
+    assert cells["B2"]["value"] == "4" and cells["E20"]["value"] == "100", sorted(cells)[:10]
+    # Typed into by id: the click lands on the cell (its box is where Calc draws it).
+    resp = http("POST", session.scene + "/api/v1/act", {"target": cells["C3"]["id"], "action": "type", "text": "777\n"})
+    assert resp.status == 200 and resp.json()["ok"], resp.text
+
+    def c3() -> str | None:
+        s = http("GET", session.scene + "/api/v1/scene?mode=agent-turn").json()
+        return next((e["value"] for e in s["ax"] if e["id"] == cells["C3"]["id"]), None)
+    wait_until(lambda: c3() == "777", 15, 0.5, what="C3 reading 777 after typing into it by id")
     # Every element's box lies in its window (display-local pixels).
     wx, wy, ww, wh = window["bounds"]
     for e in elements:
         x, y, w, h = e["bbox"]
         assert wx - 1 <= x and x + w <= wx + ww + 1 and wy - 1 <= y and y + h <= wy + wh + 1, e
-    close_libreoffice(session)
+    close_discarding_changes(session)
 
 
 def test_open_file_of_a_document_opens_writer_and_its_bold_button_clicked_by_id_toggles(session):
@@ -149,10 +169,7 @@ def test_open_file_of_a_document_opens_writer_and_its_bold_button_clicked_by_id_
         s = http("GET", session.scene + "/api/v1/scene?mode=agent-turn").json()
         return next((e for e in s["ax"] if e["id"] == bold["id"] and "checked" in e["states"]), None)
     wait_until(bold_now, 10, 0.3, what="Bold checked after the click")
-    # The document is modified now: closing it would ask whether to save.
-    http("POST", session.osworld + "/setup/execute", {"command": ["pkill", "-KILL", "-x", "soffice.bin"]})
-    wait_until(lambda: not any("LibreOffice" in w["title"] for a in scene(session)["apps"] for w in a["windows"]),
-               30, 0.5, what="LibreOffice's windows gone")
+    close_discarding_changes(session)
 
 
 def test_gimp_runs_through_xwayland_and_shows_its_menus(session):

@@ -220,7 +220,9 @@ _CACHE_PATH = "/org/a11y/atspi/cache"
 _REGISTRY = "org.a11y.atspi.Registry"
 _DESKTOP_COORDS, _WINDOW_COORDS = 0, 1  # ATSPI_COORD_TYPE_SCREEN, _WINDOW
 # The state bits this module reads (AT-SPI's StateType numbers).
-_DEFUNCT, _EDITABLE, _FOCUSABLE, _SHOWING, _VISIBLE, _MANAGES_DESCENDANTS = 6, 7, 11, 25, 30, 31
+_DEFUNCT, _EDITABLE, _FOCUSABLE, _FOCUSED, _SHOWING, _VISIBLE, _MANAGES_DESCENDANTS = 6, 7, 11, 12, 25, 30, 31
+# At most this many cells of a sheet are read (a 1920x1080 Calc shows about 1,000).
+MAX_SHEET_CELLS = 2500
 # Above this many children an object's children are not walked (a spreadsheet's table
 # reports every cell of the sheet); nor are those of one that manages its descendants.
 _MAX_CHILDREN = 2000
@@ -327,9 +329,22 @@ class _Needs:
     actions: set[str] = field(default_factory=set)
     values: set[str] = field(default_factory=set)
     toolkits: set[str] = field(default_factory=set)
+    sheets: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
-        return bool(self.children or self.objects or self.extents or self.actions or self.values or self.toolkits)
+        return bool(self.children or self.objects or self.extents or self.actions or self.values or self.toolkits
+                    or self.sheets)
+
+
+@dataclass(frozen=True, slots=True)
+class _Cell:
+    """A spreadsheet cell with something in it, as ``_fetch`` read it."""
+
+    row: int
+    col: int
+    text: str
+    extents: tuple[int, int, int, int]  # as the app reports them (WINDOW coordinates)
+    states: int
 
 
 _UNKNOWN = object()
@@ -344,11 +359,13 @@ class _Selection:
 
     def __init__(self, app: _App, tree: _Tree, names: _Names, prune_documents: bool,
                  extents: dict[str, tuple[int, int, int, int] | None], actions: dict[str, tuple[str, ...]],
-                 values: dict[str, str | None], toolkits: dict[str, str] | None = None) -> None:
+                 values: dict[str, str | None], toolkits: dict[str, str] | None = None,
+                 sheets: dict[str, list[_Cell]] | None = None) -> None:
         self.app, self.tree, self.names = app, tree, names
         self.prune_documents = prune_documents
         self.extents, self.actions, self.values = extents, actions, values
         self.toolkits = toolkits if toolkits is not None else {}
+        self.sheets = sheets if sheets is not None else {}
         self.needs = _Needs()
         self.visited = 0
         self._origin = (0, 0)  # the frame's DESKTOP position, for an app with desktop_coords
@@ -391,6 +408,24 @@ class _Selection:
             x, y, w, h = found  # type: ignore[misc]
             return x - self._origin[0], y - self._origin[1], w, h
         return found  # type: ignore[return-value]
+
+    def _sheet(self, table: _Obj, depth: int, frame_title: str, offset: tuple[int, int] | None) -> list[NativeNode]:
+        """A Calc sheet's visible cells that hold something (the sheet's table reports
+        every cell of the sheet, a billion or so, created on demand: they are asked by
+        row and column, see ``_fetch``). Named as Calc names them (``B3``), their text
+        (what the cell shows) as the value."""
+        cells = self.sheets.get(table.path)
+        if cells is None:
+            self.needs.sheets.add(table.path)
+            return []
+        dx, dy = offset or (0, 0)
+        states = ("editable", "enabled", "focusable", "selectable", "sensitive", "showing", "visible")
+        return [NativeNode(
+            key=f"{self.app.bus}{table.path}#{c.row},{c.col}", pid=self.app.pid, app=self.app.name, role="table cell",
+            name=cell_name(c.row, c.col), value=c.text,
+            states=tuple(sorted({*states, *(("focused",) if c.states >> _FOCUSED & 1 else ())})),
+            actions=(), extents=(c.extents[0] + dx, c.extents[1] + dy, c.extents[2], c.extents[3]),
+            frame=frame_title, depth=depth) for c in cells]
 
     def _toolkit(self, obj: _Obj) -> str | None:
         """The ``toolkit`` of the object's attributes ("" when none), None until read."""
@@ -494,6 +529,10 @@ class _Selection:
                 out.append(node)
                 if role in _LEAF_ROLES and node.actions and _action_index(node.actions, "click") is not None:
                     return out
+        if (role == "table" and obj.has(_MANAGES_DESCENDANTS) and "Table" in obj.interfaces
+                and self.app.name == "soffice" and not pending and extents is not None):
+            out += self._sheet(obj, depth + 1, frame_title, offset)
+            return out
         child_parent = name if keep else parent_name
         for kid in kids if kids is not None else self._kids(obj):
             out += self._visit(kid, depth + 1, frame_title, child_parent, frame_extents, spans, extents, offset)
@@ -705,6 +744,7 @@ class AtspiReader:
         extents: dict[str, tuple[int, int, int, int] | None] = {}
         values: dict[str, str | None] = {}
         toolkits: dict[str, str] = {}
+        sheets: dict[str, list[_Cell]] = {}
         actions = {"/" + k.partition("/")[2]: v for k, v in self._actions.items() if k.startswith(app.bus + "/")}
         shape = self._shapes.get(app.bus) if not items else None
         if shape is not None:
@@ -712,9 +752,10 @@ class AtspiReader:
             # eleven rounds. What the last walk read is most likely what this one needs:
             # it is asked at once, and the passes below fetch only what changed.
             await self._fetch(app, tree, _Needs(children=set(shape.children), objects=set(shape.objects),
-                                                extents=set(shape.extents)), extents, actions, values, toolkits)
+                                                extents=set(shape.extents)), extents, actions, values, toolkits, sheets)
         for _ in range(_MAX_ROUNDS):
-            selection = _Selection(app, tree, self._names, prune_documents, extents, actions, values, toolkits)
+            selection = _Selection(app, tree, self._names, prune_documents, extents, actions, values, toolkits,
+                                   sheets)
             nodes = selection.run()
             needs = selection.needs
             if not needs:
@@ -722,11 +763,11 @@ class AtspiReader:
                     self._shapes[app.bus] = _Needs(children=set(tree.asked), objects=set(tree.objects),
                                                    extents={p for p, box in extents.items() if box is not None})
                 return nodes, selection.visited, round((time.perf_counter() - t0) * 1000, 2)
-            await self._fetch(app, tree, needs, extents, actions, values, toolkits)
+            await self._fetch(app, tree, needs, extents, actions, values, toolkits, sheets)
         raise _AppUnresponsive(f"{app.name}: its tree kept changing while it was read")
 
     async def _fetch(self, app: _App, tree: _Tree, needs: _Needs, extents: dict, actions: dict, values: dict,
-                     toolkits: dict) -> None:
+                     toolkits: dict, sheets: dict) -> None:
         """One round: everything ``needs`` names, asked at once."""
         bus = app.bus
 
@@ -808,8 +849,12 @@ class AtspiReader:
             attributes = (await self._call(bus, path, _ACCESSIBLE, "GetAttributes"))[0]
             toolkits[path] = attributes.get("toolkit", "")
 
+        async def sheet(path: str) -> None:
+            sheets[path] = await self._sheet_cells(bus, path, extents.get(path))
+
         jobs = [*map(children, needs.children), *map(obj, needs.objects), *map(box, needs.extents),
-                *map(acts, needs.actions), *map(value, needs.values), *map(toolkit, needs.toolkits)]
+                *map(acts, needs.actions), *map(value, needs.values), *map(toolkit, needs.toolkits),
+                *map(sheet, needs.sheets)]
         results = await asyncio.gather(*jobs, return_exceptions=True)
         for result in results:
             if isinstance(result, _AppUnresponsive):
@@ -824,6 +869,8 @@ class AtspiReader:
             actions.setdefault(path, ())
         for path in needs.toolkits:
             toolkits.setdefault(path, "")
+        for path in needs.sheets:
+            sheets.setdefault(path, [])
         for path in needs.children:
             tree.asked.setdefault(path, [])
         for path in needs.objects:
@@ -831,6 +878,62 @@ class AtspiReader:
                 tree.gone.add(path)
         for path in needs.children:
             tree.gone.update(p for p in tree.asked[path] if p not in tree.objects)
+
+    async def _sheet_cells(self, bus: str, path: str, box: tuple[int, int, int, int] | None) -> list[_Cell]:
+        """The cells of a sheet's visible part that hold text. The visible part is
+        bounded by the cells under its top-left and bottom-right corners; each row's
+        height and column's width come from the first column's and row's cells, so a
+        cell costs two calls (create it, read its text) rather than five."""
+        if box is None:
+            return []
+        x, y, w, h = box
+        table = _A11Y + "Table"
+
+        async def cell_at_point(px: int, py: int) -> tuple[int, int] | None:
+            ref = (await self._call(bus, path, _A11Y + "Component", "GetAccessibleAtPoint", "iiu",
+                                    [px, py, _WINDOW_COORDS]))[0]
+            if not ref or not ref[1] or ref[1] == "/org/a11y/atspi/null":
+                return None
+            index = (await self._call(bus, ref[1], _ACCESSIBLE, "GetIndexInParent"))[0]
+            row, col = await asyncio.gather(self._call(bus, path, table, "GetRowAtIndex", "i", [index]),
+                                            self._call(bus, path, table, "GetColumnAtIndex", "i", [index]))
+            return row[0], col[0]
+
+        first, last = await asyncio.gather(cell_at_point(x + 1, y + 1), cell_at_point(x + w - 2, y + h - 2))
+        if first is None or last is None or last[0] < first[0] or last[1] < first[1]:
+            return []
+        rows = range(first[0], last[0] + 1)
+        cols = range(first[1], last[1] + 1)
+        while len(rows) * len(cols) > MAX_SHEET_CELLS and len(rows) > 1:
+            rows = rows[:-1]
+
+        async def cell(row: int, col: int, *, box: bool = False, text: bool = True) -> tuple[str, Any, int]:
+            ref = (await self._call(bus, path, table, "GetAccessibleAt", "ii", [row, col]))[0]
+            calls = [self._call(bus, ref[1], _A11Y + "Text", "GetText", "ii", [0, -1]) if text else _none(),
+                     self._call(bus, ref[1], _A11Y + "Component", "GetExtents", "u", [_WINDOW_COORDS]) if box
+                     else _none(),
+                     self._call(bus, ref[1], _ACCESSIBLE, "GetState")]
+            got_text, got_box, state = await asyncio.gather(*calls)
+            lo, hi = state[0]
+            return (got_text[0] if got_text else ""), (got_box[0] if got_box else None), lo | hi << 32
+
+        # Geometry: the first visible row gives the columns, the first visible column the rows.
+        col_boxes, row_boxes = await asyncio.gather(
+            asyncio.gather(*(cell(rows[0], c, box=True, text=False) for c in cols)),
+            asyncio.gather(*(cell(r, cols[0], box=True, text=False) for r in rows)))
+        texts = await asyncio.gather(*(cell(r, c) for r in rows for c in cols))
+        out = []
+        for i, (text, _, states) in enumerate(texts):
+            if not text and not states >> _FOCUSED & 1:
+                continue
+            r, c = divmod(i, len(cols))
+            if col_boxes[c][1] is None or row_boxes[r][1] is None:
+                continue
+            cx, _, cw, _ = col_boxes[c][1]
+            _, ry, _, rh = row_boxes[r][1]
+            out.append(_Cell(row=rows[r], col=cols[c], text=text[:_MAX_VALUE_CHARS], extents=(cx, ry, cw, rh),
+                             states=states))
+        return out
 
     async def _action_names(self, bus: str, path: str) -> tuple[str, ...]:
         # Unlocalized names, one call each (GetActions gives localized ones, or none
@@ -907,6 +1010,20 @@ class AtspiReader:
 
 class _DBusError(Exception):
     """An app answered a call with an error (most often: the object is gone)."""
+
+
+async def _none() -> None:
+    return None
+
+
+def cell_name(row: int, col: int) -> str:
+    """A spreadsheet's name of the cell at 0-based ``row`` and ``col``: ``A1``, ``AB12``."""
+    letters = ""
+    col += 1
+    while col:
+        col, rest = divmod(col - 1, 26)
+        letters = chr(ord("A") + rest) + letters
+    return f"{letters}{row + 1}"
 
 
 def _action_index(names: tuple[str, ...], action: str) -> int | None:

@@ -455,11 +455,10 @@ class SceneEngine:
     def _native_elements(self, nodes: list[Any], tree: Tree) -> list[Element]:
         displays = {d.id: d for d in tree.displays}
         by_window: dict[str, tuple[Window, list[Any]]] = {}
-        for node in nodes:
-            window = _window_for_native(node, tree.windows)
-            if window is None or window.bounds is None or window.display_id not in displays:
+        for window, group in _windows_for_native(nodes, tree.windows, displays):
+            if window.bounds is None or window.display_id not in displays:
                 continue
-            by_window.setdefault(window.id, (window, []))[1].append(node)
+            by_window.setdefault(window.id, (window, []))[1].extend(group)
         out: list[Element] = []
         for window, group in by_window.values():
             display = displays[window.display_id]
@@ -560,11 +559,44 @@ def _window_for_tab(tab: dict, windows: list[Window], used: set[str]) -> Window 
     return candidates[0] if len(candidates) == 1 else None
 
 
-def _window_for_native(node: Any, windows: list[Window]) -> Window | None:
-    same_pid = [w for w in windows if w.pid == node.pid]
-    if len(same_pid) == 1:
-        return same_pid[0]
-    for w in same_pid:
-        if node.frame and w.title and (w.title == node.frame or w.title.startswith(node.frame)):
-            return w
-    return same_pid[0] if same_pid else None
+def _windows_for_native(nodes: list[Any], windows: list[Window], displays: dict) -> list[tuple[Window, list[Any]]]:
+    """Each AT-SPI frame's nodes with the Sway window that shows them. An app's only
+    window takes all its frames; otherwise a frame goes to the window whose title is
+    (or starts with) the frame's name, and a frame no title names (LibreOffice's "Save
+    Document?" dialog is the frame "Warning") to the unclaimed window of its app whose
+    size is nearest the frame's."""
+    frames: dict[tuple[int, str], list[Any]] = {}
+    for node in nodes:
+        frames.setdefault((node.pid, node.frame), []).append(node)
+    out: list[tuple[Window, list[Any]]] = []
+    unmatched: list[tuple[list[Window], list[Any]]] = []
+    claimed: set[str] = set()
+    for (pid, title), group in frames.items():
+        same_pid = [w for w in windows if w.pid == pid]
+        if not same_pid:
+            continue
+        if len(same_pid) == 1:
+            out.append((same_pid[0], group))
+            continue
+        named = next((w for w in same_pid if title and w.title and (w.title == title or w.title.startswith(title))),
+                     None)
+        if named is not None:
+            claimed.add(named.id)
+            out.append((named, group))
+        else:
+            unmatched.append((same_pid, group))
+    for same_pid, group in unmatched:
+        frame = next((n for n in group if n.depth == 1 and n.extents is not None), None)
+        free = [w for w in same_pid if w.id not in claimed and w.bounds is not None] or same_pid
+        window = min(free, key=lambda w, f=frame: _size_distance(w, f, displays))
+        claimed.add(window.id)
+        out.append((window, group))
+    return out
+
+
+def _size_distance(window: Window, frame: Any, displays: dict) -> float:
+    """How far a window's size (in layout pixels) is from an AT-SPI frame's."""
+    if frame is None or window.bounds is None:
+        return 0.0
+    scale = displays[window.display_id].scale if window.display_id in displays else 1.0
+    return abs(window.bounds.w / scale - frame.extents[2]) + abs(window.bounds.h / scale - frame.extents[3])
