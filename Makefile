@@ -1,5 +1,5 @@
 # deskbox: `make up` runs a session, `make test` runs every test, `make bench` measures.
-.PHONY: up test bench deps clean fuzz soak image image-apps
+.PHONY: up test bench deps clean fuzz soak image image-apps container-test-apps
 
 ARGS ?=
 
@@ -40,6 +40,11 @@ image:
 
 image-apps:
 	scripts/container-build deskbox-apps --build-arg DESKBOX_APPS=1
+
+# The apps image in OSWorld mode through its published ports: Calc, VLC, GIMP
+# (tests/container/apps.py).
+container-test-apps: deps image-apps
+	.venv/bin/python tests/container/apps.py --image deskbox-apps
 
 clean:
 	rm -rf .venv bench/results
