@@ -20,6 +20,7 @@ bench: deps
 	.venv/bin/python -m bench.container
 	.venv/bin/python -m bench.reset
 	.venv/bin/python -m bench.osworld
+	.venv/bin/python -m bench.apps
 
 # The fuzz tests with every schemathesis phase and many examples per operation, a new
 # seed each run (make test runs them bounded, with a fixed seed).

@@ -59,11 +59,18 @@ class SessionChildren:
             self.x_display = await xwayland.find_display(self.runtime, lambda argv: self.run_in_session(argv))
             if self.x_display is None:
                 log.warning("Sway did not say its Xwayland DISPLAY: X11 apps will not start")
+        await self._share_display()
+        await self._announce_atspi_bus()
+
+    async def _share_display(self) -> None:
+        """The display variables for what the session bus starts (with Sway's readiness
+        and the bus's own: either may come back without the other)."""
+        if not self.swaysock:
+            return
         values = {"WAYLAND_DISPLAY": "wayland-1"}
         if self.x_display:
             values["DISPLAY"] = self.x_display
         await xwayland.update_activation_env(self.dbus_address or "", SYSTEM_PATH, values)
-        await self._announce_atspi_bus()
 
     async def _announce_atspi_bus(self) -> None:
         if not self.x_display:
@@ -78,6 +85,7 @@ class SessionChildren:
         assert self.runtime is not None
         await until_ready(child, "dbus-daemon", self._log("dbus"),
                           readiness.unix_socket_accepts(str(self.runtime / "bus")), interval=0.02)
+        await self._share_display()
 
     async def _atspi_ready(self, child: Child) -> None:
         await until_ready(child, "at-spi-bus-launcher", self._log("atspi"),

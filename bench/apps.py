@@ -1,0 +1,241 @@
+"""The apps: what an agent-turn Scene costs with LibreOffice Calc on a large sheet
+beside the browser, how big the images are, and what an apps session holds in memory.
+
+``python -m bench.apps [--iterations N] [--no-container]`` (as root; needs the apps
+installed, ``make test APPS=1``, and for the container rows ``make image-apps``) writes
+bench/results/apps.json and apps.md. Rows, in one run:
+
+- **scene agent-turn, Chromium alone** (the baseline): a bare ``deskbox up`` at
+  1920x1080, Chromium on the generated 1,000-element page (bench/bridge.py's).
+- **scene agent-turn, Chromium + Calc**: the same, with Calc beside it on a sheet of
+  10,000 filled cells (100 x 100), its window tiled next to the browser's. Goal
+  (issue 14): median and p95 <= 250 ms.
+- **image sizes**: ``podman image inspect`` of deskbox and deskbox-apps.
+- **apps session memory**: the cgroup memory of an idle deskbox-apps container in
+  OSWorld mode with a Writer document open (through ``/setup/open_file``), against the
+  same container with nothing open.
+
+Reported, not asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from aiohttp import ClientSession, ClientTimeout
+
+from services.session.spawn import SessionFailed, SpawnedSession
+
+from .bridge import serve_generated_pages
+from .page import free_port
+from .report import write_results
+from .stats import summarize
+
+RESULTS = Path(__file__).resolve().parent / "results"
+GOAL_MS = 250
+
+
+def _sheet(path: Path) -> None:
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    for row in range(1, 101):
+        for col in range(1, 101):
+            sheet.cell(row=row, column=col, value=row * 1000 + col)
+    book.save(path)
+
+
+async def _agent_turns(http: ClientSession, scene: str, n: int) -> tuple[dict, dict]:
+    times, stages = [], {}
+    for _ in range(n):
+        t0 = time.perf_counter()
+        async with http.get(scene + "/api/v1/scene?mode=agent-turn") as resp:
+            data = await resp.json()
+        times.append(time.perf_counter() - t0)
+        for stage, ms in data.get("timings_ms", {}).items():
+            stages.setdefault(stage, []).append(ms / 1000)
+    return summarize(times), {k: summarize(v)["median_ms"] for k, v in stages.items()}
+
+
+async def _wait(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = await predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.5)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+async def scene_rows(iterations: int) -> list[dict]:
+    runner, port = await serve_generated_pages()
+    ports = [free_port() for _ in range(4)]
+    session = SpawnedSession(["--output", "1920x1080", "--desktopd-port", str(ports[0]), "--cdp-port", str(ports[1]),
+                              "--bridge-port", str(ports[2]), "--scene-port", str(ports[3])],
+                             prefix="deskbox-bench-apps-")
+    calc = None
+    rows = []
+    try:
+        await asyncio.to_thread(session.start)
+        state = session.state
+        scene, bridge = state["scene"], state["bridge"]
+        async with ClientSession(timeout=ClientTimeout(total=300)) as http:
+            async with http.post(bridge + "/navigate", json={"url": f"http://127.0.0.1:{port}/page/1000"}) as resp:
+                await resp.read()
+
+            async def page_there():
+                async with http.get(scene + "/api/v1/scene?mode=agent-turn") as resp:
+                    data = await resp.json()
+                return sum(e["source"] == "cdp" for e in data["ax"]) > 500
+            await _wait(page_there, 60, "the 1,000-element page in the Scene")
+            alone, alone_stages = await _agent_turns(http, scene, iterations)
+            rows.append({"row": "scene agent-turn, Chromium alone (baseline)", **alone, "stages_ms": alone_stages})
+
+            folder = Path(tempfile.mkdtemp(prefix="deskbox-bench-sheet-"))
+            sheet = folder / "sheet.xlsx"
+            _sheet(sheet)
+            user = state["user"]
+            os.chown(folder, user["uid"], user["gid"])
+            os.chown(sheet, user["uid"], user["gid"])
+            extra = {"user": user["uid"], "group": user["gid"], "extra_groups": []} if os.getuid() == 0 else {}
+            calc = subprocess.Popen(["soffice", "--calc", str(sheet)], env=state["env"], cwd=str(folder),
+                                    start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, **extra)
+
+            async def cells_there():
+                async with http.get(scene + "/api/v1/scene?mode=agent-turn") as resp:
+                    data = await resp.json()
+                return sum(e["role"] == "cell" for e in data["ax"]) > 100 and data
+            first = await _wait(cells_there, 120, "Calc's cells in the Scene")
+            await asyncio.sleep(5)  # Calc settles after loading
+            both, both_stages = await _agent_turns(http, scene, iterations)
+            rows.append({"row": "scene agent-turn, Chromium + Calc (10,000 cells)", **both, "stages_ms": both_stages,
+                         "cells_in_scene": sum(e["role"] == "cell" for e in first["ax"]),
+                         "x_baseline": both["median_ms"] / alone["median_ms"] if alone["median_ms"] else None})
+    finally:
+        if calc is not None:
+            try:
+                os.killpg(calc.pid, 9)
+            except ProcessLookupError:
+                pass
+        await asyncio.to_thread(session.stop)
+        await runner.cleanup()
+    return rows
+
+
+def _podman(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run(["podman", *args], capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"podman {' '.join(args[:3])}: {result.stderr.strip()}")
+    return result
+
+
+def image_sizes() -> dict:
+    out = {}
+    for image in ("deskbox", "deskbox-apps"):
+        got = _podman("image", "inspect", "--format", "{{.Size}}", image, check=False)
+        out[image] = int(got.stdout.strip()) if got.returncode == 0 else None
+    return out
+
+
+def _cgroup_mb(name: str) -> float | None:
+    got = _podman("stats", "--no-stream", "--format", "{{.MemUsage}}", name, check=False)
+    text = got.stdout.strip().split(" / ")[0] if got.returncode == 0 else ""
+    units = {"kB": 1 / 1000, "MB": 1, "GB": 1000, "KiB": 1 / 1024, "MiB": 1.048576, "GiB": 1073.741824}
+    for unit, factor in sorted(units.items(), key=lambda u: -len(u[0])):
+        if text.endswith(unit):
+            return round(float(text[: -len(unit)]) * factor, 1)
+    return None
+
+
+def apps_memory(timeout: float = 180) -> dict:
+    flags = subprocess.run([str(Path(__file__).resolve().parents[1] / "scripts" / "container-flags")],
+                           capture_output=True, text=True).stdout.split()
+    name = f"deskbox-bench-apps-{os.getpid()}"
+    _podman("run", "-d", "--name", name, *flags, "-e", "DESKBOX_OSWORLD_SERVER=1", "-e", "DESKBOX_OUTPUTS=1920x1080",
+            "-p", "127.0.0.1::5000", "deskbox-apps")
+    try:
+        port = int(_podman("port", name, "5000").stdout.strip().rsplit(":", 1)[1])
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(base + "/health", timeout=3):
+                    break
+            except OSError:
+                time.sleep(0.5)
+        time.sleep(10)
+        idle = _cgroup_mb(name)
+        from docx import Document
+
+        doc = Document()
+        doc.add_paragraph("An idle Writer document.")
+        data = io.BytesIO()
+        doc.save(data)
+        subprocess.run(["podman", "exec", "-i", name, "sh", "-c", "cat > /home/user/Documents/idle.docx"],
+                       input=data.getvalue(), check=True)
+        req = urllib.request.Request(base + "/setup/open_file", method="POST",
+                                     data=json.dumps({"path": "~/Documents/idle.docx"}).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=150):
+            pass
+        time.sleep(15)
+        return {"idle_mb": idle, "writer_open_mb": _cgroup_mb(name)}
+    finally:
+        _podman("rm", "-f", "-t", "5", name, check=False)
+
+
+def markdown(result: dict) -> str:
+    lines = ["# Apps", "", "| row | median ms | p95 ms | x baseline |", "|---|---:|---:|---:|"]
+    for r in result["scene"]:
+        x = f"{r['x_baseline']:.1f}x" if r.get("x_baseline") else "1.0x"
+        lines.append(f"| {r['row']} | {r['median_ms']:.0f} | {r['p95_ms']:.0f} | {x} |")
+    calc = next((r for r in result["scene"] if "cells_in_scene" in r), None)
+    if calc:
+        lines += ["", f"Cells in the Scene: {calc['cells_in_scene']}. Agent-turn stages (median ms): "
+                  + ", ".join(f"{k} {v:.0f}" for k, v in calc["stages_ms"].items())
+                  + f". Goal: median and p95 <= {GOAL_MS} ms."]
+    sizes = result.get("images") or {}
+    if sizes:
+        lines += ["", "| image | size |", "|---|---:|"]
+        lines += [f"| {k} | {v / 1e9:.2f} GB |" if v else f"| {k} | not built |" for k, v in sizes.items()]
+    mem = result.get("memory")
+    if mem:
+        lines += ["", f"deskbox-apps in OSWorld mode, cgroup memory: idle {mem['idle_mb']} MB; with a Writer "
+                  f"document open {mem['writer_open_mb']} MB."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.apps", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--iterations", type=int, default=20)
+    p.add_argument("--no-container", action="store_true", help="leave out the image sizes and the container")
+    p.add_argument("--results", type=Path, default=RESULTS)
+    args = p.parse_args(argv)
+    try:
+        result: dict = {"scene": asyncio.run(scene_rows(args.iterations))}
+    except (SessionFailed, RuntimeError) as exc:
+        print(f"bench.apps: {exc}", file=sys.stderr)
+        return 1
+    if not args.no_container:
+        result["images"] = image_sizes()
+        if result["images"].get("deskbox-apps"):
+            result["memory"] = apps_memory()
+    write_results(args.results, "apps", result, markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
