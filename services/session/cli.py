@@ -47,9 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a page Chromium opens at start (repeat for more tabs). Default: about:blank")
     up.add_argument("--no-browser", action="store_true", help="do not start Chromium")
     up.add_argument("--xwayland", action=argparse.BooleanOptionalAction,
-                    default=os.environ.get("DESKBOX_XWAYLAND", "1") != "0",
-                    help="run X11 apps (GIMP, VLC) through Sway's Xwayland where the machine has it "
-                         "(default: on; DESKBOX_XWAYLAND=0 turns it off)")
+                    default={"1": True, "0": False}.get(os.environ.get("DESKBOX_XWAYLAND", "")),
+                    help="run X11 apps (GIMP, VLC) through Sway's Xwayland where the machine has it; about "
+                         "65 MB (default: on with --osworld and in the apps image, off otherwise; "
+                         "DESKBOX_XWAYLAND=1 or 0 says so too)")
     up.add_argument("--host", default=os.environ.get("DESKBOX_HOST", "127.0.0.1"),
                     help="address the HTTP services listen on")
     up.add_argument("--desktopd-port", type=int, default=int(os.environ.get("DESKTOPD_PORT", "8080")),

@@ -1,8 +1,9 @@
 """X11 apps in the session (GIMP 2.10 and VLC 3 speak only X11): Sway's Xwayland, and
 what an X app needs to join the session's accessibility and D-Bus activation.
 
-Where the machine has ``Xwayland``, ``deskbox up`` turns Sway's Xwayland on (started
-with Sway, see ``sway_line``). Sway gives ``DISPLAY`` only to the
+Where the machine has ``Xwayland``, ``deskbox up --osworld`` (or ``--xwayland``; the
+apps image's entrypoint always) turns Sway's Xwayland on (started with Sway, see
+``sway_line``); other sessions go without its 65 MB. Sway gives ``DISPLAY`` only to the
 programs it starts itself; the session asks it for the value (``swaymsg exec``) and puts
 it in the session's environment, so that apps started by the OSWorld server, xdg-open or
 a test find it too. Native Wayland apps are unaffected: GTK, Qt and LibreOffice prefer
