@@ -39,6 +39,7 @@ from services.session.spawn import SessionFailed, SpawnedSession
 from .bridge import serve_generated_pages
 from .page import free_port
 from .report import write_results
+from .scene import _wait
 from .stats import summarize
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -66,16 +67,6 @@ async def _agent_turns(http: ClientSession, scene: str, n: int) -> tuple[dict, d
         for stage, ms in data.get("timings_ms", {}).items():
             stages.setdefault(stage, []).append(ms / 1000)
     return summarize(times), {k: summarize(v)["median_ms"] for k, v in stages.items()}
-
-
-async def _wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = await predicate()
-        if value:
-            return value
-        await asyncio.sleep(0.5)
-    raise RuntimeError(f"timed out waiting for {what}")
 
 
 async def scene_rows(iterations: int) -> list[dict]:
