@@ -15,7 +15,7 @@ from services.scene.frames import changed_regions, signature_of
 from services.scene.marks import draw_marks, layout_marks
 from services.scene.ocr import OcrChain, OcrWord, TesseractProvider, _lines, _parse_tsv
 from tests.conftest import open_fixture
-from tests.support import css_to_device
+from tests.support import css_to_device, wait_until
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
@@ -314,7 +314,11 @@ def test_typed_text_is_read_from_the_changed_region_alone(single, pages):
     single.pointer(action="click", x=int(field[0] + 20), y=int(field[1] + field[3] / 2))
     single.keyboard(action="type", text="hello scene")
     pages.wait_for(type="input", value="hello scene")
-    pages.settle(0.3)
+    # The page has the text before the compositor has its frame (under load, "hello"
+    # alone was once on screen): wait until the field, read on its own, shows it all.
+    x, y, w, h = (round(v) for v in field)
+    wait_until(lambda: "hello scene" in [ln.text for ln in OcrChain([TesseractProvider()]).update(
+        0, screenshot(single).crop((x, y, x + w, y + h)), [])], 10, 0.2, what="the typed text on screen")
     after = screenshot(single)
     changed = changed_regions(signature_of(before), signature_of(after))
     assert changed and sum(w * h for *_, w, h in changed) < 0.25 * after.width * after.height
