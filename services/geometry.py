@@ -54,6 +54,8 @@ __all__ = [
     "display_to_css",
     "native_to_display",
     "native_document_to_display",
+    "vcl_body_offset",
+    "native_vcl_box",
     "device_rect",
     "visible_part",
     "rect_center",
@@ -364,6 +366,30 @@ def native_document_to_display(window: Rect, scale: float, extents: Box,
     brought back to layout px before ``native_to_display``."""
     layout = (extents[0] / scale, extents[1] / scale, extents[2] / scale, extents[3] / scale)
     return native_to_display(window, scale, layout, surface_window)
+
+
+def vcl_body_offset(app: str, role: str, box: Box | None, parent_box: Box | None) -> Point | None:
+    """LibreOffice's gtk3 plugin draws a window's body itself (VCL) inside a GTK box
+    below GTK's menu bar, and VCL's widgets (toolbars, the document, the sheet, the
+    sidebar) report AT-SPI boxes relative to that box: 26 px too high (measured,
+    LibreOffice 7.4). Its ``root pane`` then says it is at (0, 0) inside a parent that
+    is not; the parent's position is the offset its VCL descendants need, or None when
+    the node is not such a root pane. The GTK widgets LibreOffice embeds among them
+    (``toolkit:gtk`` in their attributes: the Name Box, the formula bar, dialogs)
+    report boxes relative to the window, as does everything inside them, whatever draws
+    it (Calc's Input line): no offset there (``native_vcl_box``)."""
+    if (app == "soffice" and role == "root pane" and box is not None and parent_box is not None
+            and (box[0], box[1]) == (0, 0) and (parent_box[0], parent_box[1]) != (0, 0)):
+        return parent_box[0], parent_box[1]
+    return None
+
+
+def native_vcl_box(box: Box, offset: Point | None, toolkit: str) -> tuple[Box, Point | None]:
+    """A node's AT-SPI box below a LibreOffice root pane (``vcl_body_offset``) put
+    right, and the offset its children need: none below a GTK widget."""
+    if offset is None or toolkit == "gtk":
+        return box, None
+    return (box[0] + offset[0], box[1] + offset[1], box[2], box[3]), offset
 
 
 # -- Provider adapters: a declared screen size and normalized grids --------------------

@@ -106,13 +106,14 @@ Walk cost
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Collection
 
-from ..geometry import SURFACE_MARGIN_MAX, surface_window
+from ..geometry import SURFACE_MARGIN_MAX, native_vcl_box, surface_window, vcl_body_offset
 
 __all__ = [
     "NativeNode",
@@ -157,6 +158,7 @@ class NativeNode:
     frame: str
     depth: int
     spans: tuple[tuple[int, int, int, int], ...] = field(default=(), repr=False)
+    formula: str | None = None  # a spreadsheet cell's formula, where the app shows it
 
 
 # Roles of top-level windows (children of an application).
@@ -175,6 +177,8 @@ _TEXT_VALUE_ROLES = frozenset({"entry", "text", "terminal", "editbar", "spin but
                                "document text", "autocomplete"})
 _VALUE_ROLES = frozenset({"slider", "spin button", "progress bar", "scroll bar", "level bar", "dial"})
 _BROWSER_TOOLKITS = ("chromium", "gecko")
+# Calc's formula bar and its Input line (LibreOffice's English names).
+_CALC_FORMULA_BAR, _CALC_INPUT_LINE = "Formula Tool Bar", "Input line"
 # A control that does its own action is a leaf for an agent: what lies inside (its
 # label, icon, hidden notifications) is not walked. One without an action (GTK4's menu
 # button wrapping the real button) is walked.
@@ -223,6 +227,7 @@ _DESKTOP_COORDS, _WINDOW_COORDS = 0, 1  # ATSPI_COORD_TYPE_SCREEN, _WINDOW
 _DEFUNCT, _EDITABLE, _FOCUSABLE, _FOCUSED, _SHOWING, _VISIBLE, _MANAGES_DESCENDANTS = 6, 7, 11, 12, 25, 30, 31
 # At most this many cells of a sheet are read (a 1920x1080 Calc shows about 1,000).
 MAX_SHEET_CELLS = 2500
+MAX_CACHED_CELLS = 20_000  # per sheet (see AtspiReader._cells)
 # Above this many children an object's children are not walked (a spreadsheet's table
 # reports every cell of the sheet); nor are those of one that manages its descendants.
 _MAX_CHILDREN = 2000
@@ -338,13 +343,12 @@ class _Needs:
 
 @dataclass(frozen=True, slots=True)
 class _Cell:
-    """A spreadsheet cell with something in it, as ``_fetch`` read it."""
+    """A spreadsheet cell on screen, as ``_fetch`` read it."""
 
     row: int
     col: int
     text: str
     extents: tuple[int, int, int, int]  # as the app reports them (WINDOW coordinates)
-    states: int
 
 
 _UNKNOWN = object()
@@ -381,7 +385,12 @@ class _Selection:
         return out
 
     def _kids(self, obj: _Obj) -> list[_Obj]:
-        if obj.has(_MANAGES_DESCENDANTS) or obj.child_count > _MAX_CHILDREN:
+        if obj.child_count > _MAX_CHILDREN:
+            return []
+        if obj.has(_MANAGES_DESCENDANTS) and not (self.app.name == "soffice"
+                                                  and self.names.role(obj.role) == "document text"):
+            # (Writer's document says it manages its descendants, yet lists only the
+            # paragraphs on screen, as children: a few dozen at most, measured.)
             return []
         paths, trusted = self.tree.children(obj)
         if not trusted:
@@ -410,10 +419,11 @@ class _Selection:
         return found  # type: ignore[return-value]
 
     def _sheet(self, table: _Obj, depth: int, frame_title: str, offset: tuple[int, int] | None) -> list[NativeNode]:
-        """A Calc sheet's visible cells that hold something (the sheet's table reports
-        every cell of the sheet, a billion or so, created on demand: they are asked by
-        row and column, see ``_fetch``). Named as Calc names them (``B3``), their text
-        (what the cell shows) as the value."""
+        """A Calc sheet's visible cells (the sheet's table reports every cell of the
+        sheet, a billion or so, created on demand: they are asked by row and column, see
+        ``_fetch``). Named as Calc names them (``B3``), their text (what the cell shows)
+        as the value. ``_calc_cells`` then keeps those that hold something and the
+        active one."""
         cells = self.sheets.get(table.path)
         if cells is None:
             self.needs.sheets.add(table.path)
@@ -422,9 +432,8 @@ class _Selection:
         states = ("editable", "enabled", "focusable", "selectable", "sensitive", "showing", "visible")
         return [NativeNode(
             key=f"{self.app.bus}{table.path}#{c.row},{c.col}", pid=self.app.pid, app=self.app.name, role="table cell",
-            name=cell_name(c.row, c.col), value=c.text,
-            states=tuple(sorted({*states, *(("focused",) if c.states >> _FOCUSED & 1 else ())})),
-            actions=(), extents=(c.extents[0] + dx, c.extents[1] + dy, c.extents[2], c.extents[3]),
+            name=cell_name(c.row, c.col), value=c.text, states=states, actions=(),
+            extents=(c.extents[0] + dx, c.extents[1] + dy, c.extents[2], c.extents[3]),
             frame=frame_title, depth=depth) for c in cells]
 
     def _toolkit(self, obj: _Obj) -> str | None:
@@ -444,8 +453,8 @@ class _Selection:
         return found
 
     def _value(self, obj: _Obj, role: str) -> str | None:
-        wanted = ("Text" in obj.interfaces and (role in _TEXT_VALUE_ROLES or obj.has(_EDITABLE))
-                  and role != "password text") or ("Value" in obj.interfaces and role in _VALUE_ROLES)
+        wanted = (_reads_text(obj, role) and role != "password text") or ("Value" in obj.interfaces
+                                                                         and role in _VALUE_ROLES)
         if not wanted:
             return None
         found = self.values.get(obj.path, _UNKNOWN)
@@ -470,6 +479,8 @@ class _Selection:
             body += self._visit(child, 2, title, title, extents, spans, extents, None)
         if not title and not body:
             return []  # an unnamed frame with nothing on it: Chromium's hidden popups
+        if self.app.name == "soffice":
+            body = _calc_cells(body)
         node = self._node(frame, self.names.role(frame.role), title, None, extents, title, 1, tuple(spans))
         return [node, *body]
 
@@ -478,7 +489,9 @@ class _Selection:
                spans: list[tuple[int, int, int, int]], parent_box: tuple[int, int, int, int] | None,
                offset: tuple[int, int] | None) -> list[NativeNode]:
         self.visited += 1
-        if not obj.on_screen:
+        if not obj.on_screen and not (self.app.name == "soffice" and obj.name == _CALC_INPUT_LINE):
+            # (Calc's formula bar says it is defunct, and nothing else, while its
+            # paragraph, which holds the active cell's content, lives: measured.)
             return []
         role = self.names.role(obj.role)
         if role == "document web" and self.app.browser and self.prune_documents:
@@ -501,21 +514,12 @@ class _Selection:
             keep = False  # a button's own label, repeated as a child
         out: list[NativeNode] = []
         extents = self._extents(obj) if keep or want_span else None
-        if (role == "root pane" and self.app.name == "soffice" and extents is not None and parent_box is not None
-                and extents[:2] == (0, 0) and parent_box[:2] != (0, 0)):
-            # LibreOffice draws its window's body itself (VCL) inside a GTK box below
-            # GTK's menu bar, and its own widgets (toolbars, the document, the sheet, the
-            # sidebar) report boxes relative to that box: 26 px too high (measured,
-            # LibreOffice 7.4, gtk3 plugin). The GTK widgets it embeds (``toolkit:gtk``
-            # in their attributes: the Name Box, the formula bar, dialogs) report
-            # boxes relative to the window, as everything else does.
-            offset = (parent_box[0], parent_box[1])
+        offset = vcl_body_offset(self.app.name, role, extents, parent_box) or offset
         pending_toolkit = False
         if offset is not None and extents is not None:
             toolkit = self._toolkit(obj)
             pending_toolkit = toolkit is None
-            if toolkit != "gtk":
-                extents = (extents[0] + offset[0], extents[1] + offset[1], extents[2], extents[3])
+            extents, offset = native_vcl_box(extents, offset, toolkit or "")  # type: ignore[assignment]
         if want_span and extents is not None and frame_extents is not None:
             fw, fh = frame_extents[2], frame_extents[3]
             if extents[2] >= fw - _SPAN_SLACK or extents[3] >= fh - _SPAN_SLACK:
@@ -560,6 +564,47 @@ class _Selection:
         )
 
 
+def _reads_text(obj: _Obj, role: str) -> bool:
+    """Whether a node's value is its text: an entry's, an editable node's, or an
+    unnamed paragraph's (Writer's and Impress's paragraphs, Calc's formula bar)."""
+    return "Text" in obj.interfaces and (role in _TEXT_VALUE_ROLES or obj.has(_EDITABLE)
+                                         or (role in ("paragraph", "heading") and not obj.name))
+
+
+def _calc_cells(nodes: list[NativeNode]) -> list[NativeNode]:
+    """A Calc window's nodes with its sheet's empty cells left out, except the active
+    cell, which is ``focused`` when the sheet is and has its formula.
+
+    The active cell is the one the Name Box names (each cell's own state would cost a
+    call a cell), and its formula is what the formula bar's Input line shows (a cell's
+    ``Formula`` attribute arrives cut at its first colon: ``=SUM(B1:B3)`` as
+    ``SUM(B1\\``). With a range selected, the Name Box names the range and no cell is
+    marked."""
+    bar, name_box, formula, focused = 0, None, None, False
+    for node in nodes:
+        if bar and node.depth <= bar:
+            bar = 0
+        if node.role == "tool bar" and node.name == _CALC_FORMULA_BAR:
+            bar = node.depth
+        elif bar and node.role == "text" and name_box is None:
+            name_box = (node.value or "").replace("$", "")
+        elif bar and node.role == "paragraph" and formula is None:
+            formula = node.value or ""
+        elif node.role == "table" and "focused" in node.states:
+            focused = True
+    out = []
+    for node in nodes:
+        if node.role == "table cell":
+            if node.name == name_box:
+                node = dataclasses.replace(node, states=tuple(sorted({*node.states, "focused"})) if focused
+                                           else node.states,
+                                           formula=formula if formula and formula.startswith("=") else None)
+            elif not node.value:
+                continue
+        out.append(node)
+    return out
+
+
 def _obj_from_item(item: list[Any]) -> _Obj:
     (bus, path), _app, (parent_bus, parent), index, count, ifaces, name, role, description, states = item
     # An app's root names the registry's root (another bus, the same path) as its parent.
@@ -590,10 +635,18 @@ class AtspiReader:
         # when they do not come from a cache) is asked once.
         self._actions: dict[str, tuple[str, ...]] = {}
         self._static: dict[str, tuple[int, frozenset[str]]] = {}  # key -> role, interfaces
+        self._toolkits: dict[str, str] = {}  # key -> the toolkit its attributes name
         self._hidden: set[str] = set()  # keys of objects neither showing nor visible last time
         # What the last walk of each app read level by level: asked at once next time.
         self._shapes: dict[str, _Needs] = {}
         self._known: dict[str, int] = {}  # key -> pid, as of the latest snapshot
+        # A sheet's cells, by (row, column): the object LibreOffice made for each when
+        # it was first asked. LibreOffice makes a new object at every GetAccessibleAt and
+        # atk-bridge keeps every one it has handed out, for as long as the app lives:
+        # asking again each turn would cost a call a cell and grow the app by some
+        # 1,300 objects a turn on a full-screen sheet. An object keeps reading its
+        # cell's current content (measured, LibreOffice 7.4). Sheet key -> cells.
+        self._cells: dict[str, dict[tuple[int, int], str]] = {}
         # Calls in flight at once. dbus-fast writes a burst of calls without waiting for
         # the socket to drain and fails with EAGAIN when its buffer fills (seen with
         # LibreOffice: some 1,400 objects); a few hundred in flight lose nothing of
@@ -666,7 +719,9 @@ class AtspiReader:
         self._shapes = {b: v for b, v in self._shapes.items() if b in live_buses}
         self._actions = {k: v for k, v in self._actions.items() if k.split("/", 1)[0] in live_buses}
         self._static = {k: v for k, v in self._static.items() if k.split("/", 1)[0] in live_buses}
+        self._toolkits = {k: v for k, v in self._toolkits.items() if k.split("/", 1)[0] in live_buses}
         self._hidden = {k for k in self._hidden if k.split("/", 1)[0] in live_buses}
+        self._cells = {k: v for k, v in self._cells.items() if k.split("/", 1)[0] in live_buses}
         stats["seconds"] = time.perf_counter() - started
         self.last_walk = stats
         return out
@@ -743,7 +798,7 @@ class AtspiReader:
         tree = _Tree({o.path: o for o in map(_obj_from_item, items)})
         extents: dict[str, tuple[int, int, int, int] | None] = {}
         values: dict[str, str | None] = {}
-        toolkits: dict[str, str] = {}
+        toolkits = {"/" + k.partition("/")[2]: v for k, v in self._toolkits.items() if k.startswith(app.bus + "/")}
         sheets: dict[str, list[_Cell]] = {}
         actions = {"/" + k.partition("/")[2]: v for k, v in self._actions.items() if k.startswith(app.bus + "/")}
         shape = self._shapes.get(app.bus) if not items else None
@@ -838,7 +893,7 @@ class AtspiReader:
         async def value(path: str) -> None:
             o = tree.objects[path]
             role = self._names.role(o.role)
-            if "Text" in o.interfaces and (role in _TEXT_VALUE_ROLES or o.has(_EDITABLE)):
+            if _reads_text(o, role):
                 text = (await self._call(bus, path, _A11Y + "Text", "GetText", "ii", [0, -1]))[0]
                 values[path] = text[:_MAX_VALUE_CHARS]
             else:
@@ -847,7 +902,7 @@ class AtspiReader:
 
         async def toolkit(path: str) -> None:
             attributes = (await self._call(bus, path, _ACCESSIBLE, "GetAttributes"))[0]
-            toolkits[path] = attributes.get("toolkit", "")
+            toolkits[path] = self._toolkits[bus + path] = attributes.get("toolkit", "")
 
         async def sheet(path: str) -> None:
             sheets[path] = await self._sheet_cells(bus, path, extents.get(path))
@@ -880,10 +935,10 @@ class AtspiReader:
             tree.gone.update(p for p in tree.asked[path] if p not in tree.objects)
 
     async def _sheet_cells(self, bus: str, path: str, box: tuple[int, int, int, int] | None) -> list[_Cell]:
-        """The cells of a sheet's visible part that hold text. The visible part is
-        bounded by the cells under its top-left and bottom-right corners; each row's
-        height and column's width come from the first column's and row's cells, so a
-        cell costs two calls (create it, read its text) rather than five."""
+        """The cells of a sheet's visible part. The visible part is bounded by the cells
+        under its top-left and bottom-right corners; each row's height and column's
+        width come from the first column's and row's cells, and a cell's object is made
+        once (``_cells``), so a cell costs one call a turn (its text) rather than five."""
         if box is None:
             return []
         x, y, w, h = box
@@ -907,32 +962,38 @@ class AtspiReader:
         while len(rows) * len(cols) > MAX_SHEET_CELLS and len(rows) > 1:
             rows = rows[:-1]
 
-        async def cell(row: int, col: int, *, box: bool = False, text: bool = True) -> tuple[str, Any, int]:
-            ref = (await self._call(bus, path, table, "GetAccessibleAt", "ii", [row, col]))[0]
-            calls = [self._call(bus, ref[1], _A11Y + "Text", "GetText", "ii", [0, -1]) if text else _none(),
-                     self._call(bus, ref[1], _A11Y + "Component", "GetExtents", "u", [_WINDOW_COORDS]) if box
-                     else _none(),
-                     self._call(bus, ref[1], _ACCESSIBLE, "GetState")]
-            got_text, got_box, state = await asyncio.gather(*calls)
-            lo, hi = state[0]
-            return (got_text[0] if got_text else ""), (got_box[0] if got_box else None), lo | hi << 32
+        known = self._cells.setdefault(bus + path, {})
+        if len(known) > MAX_CACHED_CELLS:
+            known.clear()
+
+        async def read(ref: str, box: bool) -> tuple[str, Any]:
+            if box:
+                return "", (await self._call(bus, ref, _A11Y + "Component", "GetExtents", "u", [_WINDOW_COORDS]))[0]
+            return (await self._call(bus, ref, _A11Y + "Text", "GetText", "ii", [0, -1]))[0], None
+
+        async def cell(row: int, col: int, *, box: bool = False) -> tuple[str, Any]:
+            ref = known.get((row, col))
+            if ref is not None:
+                try:
+                    return await read(ref, box)
+                except _DBusError:
+                    pass  # gone (rows deleted, the sheet rebuilt): asked for afresh
+            ref = known[row, col] = (await self._call(bus, path, table, "GetAccessibleAt", "ii", [row, col]))[0][1]
+            return await read(ref, box)
 
         # Geometry: the first visible row gives the columns, the first visible column the rows.
         col_boxes, row_boxes = await asyncio.gather(
-            asyncio.gather(*(cell(rows[0], c, box=True, text=False) for c in cols)),
-            asyncio.gather(*(cell(r, cols[0], box=True, text=False) for r in rows)))
+            asyncio.gather(*(cell(rows[0], c, box=True) for c in cols)),
+            asyncio.gather(*(cell(r, cols[0], box=True) for r in rows)))
         texts = await asyncio.gather(*(cell(r, c) for r in rows for c in cols))
         out = []
-        for i, (text, _, states) in enumerate(texts):
-            if not text and not states >> _FOCUSED & 1:
-                continue
+        for i, (text, _) in enumerate(texts):
             r, c = divmod(i, len(cols))
             if col_boxes[c][1] is None or row_boxes[r][1] is None:
                 continue
             cx, _, cw, _ = col_boxes[c][1]
             _, ry, _, rh = row_boxes[r][1]
-            out.append(_Cell(row=rows[r], col=cols[c], text=text[:_MAX_VALUE_CHARS], extents=(cx, ry, cw, rh),
-                             states=states))
+            out.append(_Cell(row=rows[r], col=cols[c], text=text[:_MAX_VALUE_CHARS], extents=(cx, ry, cw, rh)))
         return out
 
     async def _action_names(self, bus: str, path: str) -> tuple[str, ...]:

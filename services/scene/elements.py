@@ -84,6 +84,7 @@ class Element:
     clip: Rect | None
     ref: dict[str, Any] = field(default_factory=dict)
     id: str = ""
+    formula: str | None = None  # a spreadsheet cell's, where the app shows it
 
     @property
     def interactive(self) -> bool:
@@ -102,6 +103,7 @@ class Element:
             "states": self.states,
             "actions": self.actions,
             "visibility": self.visibility,
+            **({"formula": self.formula} if self.formula is not None else {}),
         }
 
 
@@ -274,5 +276,6 @@ def native_elements(
             visibility=_visibility(bbox, clip),
             clip=clip,
             ref={"atspi": node.key, "pid": node.pid},
+            formula=node.formula,
         ))
     return out

@@ -1,7 +1,7 @@
 """The AT-SPI reader's selection: which objects become nodes, and what it asks the app
 for, over trees written here (no D-Bus)."""
 
-from services.scene.atspi import _ROOT, _App, _Names, _Obj, _Selection, _Tree
+from services.scene.atspi import _ROOT, NativeNode, _App, _calc_cells, _Names, _Obj, _Selection, _Tree
 
 NAMES = _Names()
 ROLE = {name: number for number, name in NAMES.roles.items()}
@@ -127,6 +127,26 @@ def test_the_state_bits_read_are_libatspis():
         "defunct", "editable", "focusable", "showing", "visible", "manages descendants"}
 
 
+def test_writers_document_is_walked_for_its_paragraphs_though_it_manages_its_descendants():
+    manages = SHOWN | 1 << STATE["manages descendants"] | 1 << STATE["focusable"]
+    para = SHOWN | 1 << STATE["focusable"] | 1 << STATE["editable"]
+    objects = [
+        obj(_ROOT, "", -1, "application", "soffice", kids=1, ifaces=()),
+        obj("/f", _ROOT, 0, "frame", "notes.docx - LibreOffice Writer", kids=1),
+        obj("/d", "/f", 0, "document text", "notes", kids=2, states=manages),
+        obj("/p1", "/d", 0, "paragraph", kids=0, ifaces=("Component", "Text"), states=para),
+        obj("/h1", "/d", 1, "heading", kids=0, ifaces=("Component", "Text"), states=para),
+    ]
+    soffice = _App(bus=":1.9", pid=7, name="soffice", gtk4=False, browser=False)
+    values = {"/p1": "First paragraph.", "/h1": "Quarterly notes"}
+    nodes, needs = select(objects, app=soffice, extents=boxes(objects), values=values)
+    assert [(n.role, n.value) for n in nodes[2:]] == [("paragraph", "First paragraph."),
+                                                       ("heading", "Quarterly notes")] and not needs
+    # Another app's document that manages its descendants is not walked into.
+    nodes, _ = select(objects, app=gtk_app(), extents=boxes(objects), values=values)
+    assert [n.role for n in nodes] == ["frame", "document text"]
+
+
 def test_a_collapsed_control_is_listed_and_a_table_managing_its_cells_is_not_walked():
     collapsed = SHOWN | 1 << STATE["collapsed"]
     objects = window(obj("/c", "/p", 0, "combo box", "Size", states=collapsed),
@@ -173,3 +193,64 @@ def test_another_apps_root_pane_at_the_origin_is_left_where_it_says():
     nodes, needs = select(objects, app=app, extents=extents, actions={"/bold": ("click",)})
     assert not needs.toolkits
     assert {n.name: n.extents for n in nodes}["Bold"] == (664, 41, 33, 35)
+
+
+def test_a_subtree_of_a_gtk_widget_among_libreoffices_own_keeps_its_boxes_whatever_draws_it():
+    """Calc's formula bar: a GTK scroll pane holding VCL's Input line and its paragraph,
+    all three reporting boxes relative to the window (measured)."""
+    objects, extents = libreoffice_window()
+    objects[4] = obj("/rp", "/body", 0, "root pane", "doc - LibreOffice Writer", kids=3)
+    objects += [obj("/scroll", "/rp", 2, "scroll pane", kids=1, states=SHOWN | 1 << STATE["focusable"]),
+                obj("/line", "/scroll", 0, "panel", "Input line", kids=1),
+                obj("/para", "/line", 0, "paragraph", ifaces=("Component", "Text"),
+                    states=SHOWN | 1 << STATE["focusable"])]
+    extents.update({"/scroll": (287, 111, 1552, 25), "/line": (294, 114, 1538, 19), "/para": (294, 114, 105, 19)})
+    app = _App(bus=":1.9", pid=7, name="soffice", gtk4=False, browser=False)
+    sel = _Selection(app, _Tree({o.path: o for o in objects}), NAMES, True, extents, {"/bold": ("click",)},
+                     {"/para": "=SUM(B1:B3)"}, {"/rp": "", "/bold": "", "/namebox": "gtk", "/scroll": "gtk"})
+    found = {n.role: n.extents for n in sel.run()}
+    assert not sel.needs
+    assert found["paragraph"] == (294, 114, 105, 19) and found["toggle button"] == (664, 67, 33, 35)
+
+
+def _calc_node(role, name="", value=None, depth=3, states=("enabled", "showing")):
+    return NativeNode(key=f":1.9/{role}/{name}", pid=7, app="soffice", role=role, name=name, value=value,
+                      states=states, actions=(), extents=(0, 0, 10, 10), frame="b.xlsx - LibreOffice Calc",
+                      depth=depth)
+
+
+def calc_window(name_box, formula, table_states=("focused",)):
+    return [
+        _calc_node("tool bar", "Formula Tool Bar", depth=3),
+        _calc_node("text", value=name_box, depth=6),
+        _calc_node("panel", "Input line", depth=6),
+        _calc_node("paragraph", value=formula, depth=7),
+        _calc_node("push button", "Sum", depth=4),
+        _calc_node("table", "Sheet Data", depth=3, states=table_states),
+        _calc_node("table cell", "A1", "6006", depth=4),
+        _calc_node("table cell", "B1", "", depth=4),
+        _calc_node("table cell", "C1", "7", depth=4),
+        _calc_node("table cell", "C2", "", depth=4),
+    ]
+
+
+def test_calcs_active_cell_is_the_one_the_name_box_names_with_the_formula_bars_formula():
+    nodes = _calc_cells(calc_window("$A$1", "=SUM(B1:B3)"))
+    cells = {n.name: n for n in nodes if n.role == "table cell"}
+    assert set(cells) == {"A1", "C1"}  # empty cells are left out
+    assert "focused" in cells["A1"].states and cells["A1"].formula == "=SUM(B1:B3)"
+    assert "focused" not in cells["C1"].states and cells["C1"].formula is None
+    assert [n.role for n in nodes if n.role != "table cell"] == ["tool bar", "text", "panel", "paragraph",
+                                                                 "push button", "table"]
+
+
+def test_an_empty_active_cell_is_kept_and_plain_content_is_no_formula():
+    cells = {n.name: n for n in _calc_cells(calc_window("C2", "hello")) if n.role == "table cell"}
+    assert set(cells) == {"A1", "C1", "C2"} and "focused" in cells["C2"].states and cells["C2"].formula is None
+
+
+def test_no_cell_is_marked_for_a_range_or_while_the_sheet_is_not_focused():
+    cells = [n for n in _calc_cells(calc_window("A1:C3", "=1")) if n.role == "table cell"]
+    assert [n.name for n in cells] == ["A1", "C1"] and not any("focused" in n.states for n in cells)
+    cells = {n.name: n for n in _calc_cells(calc_window("A1", "=1", table_states=())) if n.role == "table cell"}
+    assert "focused" not in cells["A1"].states and cells["A1"].formula == "=1"
