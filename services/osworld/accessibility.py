@@ -36,7 +36,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..geometry import SURFACE_MARGIN_MAX, Rect, native_document_to_display, native_to_display, surface_window
+from ..geometry import (
+    SURFACE_MARGIN_MAX,
+    Rect,
+    native_document_to_display,
+    native_to_display,
+    native_vcl_box,
+    surface_window,
+    vcl_body_offset,
+)
 from .commands import CommandTimeout, run
 
 __all__ = ["NAMESPACES", "Window", "build_xml", "walk", "terminal_output", "WalkFailed"]
@@ -152,7 +160,8 @@ class _Builder:
         self.browser_name = browser_name
 
     def element(self, node: dict[str, Any], *, browser: bool, window: Window | None,
-                surface: tuple[float, float, float, float] | None, in_document: bool) -> ET.Element:
+                surface: tuple[float, float, float, float] | None, in_document: bool, app: str = "",
+                parent_extents: list[int] | None = None, offset: tuple[float, float] | None = None) -> ET.Element:
         role = node.get("role") or "unknown"
         name = node.get("name") or ""
         if browser and role == "application" and name == CHROMIUM_APP:
@@ -170,8 +179,12 @@ class _Builder:
             if key:
                 attrib[key] = _clean(v)
         extents = node.get("extents")
-        if extents and "visible" in states and "showing" in states:
-            x, y, w, h = self._screen(extents, window, surface, in_document)
+        offset = vcl_body_offset(app, role, extents, parent_extents) or offset
+        box = extents
+        if extents:
+            box, offset = native_vcl_box(extents, offset, node.get("attrs", {}).get("toolkit", ""))
+        if box and "visible" in states and "showing" in states:
+            x, y, w, h = self._screen(box, window, surface, in_document)
             attrib[_ns("cp", "screencoord")] = f"({x}, {y})"  # type: ignore[index]
             attrib[_ns("cp", "size")] = f"({w}, {h})"  # type: ignore[index]
         if node.get("image"):
@@ -195,11 +208,12 @@ class _Builder:
             el.text = _clean(text)
         in_document = in_document or role == "document web"
         for child in node.get("children", ()):
-            el.append(self.element(child, browser=browser, window=window, surface=surface, in_document=in_document))
+            el.append(self.element(child, browser=browser, window=window, surface=surface, in_document=in_document,
+                                   app=app, parent_extents=extents, offset=offset))
         return el
 
     @staticmethod
-    def _screen(extents: list[int], window: Window | None, surface: tuple[float, float, float, float] | None,
+    def _screen(extents: Any, window: Window | None, surface: tuple[float, float, float, float] | None,
                 in_document: bool) -> tuple[int, int, int, int]:
         if window is None:
             return int(extents[0]), int(extents[1]), int(extents[2]), int(extents[3])
@@ -217,7 +231,8 @@ class _Builder:
         el = self.element(shell, browser=browser, window=None, surface=None, in_document=False)
         for frame, window in zip(app.get("children", []), matched):
             surface = _placement(frame, window) if window is not None else None
-            el.append(self.element(frame, browser=browser, window=window, surface=surface, in_document=False))
+            el.append(self.element(frame, browser=browser, window=window, surface=surface, in_document=False,
+                                   app=app.get("name") or ""))
         return el
 
 

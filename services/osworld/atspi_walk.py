@@ -23,6 +23,7 @@ from typing import Any
 MAX_DEPTH = 50
 MAX_WIDTH = 1024
 MAX_NODES = 50_000
+MAX_CELLS = 2_500  # of a spreadsheet's visible part (a 1920x1080 Calc shows about 1,300)
 _OFFSCREEN = -(2**31)
 
 
@@ -33,7 +34,7 @@ class _Walk:
         self.state_names = {int(v): k.split("_", 1)[1].lower()
                             for v, k in pyatspi.StateType._enum_lookup.items() if "_" in k}
 
-    def node(self, acc: Any, depth: int) -> dict[str, Any]:
+    def node(self, acc: Any, depth: int, in_sheet: bool = False) -> dict[str, Any]:
         self.count += 1
         out: dict[str, Any] = {"role": "", "name": "", "states": [], "attrs": {}, "extents": None, "text": "",
                                "value": None, "actions": {}, "image": False, "selection": False, "children": []}
@@ -87,6 +88,10 @@ class _Walk:
             pass
         if depth >= MAX_DEPTH:
             return out
+        in_sheet = in_sheet or out["role"] == "document spreadsheet"
+        if in_sheet and out["role"] == "table" and "manages_descendants" in out["states"]:
+            out["children"] = self.visible_cells(acc, depth)
+            return out
         try:
             count = min(acc.childCount, MAX_WIDTH)
         except Exception:
@@ -99,7 +104,37 @@ class _Walk:
             except Exception:
                 continue
             if child is not None:
-                out["children"].append(self.node(child, depth + 1))
+                out["children"].append(self.node(child, depth + 1, in_sheet))
+        return out
+
+    def visible_cells(self, table: Any, depth: int) -> list[dict[str, Any]]:
+        """A Calc sheet's cells on screen, row by row, as OSWorld's server lists them
+        (the table's own children are every cell of the sheet, made on demand: the
+        first 1,024 would be row 1 far to the right). The visible part is bounded by the
+        cells under the sheet's top-left and bottom-right corners."""
+        xy = self.pyatspi.XY_WINDOW
+        try:
+            component, cells = table.queryComponent(), table.queryTable()
+            x, y, w, h = component.getExtents(xy)
+
+            def row_col(px: int, py: int) -> tuple[int, int]:
+                index = component.getAccessibleAtPoint(px, py, xy).getIndexInParent()
+                return cells.getRowAtIndex(index), cells.getColumnAtIndex(index)
+
+            (top, left), (bottom, right) = row_col(x + 1, y + 1), row_col(x + w - 2, y + h - 2)
+        except Exception:
+            return []
+        out = []
+        for row in range(top, bottom + 1):
+            for col in range(left, right + 1):
+                if len(out) >= MAX_CELLS or self.count >= MAX_NODES:
+                    return out
+                try:
+                    cell = cells.getAccessibleAt(row, col)
+                except Exception:
+                    continue
+                if cell is not None:
+                    out.append(self.node(cell, depth + 1, True))
         return out
 
 

@@ -90,6 +90,27 @@ def test_states_actions_values_and_text_are_written_as_osworld_writes_them():
     assert root.find(".//push-button").get(CP + "screencoord") is None
 
 
+def test_libreoffices_vcl_widgets_are_placed_below_gtks_menu_bar_and_its_gtk_widgets_where_they_say():
+    """As LibreOffice 7.4's gtk3 plugin reports it (services.geometry.vcl_body_offset)."""
+    bold = node("toggle button", "Bold", [664, 41, 33, 35])
+    line = node("panel", "Input line", [294, 114, 1538, 19], children=[node("paragraph", "", [294, 114, 105, 19])])
+    bar = node("scroll pane", "", [287, 111, 1552, 25], attrs={"toolkit": "gtk"}, children=[line])
+    root_pane = node("root pane", "b.xlsx - LibreOffice Calc", [0, 0, 1280, 774], children=[bold, bar])
+    body = node("panel", "", [0, 26, 1280, 774], children=[root_pane])
+    frame = node("frame", "b.xlsx - LibreOffice Calc", [0, 0, 1280, 800], children=[body])
+    app = node("application", "soffice", None, children=[frame])
+    app["pid"] = 9
+    window = Window(9, "b.xlsx - LibreOffice Calc", Rect(0, 0, 1280, 800), 1.0)
+    root = ET.fromstring(build_xml({"apps": [app]}, [window]))
+    assert root.find(".//toggle-button").get(CP + "screencoord") == "(664, 67)"
+    assert root.find(".//scroll-pane").get(CP + "screencoord") == "(287, 111)"
+    assert root.find(".//paragraph").get(CP + "screencoord") == "(294, 114)"
+    # Another app's root pane at its parent's origin stays where it says.
+    app["name"] = "gedit"
+    root = ET.fromstring(build_xml({"apps": [app]}, [window]))
+    assert root.find(".//toggle-button").get(CP + "screencoord") == "(664, 41)"
+
+
 def test_terminal_output_is_the_focused_terminal_of_the_active_frame():
     term = node("terminal", "", None, text="$ ls\nfile\n\n", states=["focused"])
     app = node("application", "gnome-terminal-server", None,
