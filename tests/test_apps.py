@@ -13,6 +13,8 @@ import base64
 import io
 import os
 import shutil
+import signal
+import subprocess
 import urllib.request
 
 import pytest
@@ -94,9 +96,22 @@ def close_discarding_changes(session: Session) -> None:
     wait_until(lambda: not any("LibreOffice" in w["title"] or w["app_id"] == "soffice"
                                for a in scene(session)["apps"] for w in a["windows"]),
                30, 0.5, what="the dialog and LibreOffice's window closed")
-    wait_until(lambda: http("POST", session.osworld + "/setup/execute",
-                            {"command": ["pgrep", "-x", "soffice.bin"], "shell": False}).json().get("output") == "",
-               30, 0.5, what="soffice.bin gone")
+    wait_until(lambda: not office_running(session), 30, 0.5, what="this session's soffice.bin gone")
+
+
+def office_running(session: Session) -> bool:
+    """Whether this session's LibreOffice still runs (another session's may, on a
+    developer's machine: told apart by the runtime folder in its environment)."""
+    runtime = f"XDG_RUNTIME_DIR={session.state['env']['XDG_RUNTIME_DIR']}".encode()
+    found = subprocess.run(["pgrep", "-x", "soffice.bin"], capture_output=True, text=True).stdout.split()
+    for pid in found:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if runtime in f.read().split(b"\0"):
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def xlsx() -> bytes:
@@ -108,6 +123,7 @@ def xlsx() -> bytes:
     for row in range(1, 21):
         for col in range(1, 6):
             sheet.cell(row=row, column=col, value=row * col)
+    sheet["G1"] = "=SUM(A1:A3)"
     out = io.BytesIO()
     book.save(out)
     return out.getvalue()
@@ -119,6 +135,7 @@ def docx() -> bytes:
     doc = Document()
     doc.add_paragraph("The first paragraph of the test document, in plain type.")
     doc.add_heading("Quarterly notes", level=1)
+    doc.add_paragraph("The last paragraph, below the heading.")
     out = io.BytesIO()
     doc.save(out)
     return out.getvalue()
@@ -142,6 +159,29 @@ def test_open_file_of_a_spreadsheet_opens_calc_focused_with_its_menus_in_the_sce
         s = http("GET", session.scene + "/api/v1/scene?mode=agent-turn").json()
         return next((e["value"] for e in s["ax"] if e["id"] == cells["C3"]["id"]), None)
     wait_until(lambda: c3() == "777", 15, 0.5, what="C3 reading 777 after typing into it by id")
+    # The active cell is focused and has its formula, whole (as the formula bar shows it).
+    resp = http("POST", session.scene + "/api/v1/act", {"target": cells["G1"]["id"], "action": "click"})
+    assert resp.status == 200 and resp.json()["ok"], resp.text
+
+    def g1() -> dict | None:
+        s = http("GET", session.scene + "/api/v1/scene?mode=agent-turn").json()
+        return next((e for e in s["ax"] if e["id"] == cells["G1"]["id"] and "focused" in e["states"]), None)
+    active = wait_until(g1, 15, 0.5, what="G1 focused after a click on it by id")
+    assert active["value"] == "6" and active["formula"] == "=SUM(A1:A3)", active
+    assert "formula" not in cells["B2"], cells["B2"]
+    # OSWorld's /accessibility lists the sheet's visible cells as OSWorld's server does,
+    # found by a grader's selector, at the box the Scene gives (display pixels).
+    import lxml.etree
+    from lxml.cssselect import CSSSelector
+
+    resp = http("GET", session.osworld + "/accessibility", timeout=60)
+    assert resp.status == 200, resp.text
+    tree = lxml.etree.fromstring(resp.json()["AT"].encode())
+    found = CSSSelector('application[name="soffice"] table-cell[name="B2"]')(tree)
+    assert len(found) == 1 and found[0].text == "4", [lxml.etree.tostring(f)[:200] for f in found]
+    cp = "{https://accessibility.ubuntu.example.org/ns/component}"
+    x, y = (int(v) for v in found[0].get(cp + "screencoord").strip("()").split(","))
+    assert abs(x - cells["B2"]["bbox"][0]) <= 2 and abs(y - cells["B2"]["bbox"][1]) <= 2, (x, y, cells["B2"])
     # Every element's box lies in its window (display-local pixels).
     wx, wy, ww, wh = window["bounds"]
     for e in elements:
@@ -157,6 +197,14 @@ def test_open_file_of_a_document_opens_writer_and_its_bold_button_clicked_by_id_
     window, elements = app_window(session, "notes.docx - LibreOffice Writer", role="togglebutton", name="Bold")
     names = {e["name"] for e in elements if e["role"] in ("togglebutton", "button")}
     assert {"Italic", "Underline"} <= names, sorted(names)
+    # The document's paragraphs on screen, in reading order, with their text and boxes
+    # inside the document, one below the other.
+    document = next(e for e in elements if e["role"] == "documenttext")
+    paragraphs = [e for e in elements if e["role"] in ("paragraph", "heading") and inside(e["bbox"], document["bbox"])]
+    assert [p["value"] for p in paragraphs] == ["The first paragraph of the test document, in plain type.",
+                                                "Quarterly notes", "The last paragraph, below the heading."]
+    assert [p["role"] for p in paragraphs] == ["paragraph", "heading", "paragraph"]
+    assert paragraphs[0]["bbox"][1] < paragraphs[1]["bbox"][1] < paragraphs[2]["bbox"][1]
     # The caret is at the start of the plain paragraph: Bold is off. LibreOffice draws its
     # toolbars itself and reports their boxes 26 px too high; a click at the Scene's box
     # must land on the button all the same (the pointer, not an AT-SPI action).
@@ -170,6 +218,51 @@ def test_open_file_of_a_document_opens_writer_and_its_bold_button_clicked_by_id_
         return next((e for e in s["ax"] if e["id"] == bold["id"] and "checked" in e["states"]), None)
     wait_until(bold_now, 10, 0.3, what="Bold checked after the click")
     close_discarding_changes(session)
+
+
+def inside(box, outer, slack: int = 1) -> bool:
+    x, y, w, h = box
+    ox, oy, ow, oh = outer
+    return ox - slack <= x and x + w <= ox + ow + slack and oy - slack <= y and y + h <= oy + oh + slack
+
+
+def pptx() -> bytes:
+    from pptx import Presentation
+
+    deck = Presentation()
+    for n in (1, 2, 3):
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = f"Slide title {n}"
+        slide.placeholders[1].text = f"Body of slide {n}"
+    out = io.BytesIO()
+    deck.save(out)
+    return out.getvalue()
+
+
+def test_open_file_of_a_presentation_opens_impress_with_its_slide_thumbnails_clicked_by_id(session):
+    upload(session, f"{HOME}/Documents/deck.pptx", pptx())
+    resp = http("POST", session.osworld + "/setup/open_file", {"path": f"{HOME}/Documents/deck.pptx"}, timeout=120)
+    assert resp.status == 200, resp.text
+    window, elements = app_window(session, "deck.pptx - LibreOffice Impress", role="group", name="Slide 3")
+    # The slide pane's thumbnails, top to bottom, the first selected.
+    pane = next(e for e in elements if e["name"] == "Slides View")
+    thumbs = [e for e in elements if e["name"] in ("Slide 1", "Slide 2", "Slide 3") and inside(e["bbox"], pane["bbox"])]
+    assert [t["name"] for t in thumbs] == ["Slide 1", "Slide 2", "Slide 3"], thumbs
+    assert thumbs[0]["bbox"][1] < thumbs[1]["bbox"][1] < thumbs[2]["bbox"][1]
+    assert "selected" in thumbs[0]["states"]
+    # The slide shown in the main view: its title and body as paragraphs.
+    texts = {e["value"] for e in elements if e["role"] == "paragraph"}
+    assert {"Slide title 1", "Body of slide 1"} <= texts, sorted(t for t in texts if t)
+    # The second thumbnail, clicked by id, brings its slide into the main view.
+    resp = http("POST", session.scene + "/api/v1/act", {"target": thumbs[1]["id"], "action": "click"})
+    assert resp.status == 200 and resp.json()["ok"], resp.text
+    wait_until(lambda: any(e["role"] == "paragraph" and e["value"] == "Slide title 2"
+                           for e in scene(session)["ax"] if e["window_id"] == window["id"]),
+               15, 0.5, what="slide 2's title in the main view after its thumbnail was clicked")
+    resp = http("POST", session.osworld + "/setup/execute",
+                {"command": ["swaymsg", '[app_id="^libreoffice"] kill'], "shell": False})
+    assert resp.status == 200, resp.text
+    wait_until(lambda: not office_running(session), 30, 0.5, what="this session's soffice.bin gone")
 
 
 def test_gimp_runs_through_xwayland_and_shows_its_menus(session):
@@ -223,3 +316,47 @@ def test_gnome_terminal_starts_and_osworld_terminal_reads_it(session):
     text = wait_until(lambda: marker in output() and output(), 20, 0.5, what="the marker in OSWorld's /terminal")
     assert marker in text
     close_app(session, "gnome-terminal-")
+
+
+def test_ocr_fills_in_the_text_of_gimps_canvas_and_vlcs_video_where_atspi_has_none(tmp_path):
+    """``--ocr fill``: the text an image shows on GIMP's canvas and in VLC's video is in
+    the Scene's ocr list, read there alone, with the window it was read in."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    s = Session(["1280x800"], browser=False, extra_args=["--xwayland"], extra_env={"DESKBOX_OCR": "fill"}).start()
+    try:
+        image = Image.new("RGB", (640, 400), "white")
+        font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 48)
+        ImageDraw.Draw(image).text((40, 150), "CANVAS MARKER 42", font=font, fill="black")
+        path = os.path.join(s.state["env"]["HOME"], "marker.png")
+        image.save(path)
+        os.chown(path, s.state["user"]["uid"], s.state["user"]["gid"])
+        for argv, title in ((["gimp", "--no-splash", path], "GIMP"),
+                            (["vlc", "--no-qt-privacy-ask", "--image-duration=-1", path], "VLC media player")):
+            app = s.launch(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                def marker(title=title):
+                    got = http("GET", s.scene + "/api/v1/scene").json()
+                    window = next((w for a in got["apps"] for w in a["windows"] if title in w["title"]), None)
+                    if window is None:
+                        return None
+                    words = [o for o in got["ocr"] if o["window_id"] == window["id"]]
+                    if not any("MARKER" in o["text"] for o in words):
+                        return None
+                    return window, words, [e for e in got["ax"] if e["window_id"] == window["id"]]
+                window, words, elements = wait_until(marker, 90, 1, what=f"the marker read on {title}'s surface")
+                line = next(o for o in words if "MARKER" in o["text"])
+                assert line["source"] == "ocr" and "CANVAS MARKER 42" in line["text"], line
+                assert inside(line["bbox"], window["bounds"]), (line, window)
+                # Only the surface is read: the menus come from AT-SPI, not from OCR.
+                assert any(e["source"] == "atspi" and e["role"] in ("menu", "menuitem") for e in elements)
+                menus = [e["bbox"] for e in elements if e["role"] in ("menu", "menuitem") and e["bbox"]]
+                assert not any(any(_overlaps(o["bbox"], m) for m in menus) for o in words), words
+            finally:
+                os.killpg(app.pid, signal.SIGKILL)
+    finally:
+        s.stop()
+
+
+def _overlaps(a, b) -> bool:
+    return min(a[0] + a[2], b[0] + b[2]) > max(a[0], b[0]) and min(a[1] + a[3], b[1] + b[3]) > max(a[1], b[1])

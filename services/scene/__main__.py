@@ -10,6 +10,7 @@ from aiohttp import web
 
 from ..common.logging import configure_logging, get_logger
 from ..common.net import parse_listen
+from ..common.options import OCR_MODES, ocr_mode_from_env
 from .app import SceneConfig, create_app
 
 
@@ -22,8 +23,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bridge", default=os.environ.get("BRIDGE_URL"),
                         help="the CDP bridge's base URL; without it the scene has no page content")
     parser.add_argument("--no-atspi", action="store_true", help="do not read native apps over AT-SPI")
-    parser.add_argument("--ocr", action="store_true", default=os.environ.get("DESKBOX_OCR") == "1",
-                        help="fill the scene's ocr list (Tesseract, when installed); off by default")
+    parser.add_argument("--ocr", nargs="?", const="all", choices=OCR_MODES, default=ocr_mode_from_env(),
+                        help="fill the scene's ocr list with Tesseract (when installed): 'all' of the screen "
+                             "(--ocr alone), or 'fill' where native apps expose nothing (a canvas, a video); "
+                             "default: off, or DESKBOX_OCR"),
     parser.add_argument("--control", default=os.environ.get("DESKBOX_CONTROL"),
                         help="deskbox up's control socket: serves /api/v1/session/* (reset, snapshots)")
     parser.add_argument("--ids-file", default=None,

@@ -43,7 +43,7 @@ class SceneConfig:
     desktopd: str = "http://127.0.0.1:8080"
     bridge: str | None = "http://127.0.0.1:8122"
     atspi: bool = True
-    ocr: bool = False
+    ocr: str = "off"  # "off", "fill" (where native apps expose nothing) or "all" (the whole screen)
     token: str | None = None
     watch: bool = True
     control: str | None = None  # deskbox up's control socket: the session state API
@@ -71,12 +71,14 @@ def create_app(config: SceneConfig | None = None) -> web.Application:
         from .native import NativeSource
 
         native = NativeSource()
-    ocr = None
-    if config.ocr:
+    ocr = fill = None
+    if config.ocr in ("all", "fill"):
+        from .fill import FillIn
         from .ocr import OcrChain
 
-        ocr = OcrChain.default(enabled=True)
-    engine = SceneEngine(desktop, bridge, native, ocr, ids_file=config.ids_file)
+        chain = OcrChain.default(enabled=True)
+        ocr, fill = (chain, None) if config.ocr == "all" else (None, FillIn(chain))
+    engine = SceneEngine(desktop, bridge, native, ocr, ids_file=config.ids_file, fill=fill)
     app[ENGINE] = engine
     app[DESKTOP] = desktop
     input_lock = asyncio.Lock()  # /act and the provider adapters take turns at the input

@@ -20,8 +20,9 @@ from PIL import Image
 
 from ..common.errors import Unavailable
 from ..common.logging import get_logger
-from ..geometry import Display, Rect, page_placement, visible_part
+from ..geometry import Display, Rect, native_to_display, page_placement, visible_part
 from .elements import Element, native_elements, page_elements
+from .fill import OPAQUE_MIN, Opaque, opaque_boxes
 from .frames import FrameSignature, changed_regions, signature
 from .id_store import IdStore
 from .ids import IdRegistry
@@ -45,10 +46,11 @@ class OcrItem:
     bbox: tuple[int, int, int, int]
     conf: float
     display_id: int
+    window_id: str | None = None  # the window whose opaque part it was read in (--ocr fill)
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "text": self.text, "bbox": list(self.bbox), "conf": round(self.conf, 3),
-                "display_id": self.display_id}
+                "display_id": self.display_id, "window_id": self.window_id, "source": "ocr"}
 
 
 @dataclass(slots=True)
@@ -150,11 +152,12 @@ def _apps(windows: list[Window]) -> list[dict[str, Any]]:
 
 class SceneEngine:
     def __init__(self, desktop: Desktop, bridge: Bridge | None, atspi: Any = None, ocr: Any = None,
-                 ids_file: str | None = None) -> None:
+                 ids_file: str | None = None, fill: Any = None) -> None:
         self.desktop = desktop
         self.bridge = bridge
         self.atspi = atspi  # services.scene.native.NativeSource or None
-        self.ocr = ocr  # services.scene.ocr.OcrChain or None
+        self.ocr = ocr  # services.scene.ocr.OcrChain or None: the whole screen read (--ocr all)
+        self.fill = fill  # services.scene.fill.FillIn or None: opaque parts of native windows read (--ocr fill)
         self.ids = IdRegistry("a")
         self.text_ids = IdRegistry("t")
         # A restarted scene honours the ids it handed out before (see id_store).
@@ -348,17 +351,23 @@ class SceneEngine:
                 log.warning("atspi failed", error=str(exc))
         elif self.atspi is None:
             sources["atspi"] = "disabled"
-        if self._native_cache:
-            elements += self._native_elements(self._native_cache, tree)
+        opaque: list[Opaque] = []
+        if self.atspi is not None and not native_failed:
+            native, opaque = self._native_elements(self._native_cache or [], tree)
+            elements += native
+        elif self._native_cache:
+            elements += self._native_elements(self._native_cache, tree)[0]
 
         ocr_items: list[OcrItem] = []
-        if ocr_task is not None:
-            try:
+        try:
+            if ocr_task is not None:
                 ocr_items = await ocr_task
-            except Exception as exc:
-                sources["ocr"] = f"{type(exc).__name__}: {exc}"
-        else:
-            sources["ocr"] = "disabled"
+            elif self.fill is not None and self.fill.enabled:
+                ocr_items = await timed("ocr", self._fill_in(frames, opaque, changed))
+            else:
+                sources["ocr"] = "disabled"
+        except Exception as exc:
+            sources["ocr"] = f"{type(exc).__name__}: {exc}"
 
         # Ids: live elements keep theirs; the ones of a source that could not be read this
         # time are kept alive (absence of evidence is not a removal).
@@ -452,7 +461,9 @@ class SceneEngine:
         # elements' ids alive; elements gone from a tab that was read are retired.
         return out, alive - read, errors
 
-    def _native_elements(self, nodes: list[Any], tree: Tree) -> list[Element]:
+    def _native_elements(self, nodes: list[Any], tree: Tree) -> tuple[list[Element], list[Opaque]]:
+        """The native apps' elements, and the parts of their windows that expose nothing
+        (surfaces they draw on, windows without a node): where ``--ocr fill`` reads."""
         displays = {d.id: d for d in tree.displays}
         by_window: dict[str, tuple[Window, list[Any]]] = {}
         for window, group in _windows_for_native(nodes, tree.windows, displays):
@@ -460,6 +471,7 @@ class SceneEngine:
                 continue
             by_window.setdefault(window.id, (window, []))[1].extend(group)
         out: list[Element] = []
+        opaque: list[Opaque] = []
         for window, group in by_window.values():
             display = displays[window.display_id]
             clip = visible_part(window.bounds, Rect(0, 0, *display.size))
@@ -473,7 +485,41 @@ class SceneEngine:
                 surface = visible_window(frame, (window.bounds.w / display.scale, window.bounds.h / display.scale))
             out += native_elements(group, window=window.bounds, scale=display.scale, clip=clip,
                                    display_id=display.id, window_id=window.id, surface_window=surface)
-        return out
+            if self.fill is not None:
+                def place(extents, window=window, display=display, surface=surface, clip=clip):
+                    box = native_to_display(window.bounds, display.scale, extents, surface)
+                    return visible_part(box, clip) if box is not None else None
+                opaque += [Opaque(display.id, window.id, _region(box)) for box in opaque_boxes(group, place)]
+        if self.fill is not None:
+            # A window whose app exposes nothing at all is read whole (not a browser's:
+            # CDP reads its pages).
+            for window in tree.windows:
+                if (window.id in by_window or window.bounds is None or window.display_id not in displays
+                        or (window.app_id and "chrom" in window.app_id.lower())):
+                    continue
+                clip = visible_part(window.bounds, Rect(0, 0, *displays[window.display_id].size))
+                if clip is not None and clip.w >= OPAQUE_MIN[0] and clip.h >= OPAQUE_MIN[1]:
+                    opaque.append(Opaque(window.display_id, window.id, _region(clip)))
+        return out, opaque
+
+    async def _fill_in(self, frames: list[Frame], parts: list[Opaque],
+                       changed: dict[int, list[tuple[int, int, int, int]]]) -> list[OcrItem]:
+        by_display = {f.display_id: f for f in frames}
+
+        def image_of(display_id: int) -> Image.Image:
+            f = by_display[display_id]
+            return Image.frombytes("RGB", (f.width, f.height), f.rgb)
+
+        parts = [p for p in parts if p.display_id in by_display]
+        read = await asyncio.to_thread(self.fill.update, parts, image_of, changed)
+        items, seen = [], []
+        for part, w in read:
+            key = (w.text, round(w.bbox[0] / 16), round(w.bbox[1] / 16))
+            items.append(OcrItem(self.text_ids.assign(part.display_id, key), w.text, tuple(w.bbox), w.conf,
+                                 part.display_id, part.window_id))
+            seen.append((part.display_id, key))
+        self.text_ids.retire_absent(seen)
+        return items
 
     async def _ocr(self, frames: list[Frame], changed: dict[int, list[tuple[int, int, int, int]]]) -> list[OcrItem]:
         assert self.ocr is not None
@@ -532,6 +578,11 @@ class SceneEngine:
                         await self.scene("active")
                     except Exception as exc:
                         log.warning("watch: scene failed", error=str(exc))
+
+
+def _region(box: Rect) -> tuple[int, int, int, int]:
+    x0, y0 = int(box.x), int(box.y)
+    return x0, y0, int(box.x + box.w + 0.999) - x0, int(box.y + box.h + 0.999) - y0
 
 
 def _changed_pids(tree: Tree, changed: dict[int, list[tuple[int, int, int, int]]]) -> frozenset[int]:

@@ -408,6 +408,13 @@ class OcrChain:
             self._pending.pop(display_id, None)
             return list(self._lines[display_id])
 
+    def read(self, image: Image.Image, regions: list[Region]) -> list[list[OcrWord]]:
+        """The whole lines inside each region of ``image``, read now (nothing is kept).
+        Raises ``OcrError`` when no provider could read them."""
+        if not regions:
+            return []
+        return [_inside(lines, region, image.size) for region, lines in zip(regions, self._recognize(image, regions))]
+
     def _lock_for(self, display_id: int) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(display_id, threading.Lock())

@@ -240,8 +240,8 @@ class SessionChildren:
                 "--ids-file", str(self.runtime / "scene-ids.json")]
         if bridge_url is not None:
             argv += ["--bridge", bridge_url]
-        if self.args.ocr:
-            argv.append("--ocr")
+        if self.args.ocr != "off":
+            argv += ["--ocr", self.args.ocr]
         return [*argv, "--log-level", self.args.log_level]
 
     def _bridge_argv(self) -> list[str]:

@@ -9,6 +9,7 @@ import os
 import sys
 
 from ..common.logging import configure_logging
+from ..common.options import OCR_MODES, ocr_mode_from_env
 from .lifecycle import OSWORLD_CDP_PORT, OSWORLD_USER, PROJECT_ROOT, SESSION_USER, Session, SessionError
 from .outputs import OutputSpec, parse_output
 
@@ -59,8 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the CDP bridge's port (chromium_with_api.py, which launches and relaunches Chromium)")
     up.add_argument("--scene-port", type=int, default=int(os.environ.get("SCENE_PORT", "8000")),
                     help="the scene aggregator's port")
-    up.add_argument("--ocr", action="store_true", default=os.environ.get("DESKBOX_OCR") == "1",
-                    help="fill the scene's ocr list with Tesseract (off by default: it costs CPU on every change)")
+    up.add_argument("--ocr", nargs="?", const="all", choices=OCR_MODES, default=ocr_mode_from_env(),
+                    help="fill the scene's ocr list with Tesseract: 'all' of the screen (--ocr alone) or 'fill' "
+                         "where native apps expose nothing (a canvas, a video). Default: off (it costs CPU on "
+                         "every change), or DESKBOX_OCR (1, all, fill)")
     up.add_argument("--cdp-port", type=int,
                     default=int(os.environ["DESKBOX_CDP_PORT"]) if os.environ.get("DESKBOX_CDP_PORT") else None,
                     help=f"Chromium's DevTools port, always on loopback. Default: 9222; {OSWORLD_CDP_PORT} with "
