@@ -42,7 +42,7 @@ image:
 image-apps:
 	scripts/container-build deskbox-apps --build-arg DESKBOX_APPS=1
 
-# The apps image in OSWorld mode through its published ports: Calc, VLC, GIMP
+# The apps image in OSWorld mode through its published ports: Calc, Writer, Impress, VLC, GIMP
 # (tests/container/apps.py).
 container-test-apps: deps image-apps
 	.venv/bin/python tests/container/apps.py --image deskbox-apps
