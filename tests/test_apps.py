@@ -217,6 +217,12 @@ def test_open_file_of_a_document_opens_writer_and_its_bold_button_clicked_by_id_
         s = http("GET", session.scene + "/api/v1/scene?mode=agent-turn").json()
         return next((e for e in s["ax"] if e["id"] == bold["id"] and "checked" in e["states"]), None)
     wait_until(bold_now, 10, 0.3, what="Bold checked after the click")
+    # A menu opened by id shows its items (a closed menu's are not read at all).
+    menu = next(e for e in elements if e["role"] == "menu" and e["name"] == "Format")
+    resp = http("POST", session.scene + "/api/v1/act", {"target": menu["id"], "action": "click"})
+    assert resp.status == 200 and resp.json()["ok"], resp.text
+    app_window(session, "notes.docx - LibreOffice Writer", role="menuitem", name="Character...", timeout=15)
+    http("POST", session.desktopd + "/api/v1/keyboard", {"action": "key", "keys": "Escape"})
     close_discarding_changes(session)
 
 

@@ -87,8 +87,9 @@ Walk cost
     ``Cache.GetItems`` call. The selection (``_Selection``, pure) then says what else
     it needs (boxes of the nodes it keeps, values, actions, the children of a parent
     whose count disagrees with the cache) and those calls go out together: two rounds
-    in all. A browser (its cache would hold every page node too) and an app without a
-    cache are read one tree level per round, each level's calls at once, except that
+    in all. A browser (its cache would hold every page node too), LibreOffice (its cache
+    holds every cell and menu item it ever made) and an app without a cache are read one
+    tree level per round, each level's calls at once, except that
     everything the app's last walk read is asked again at once in a first round (the
     levels then fetch only what changed); an object's role, interfaces and actions are
     asked once, and of an object hidden last time only its state is asked until it
@@ -101,6 +102,8 @@ Walk cost
     (median 30; 217 objects visited, 60 kept), where libatspi's one-call-at-a-time
     walk of the same apps took 100-280 ms. ``snapshot(pids=...)`` walks only the apps whose windows
     changed; ``python -m services.scene.atspi --repeat N`` prints a session's figures.
+    A Calc sheet's visible cells are read by row and column (``_sheet_cells``), and
+    kept from the previous snapshot when the caller says the sheet's pixels held still.
 """
 
 from __future__ import annotations
@@ -179,6 +182,7 @@ _VALUE_ROLES = frozenset({"slider", "spin button", "progress bar", "scroll bar",
 _BROWSER_TOOLKITS = ("chromium", "gecko")
 # Calc's formula bar and its Input line (LibreOffice's English names).
 _CALC_FORMULA_BAR, _CALC_INPUT_LINE = "Formula Tool Bar", "Input line"
+_MENU_ROLES = frozenset({"menu", "menu item", "check menu item", "radio menu item", "tearoff menu item"})
 # A control that does its own action is a leaf for an agent: what lies inside (its
 # label, icon, hidden notifications) is not walked. One without an action (GTK4's menu
 # button wrapping the real button) is walked.
@@ -224,7 +228,8 @@ _CACHE_PATH = "/org/a11y/atspi/cache"
 _REGISTRY = "org.a11y.atspi.Registry"
 _DESKTOP_COORDS, _WINDOW_COORDS = 0, 1  # ATSPI_COORD_TYPE_SCREEN, _WINDOW
 # The state bits this module reads (AT-SPI's StateType numbers).
-_DEFUNCT, _EDITABLE, _FOCUSABLE, _FOCUSED, _SHOWING, _VISIBLE, _MANAGES_DESCENDANTS = 6, 7, 11, 12, 25, 30, 31
+_DEFUNCT, _EDITABLE, _FOCUSABLE, _FOCUSED, _SELECTED, _SHOWING, _VISIBLE, _MANAGES_DESCENDANTS = (
+    6, 7, 11, 12, 23, 25, 30, 31)
 # At most this many cells of a sheet are read (a 1920x1080 Calc shows about 1,000).
 MAX_SHEET_CELLS = 2500
 MAX_CACHED_CELLS = 20_000  # per sheet (see AtspiReader._cells)
@@ -496,6 +501,11 @@ class _Selection:
         role = self.names.role(obj.role)
         if role == "document web" and self.app.browser and self.prune_documents:
             return []
+        if role in _MENU_ROLES and not self.app.gtk4 and not obj.has(_SHOWING):
+            # The items of a closed menu are visible but not showing (GTK 3, VCL): their
+            # boxes are off screen. LibreOffice's menu bar holds some 650 of them, whose
+            # boxes cost 60% of its walk (measured). Not GTK 4's: it sets only visible.
+            return []
         gtk4 = self.app.gtk4
         # GTK 4.8 names its panels and fillers after their types or not at all (measured).
         name = "" if gtk4 and role in ("panel", "filler") else obj.name
@@ -537,6 +547,8 @@ class _Selection:
                 and self.app.name == "soffice" and not pending and extents is not None):
             out += self._sheet(obj, depth + 1, frame_title, offset)
             return out
+        if role == "menu" and self.app.name == "soffice" and not obj.has(_SELECTED):
+            return out  # a closed menu (an open one is selected, measured): its items are not shown
         child_parent = name if keep else parent_name
         for kid in kids if kids is not None else self._kids(obj):
             out += self._visit(kid, depth + 1, frame_title, child_parent, frame_extents, spans, extents, offset)
@@ -647,6 +659,10 @@ class AtspiReader:
         # 1,300 objects a turn on a full-screen sheet. An object keeps reading its
         # cell's current content (measured, LibreOffice 7.4). Sheet key -> cells.
         self._cells: dict[str, dict[tuple[int, int], str]] = {}
+        # What each sheet's visible cells read, and the sheet's box then (see snapshot).
+        self._sheet_read: dict[str, tuple[tuple[int, int, int, int] | None, list[_Cell]]] = {}
+        self._still: frozenset[str] = frozenset()
+        self._sheets_kept = 0
         # Calls in flight at once. dbus-fast writes a burst of calls without waiting for
         # the socket to drain and fails with EAGAIN when its buffer fills (seen with
         # LibreOffice: some 1,400 objects); a few hundred in flight lose nothing of
@@ -677,12 +693,19 @@ class AtspiReader:
 
     # -- public -----------------------------------------------------------------------
 
-    async def snapshot(self, *, prune_documents: bool = True, pids: Collection[int] | None = None) -> list[NativeNode]:
+    async def snapshot(self, *, prune_documents: bool = True, pids: Collection[int] | None = None,
+                       still: Collection[str] = ()) -> list[NativeNode]:
         """Every application's on-screen nodes, in tree order (see the module docstring
         for what is kept); with ``pids``, only those processes' apps. An app that does
         not answer within the call timeout is left out of this snapshot. ``last_walk``
         holds the figures of the latest walk: seconds, objects visited, nodes kept, and
-        milliseconds per app; all apps are read at the same time."""
+        milliseconds per app; all apps are read at the same time.
+
+        ``still`` names sheets (their table's key) whose pixels have not changed since
+        the previous snapshot: their cells are taken from the previous read when the
+        sheet's box is the same (what a sheet's cells show is drawn in its box; the
+        caller watches the pixels)."""
+        self._still, self._sheets_kept = frozenset(still), 0
         started = time.perf_counter()
         try:
             refs = await self._within(self._call(_REGISTRY, _ROOT, _ACCESSIBLE, "GetChildren"), "the registry")
@@ -722,7 +745,9 @@ class AtspiReader:
         self._toolkits = {k: v for k, v in self._toolkits.items() if k.split("/", 1)[0] in live_buses}
         self._hidden = {k for k in self._hidden if k.split("/", 1)[0] in live_buses}
         self._cells = {k: v for k, v in self._cells.items() if k.split("/", 1)[0] in live_buses}
+        self._sheet_read = {k: v for k, v in self._sheet_read.items() if k.split("/", 1)[0] in live_buses}
         stats["seconds"] = time.perf_counter() - started
+        stats["sheets_kept"] = self._sheets_kept
         self.last_walk = stats
         return out
 
@@ -779,8 +804,12 @@ class AtspiReader:
         # A browser's cache, once some client turns AT-SPI events on, holds every page
         # node too (1,382 objects and 27 ms for a 1,000-element page, measured) while
         # only its own UI is wanted here: it is walked level by level, pages pruned.
+        # LibreOffice's holds every object it ever made (the cells of a sheet, the
+        # items of every menu: 1,888 objects, 160-270 ms a call, measured) and works
+        # out each one's states when asked: it is walked level by level too, closed
+        # menus left unopened (110-240 ms).
         return _App(bus=bus, pid=pid, name=name or "", gtk4=toolkit == "gtk" and (version or "").startswith("4."),
-                    browser=browser, cache=not browser, get_all=toolkit != "qt",
+                    browser=browser, cache=not browser and name != "soffice", get_all=toolkit != "qt",
                     desktop_coords=toolkit == "qt")
 
     async def _walk(self, app: _App, prune_documents: bool) -> tuple[list[NativeNode], int, float]:
@@ -867,7 +896,9 @@ class AtspiReader:
             lo, hi = state[0]
             states = lo | hi << 32
             shown = bool((states >> _SHOWING | states >> _VISIBLE) & 1)
-            if props is None and shown:
+            # (Calc's Input line says it is defunct, and nothing else: its name tells.)
+            calc_line = app.name == "soffice" and states == 1 << _DEFUNCT
+            if props is None and (shown or calc_line):
                 props = await props_of(path)
             if shown:
                 self._hidden.discard(key)
@@ -905,7 +936,14 @@ class AtspiReader:
             toolkits[path] = self._toolkits[bus + path] = attributes.get("toolkit", "")
 
         async def sheet(path: str) -> None:
-            sheets[path] = await self._sheet_cells(bus, path, extents.get(path))
+            box = extents.get(path)
+            last = self._sheet_read.get(bus + path)
+            if bus + path in self._still and last is not None and last[0] == box:
+                sheets[path] = last[1]
+                self._sheets_kept += 1
+                return
+            sheets[path] = await self._sheet_cells(bus, path, box)
+            self._sheet_read[bus + path] = (box, sheets[path])
 
         jobs = [*map(children, needs.children), *map(obj, needs.objects), *map(box, needs.extents),
                 *map(acts, needs.actions), *map(value, needs.values), *map(toolkit, needs.toolkits),

@@ -1,6 +1,6 @@
 """The AT-SPI reader in a process of its own, served in JSON lines on stdin/stdout:
 
-    {"op": "snapshot", "prune_documents": true, "pids": null}
+    {"op": "snapshot", "prune_documents": true, "pids": null, "still": ["<sheet key>", ...]}
         -> {"nodes": [NativeNode fields ...], "walk": {...}}
     {"op": "act", "key": "...", "action": "click"}
         -> {"ok": true} | {"error": "NoSuchAction", "actions": [...]}
@@ -22,7 +22,8 @@ from .atspi import AtspiReader, NoSuchAction
 
 async def _handle(reader: AtspiReader, request: dict) -> dict:
     if request["op"] == "snapshot":
-        nodes = await reader.snapshot(prune_documents=request.get("prune_documents", True), pids=request.get("pids"))
+        nodes = await reader.snapshot(prune_documents=request.get("prune_documents", True), pids=request.get("pids"),
+                                      still=request.get("still") or ())
         return {"nodes": [dataclasses.asdict(n) for n in nodes], "walk": reader.last_walk}
     if request["op"] == "act":
         try:

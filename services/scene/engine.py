@@ -171,6 +171,8 @@ class SceneEngine:
         self._dirty = True
         self._native_cache: list[Any] | None = None
         self._ocr_cache: dict[int, list[OcrItem]] = {}
+        # Regions that changed on each display since AT-SPI was last read (see _still_sheets).
+        self._unread: dict[int, list[tuple[int, int, int, int]]] = {}
         self._watch_sigs: dict[int, FrameSignature] = {}
         self._signed: dict[int, tuple[Frame, FrameSignature]] = {}  # display -> last frame signed
         self._task: asyncio.Task | None = None
@@ -284,7 +286,9 @@ class SceneEngine:
                 timings[name] = (time.perf_counter() - t0) * 1000
 
         native_task = None
-        if self.atspi is not None and (full or self._native_cache is None):
+        sheets = self._sheets()
+        walk_all = self.atspi is not None and (full or self._native_cache is None)
+        if walk_all and not sheets:
             native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot()))
         layouts_task = asyncio.ensure_future(timed("cdp", self.bridge.layouts())) if self.bridge is not None else None
         try:
@@ -303,12 +307,19 @@ class SceneEngine:
                                                  sigs[f.display_id])
                    for f in frames}
         any_change = any(changed.values())
+        for display_id, regions in changed.items():
+            self._unread.setdefault(display_id, []).extend(regions)
         native_pids: frozenset[int] | None = None  # None: every app was walked
-        if native_task is None and self.atspi is not None and any_change:
+        if walk_all and sheets:
+            # With a spreadsheet on screen the frames come first: a sheet whose pixels
+            # did not change keeps the cells last read (each costs LibreOffice a call).
+            native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot(still=self._still(sheets))))
+        elif native_task is None and self.atspi is not None and any_change:
             # Only the apps whose windows show a change are walked again.
             native_pids = _changed_pids(tree, changed)
             if native_pids:
-                native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot(native_pids)))
+                native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot(native_pids,
+                                                                                       self._still(sheets))))
         ocr_task = None
         if self.ocr is not None and self.ocr.enabled:
             ocr_task = asyncio.ensure_future(timed("ocr", self._ocr(frames, changed)))
@@ -345,6 +356,7 @@ class SceneEngine:
                     alive = {w.pid for w in tree.windows}
                     fresh = [n for n in self._native_cache if n.pid not in native_pids and n.pid in alive] + fresh
                 self._native_cache = fresh
+                self._unread = {}
             except Exception as exc:  # AT-SPI is best effort: the scene still has the rest
                 native_failed = True
                 sources["atspi"] = f"{type(exc).__name__}: {exc}"
@@ -417,6 +429,21 @@ class SceneEngine:
         self._dirty = False
         self._publish(scene)
         return scene
+
+    def _sheets(self) -> dict[str, tuple[int, Rect]]:
+        """The spreadsheets of the last scene (tables with cells: AT-SPI keys), with
+        their display and box."""
+        if self.last is None:
+            return {}
+        with_cells = {e.key[1].partition("#")[0] for e in self.last.ax if e.source == "atspi" and e.role == "cell"
+                      and "#" in e.key[1]}
+        return {e.key[1]: (e.display_id, e.bbox) for e in self.last.ax
+                if e.source == "atspi" and e.role == "table" and e.key[1] in with_cells and e.bbox is not None}
+
+    def _still(self, sheets: dict[str, tuple[int, Rect]]) -> frozenset[str]:
+        """The sheets no changed region has touched since AT-SPI was last read."""
+        return frozenset(key for key, (display_id, box) in sheets.items()
+                         if not any(_touches(box, r) for r in self._unread.get(display_id, ())))
 
     def _page_elements(self, tabs: list[dict], tree: Tree) -> tuple[list[Element], set[str], list[str]]:
         """Elements of each browser window's front tab. Returns them, the ids of tabs that
@@ -578,6 +605,11 @@ class SceneEngine:
                         await self.scene("active")
                     except Exception as exc:
                         log.warning("watch: scene failed", error=str(exc))
+
+
+def _touches(box: Rect, region: tuple[int, int, int, int]) -> bool:
+    x, y, w, h = region
+    return min(box.x + box.w, x + w) > max(box.x, x) and min(box.y + box.h, y + h) > max(box.y, y)
 
 
 def _region(box: Rect) -> tuple[int, int, int, int]:

@@ -62,10 +62,11 @@ class NativeSource:
             self._proc.kill()
         self._proc = None
 
-    async def snapshot(self, pids: frozenset[int] | None = None) -> list[NativeNode]:
-        """Every app's nodes; with ``pids``, only those processes' apps."""
+    async def snapshot(self, pids: frozenset[int] | None = None, still: frozenset[str] = frozenset()) -> list[NativeNode]:
+        """Every app's nodes; with ``pids``, only those processes' apps; ``still``: the
+        sheets whose pixels did not change (``AtspiReader.snapshot``)."""
         reply = await self._call({"op": "snapshot", "prune_documents": True,
-                                  "pids": sorted(pids) if pids is not None else None})
+                                  "pids": sorted(pids) if pids is not None else None, "still": sorted(still)})
         self.last_walk = reply.get("walk") or {}
         return [_node(n) for n in reply["nodes"]]
 

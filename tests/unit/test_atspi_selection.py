@@ -254,3 +254,21 @@ def test_no_cell_is_marked_for_a_range_or_while_the_sheet_is_not_focused():
     assert [n.name for n in cells] == ["A1", "C1"] and not any("focused" in n.states for n in cells)
     cells = {n.name: n for n in _calc_cells(calc_window("A1", "=1", table_states=())) if n.role == "table cell"}
     assert "focused" not in cells["A1"].states and cells["A1"].formula == "=1"
+
+
+def test_a_closed_menus_items_are_not_read_and_an_open_ones_are():
+    visible_only = 1 << STATE["visible"]
+    objects = window(obj("/m", "/p", 0, "menu", "File", kids=1),
+                     obj("/i", "/m", 0, "menu item", "Open...", ifaces=("Component", "Action"), states=visible_only))
+    nodes, needs = select(objects, extents=boxes(objects), actions={"/i": ("click",)})
+    assert [n.name for n in nodes] == ["Win", "File"] and not needs  # visible, not showing: closed
+    # LibreOffice: a menu that is not selected is not walked into at all.
+    soffice = _App(bus=":1.9", pid=7, name="soffice", gtk4=False, browser=False)
+    objects[-1] = obj("/i", "/m", 0, "menu item", "Open...", ifaces=("Component", "Action"))
+    nodes, needs = select(objects, app=soffice, extents=boxes(objects), actions={"/i": ("click",)},
+                          values={})
+    assert "Open..." not in [n.name for n in nodes]
+    objects[-2] = obj("/m", "/p", 0, "menu", "File", kids=1, states=SHOWN | 1 << STATE["selected"])
+    sel = _Selection(soffice, _Tree({o.path: o for o in objects}), NAMES, True, boxes(objects),
+                     {"/i": ("click",)}, {}, {"/f": "", "/p": "", "/m": "", "/i": ""})
+    assert "Open..." in [n.name for n in sel.run()]

@@ -184,3 +184,38 @@ def test_text_only_on_screen_resolves_through_ocr():
     scene = _scene(_elements(), [OcrItem("t0-1", "Total: 42", (300, 500, 90, 20), 0.9, 0)])
     best, _, _ = resolve(None, "Total: 42", (300, 500, 90, 20), elements=scene.ax, ocr=scene.ocr)
     assert best.id == "t0-1" and best.kind == "ocr"
+
+
+# -- spreadsheets kept while their pixels hold still ------------------------------------
+
+
+def _atspi(key: str, role: str, bbox: Rect | None, display_id: int = 0):
+    from services.scene.elements import Element
+
+    return Element(key=("atspi", key), role=role, name="", value=None, bbox=bbox, display_id=display_id,
+                   window_id="w1", source="atspi", states=[], actions=[], visibility="visible", clip=None)
+
+
+def test_a_sheet_is_still_until_a_changed_region_touches_its_box():
+    from types import SimpleNamespace
+
+    from services.scene.engine import SceneEngine
+
+    engine = SceneEngine(desktop=None, bridge=None)  # type: ignore[arg-type]
+    assert engine._sheets() == {}
+    engine.last = SimpleNamespace(ax=[
+        _atspi(":1.2/t1", "table", Rect(0, 100, 800, 600)),
+        _atspi(":1.2/t1#0,0", "cell", Rect(0, 100, 60, 20)),
+        _atspi(":1.2/t2", "table", Rect(900, 100, 300, 300)),  # a table without cells: not a sheet
+        _atspi(":1.3/t3", "table", Rect(0, 0, 500, 500), display_id=1),
+        _atspi(":1.3/t3#4,2", "cell", Rect(10, 10, 60, 20), display_id=1),
+    ])
+    sheets = engine._sheets()
+    assert set(sheets) == {":1.2/t1", ":1.3/t3"}
+    assert engine._still(sheets) == {":1.2/t1", ":1.3/t3"}
+    engine._unread = {0: [(850, 0, 100, 50)]}  # beside the sheet
+    assert engine._still(sheets) == {":1.2/t1", ":1.3/t3"}
+    engine._unread = {0: [(850, 0, 100, 50), (790, 690, 20, 20)]}  # its bottom-right corner
+    assert engine._still(sheets) == {":1.3/t3"}
+    engine._unread = {1: [(0, 0, 1920, 1080)]}  # the whole of the other display
+    assert engine._still(sheets) == {":1.2/t1"}
