@@ -221,8 +221,18 @@ def test_open_file_of_a_document_opens_writer_and_its_bold_button_clicked_by_id_
     menu = next(e for e in elements if e["role"] == "menu" and e["name"] == "Format")
     resp = http("POST", session.scene + "/api/v1/act", {"target": menu["id"], "action": "click"})
     assert resp.status == 200 and resp.json()["ok"], resp.text
-    app_window(session, "notes.docx - LibreOffice Writer", role="menuitem", name="Character...", timeout=15)
-    http("POST", session.desktopd + "/api/v1/keyboard", {"action": "key", "keys": "Escape"})
+    _, elements = app_window(session, "notes.docx - LibreOffice Writer", role="menuitem", name="Character...",
+                             timeout=15)
+    # Its item, clicked by id, opens its dialog, whose Cancel button, clicked by id, closes it.
+    item = next(e for e in elements if e["role"] == "menuitem" and e["name"] == "Character...")
+    resp = http("POST", session.scene + "/api/v1/act", {"target": item["id"], "action": "click"})
+    assert resp.status == 200 and resp.json()["ok"], resp.text
+    _, dialog = app_window(session, "Character", app_id="soffice", role="button", name="Cancel", timeout=30)
+    cancel = next(e for e in dialog if e["role"] == "button" and e["name"] == "Cancel")
+    resp = http("POST", session.scene + "/api/v1/act", {"target": cancel["id"], "action": "click"})
+    assert resp.status == 200 and resp.json()["ok"], resp.text
+    wait_until(lambda: not any(w["title"] == "Character" for a in scene(session)["apps"] for w in a["windows"]),
+               15, 0.5, what="the Character dialog closed by its Cancel button")
     close_discarding_changes(session)
 
 

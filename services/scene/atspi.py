@@ -492,7 +492,14 @@ class _Selection:
     def _visit(self, obj: _Obj, depth: int, frame_title: str, parent_name: str,
                frame_extents: tuple[int, int, int, int] | None,
                spans: list[tuple[int, int, int, int]], parent_box: tuple[int, int, int, int] | None,
-               offset: tuple[int, int] | None) -> list[NativeNode]:
+               offset: tuple[int, int] | None, popup: tuple[int, int] | None = None,
+               parent_role: str = "") -> list[NativeNode]:
+        """One node and what it holds. ``offset``: LibreOffice's VCL body offset
+        (geometry.vcl_body_offset); ``popup``: where the popup of the menu being walked
+        lies in the window: its items' boxes are relative to that popup (GTK 3 and 2,
+        Wayland and X11: a popup is a surface of its own), which opens below the menu
+        bar's menu (measured with LibreOffice's menu bar; a submenu's popup, to the
+        right of its item, is not placed)."""
         self.visited += 1
         if not obj.on_screen and not (self.app.name == "soffice" and obj.name == _CALC_INPUT_LINE):
             # (Calc's formula bar says it is defunct, and nothing else, while its
@@ -501,6 +508,8 @@ class _Selection:
         role = self.names.role(obj.role)
         if role == "document web" and self.app.browser and self.prune_documents:
             return []
+        if role == "menu bar" and self.app.name == "soffice" and offset is not None:
+            return []  # VCL's own menu bar, never drawn: GTK's stands in for it (measured)
         if role in _MENU_ROLES and not self.app.gtk4 and not obj.has(_SHOWING):
             # The items of a closed menu are visible but not showing (GTK 3, VCL): their
             # boxes are off screen. LibreOffice's menu bar holds some 650 of them, whose
@@ -530,6 +539,8 @@ class _Selection:
             toolkit = self._toolkit(obj)
             pending_toolkit = toolkit is None
             extents, offset = native_vcl_box(extents, offset, toolkit or "")  # type: ignore[assignment]
+        if popup is not None and extents is not None:
+            extents = (extents[0] + popup[0], extents[1] + popup[1], extents[2], extents[3])
         if want_span and extents is not None and frame_extents is not None:
             fw, fh = frame_extents[2], frame_extents[3]
             if extents[2] >= fw - _SPAN_SLACK or extents[3] >= fh - _SPAN_SLACK:
@@ -550,8 +561,12 @@ class _Selection:
         if role == "menu" and self.app.name == "soffice" and not obj.has(_SELECTED):
             return out  # a closed menu (an open one is selected, measured): its items are not shown
         child_parent = name if keep else parent_name
+        if (role == "menu" and parent_role == "menu bar" and extents is not None and not gtk4
+                and not self.app.browser and not self.app.desktop_coords):
+            popup = (extents[0], extents[1] + extents[3])
         for kid in kids if kids is not None else self._kids(obj):
-            out += self._visit(kid, depth + 1, frame_title, child_parent, frame_extents, spans, extents, offset)
+            out += self._visit(kid, depth + 1, frame_title, child_parent, frame_extents, spans, extents, offset,
+                               popup, role)
         return out
 
     def _gtk4_name(self, obj: _Obj, name: str, kids: list[_Obj]) -> str:

@@ -272,3 +272,17 @@ def test_a_closed_menus_items_are_not_read_and_an_open_ones_are():
     sel = _Selection(soffice, _Tree({o.path: o for o in objects}), NAMES, True, boxes(objects),
                      {"/i": ("click",)}, {}, {"/f": "", "/p": "", "/m": "", "/i": ""})
     assert "Open..." in [n.name for n in sel.run()]
+
+
+def test_an_open_menus_items_are_placed_in_its_popup_below_the_menu_bar():
+    """A popup is a surface of its own: its items report boxes relative to it, and it
+    opens below its menu in the menu bar (LibreOffice's GTK menu bar, measured)."""
+    open_menu = SHOWN | 1 << STATE["selected"]
+    objects = window(obj("/bar", "/p", 0, "menu bar", kids=1),
+                     obj("/m", "/bar", 0, "menu", "Format", kids=1, states=open_menu),
+                     obj("/i", "/m", 0, "menu item", "Character...", ifaces=("Component", "Action")))
+    extents = {"/f": (0, 0, 960, 1080), "/p": (0, 0, 960, 1080), "/bar": (0, 0, 936, 26),
+               "/m": (193, 0, 68, 26), "/i": (6, 137, 329, 26)}
+    nodes, needs = select(objects, extents=extents, actions={"/i": ("click",)})
+    assert not needs
+    assert {n.name: n.extents for n in nodes}["Character..."] == (199, 163, 329, 26)
