@@ -4,6 +4,7 @@ Chromium dying."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -394,3 +395,40 @@ def test_a_tab_closed_during_a_layout_fails_alone(browser, pages, frames):
     assert by_id[tab["id"]]["error"] is None and one(by_id[tab["id"]], "Top button")["bounds"] is not None
     closed = by_id.get(big["id"])
     assert closed is None or closed["error"] is not None or closed["layout"]["nodes"]
+
+
+def test_the_page_watch_script_records_what_changed_and_calls_its_binding_once_until_rearmed(browser):
+    """services/bridge/page/watch.js on its own in Chromium: under a key and a binding of
+    the test's (the bridge's own copy runs in the page too, under its key)."""
+    from services.bridge import browser as bridge
+
+    script = (bridge._page_script("watch.js").replace("Symbol.for('deskbox.changes')", "Symbol.for('deskbox.test')")
+              .replace("__BINDING__", "__deskboxTestChanged"))
+    assert "deskbox.changes" not in script  # the key is the script's only link to the bridge's copy
+    tab = browser.tabs()[0]["id"]
+    result = run_js(browser, tab, """(async () => {
+      document.body.innerHTML = '<div id=a></div><input type=radio name=g id=r1><input type=radio name=g id=r2>';
+      const calls = [];
+      window.__deskboxTestChanged = x => calls.push(x);
+      const settle = () => new Promise(r => setTimeout(r, 50));
+      await settle();
+      """ + script + """
+      const s = window[Symbol.for('deskbox.test')];
+      const ids = set => [...set].map(n => n.id || n.nodeName).sort();
+      const n0 = s.n;
+      const p = document.createElement('p'); p.id = 'added'; document.getElementById('a').appendChild(p);
+      await settle();
+      const added = {n: s.n - n0, subtree: ids(s.subtree), children: ids(s.children), calls: calls.length};
+      document.getElementById('a').setAttribute('title', 'changed');
+      await settle();
+      const again = {calls: calls.length, subtree: ids(s.subtree)};
+      s.notified = false;  // the bridge re-arms it when it reads the page
+      s.subtree.clear(); s.children.clear(); s.node.clear();
+      document.getElementById('r2').dispatchEvent(new Event('input', {bubbles: true}));
+      const radio = {calls: calls.length, subtree: ids(s.subtree), node: ids(s.node)};
+      return JSON.stringify({added, again, radio});
+    })()""")
+    got = json.loads(result)
+    assert got["added"] == {"n": 1, "subtree": ["added"], "children": ["a"], "calls": 1}, got
+    assert got["again"] == {"calls": 1, "subtree": ["a", "added"]}, got  # recorded, not called again
+    assert got["radio"] == {"calls": 2, "subtree": ["r2"], "node": ["r1", "r2"]}, got

@@ -22,6 +22,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field, replace
+from importlib import resources
 
 import orjson
 
@@ -40,122 +41,21 @@ log = get_logger("deskbox.bridge")
 
 BINDING = "__deskboxChanged"
 
+
+def _page_script(name: str) -> str:
+    """One of the scripts the bridge runs in pages (services/bridge/page/, package data)."""
+    return resources.files(__package__).joinpath("page", name).read_text(encoding="utf-8")
+
+
 # Installed in every page and frame: a counter that moves when the DOM, the scroll
 # position, the viewport, focus or a form field changes, and the elements touched since
 # the bridge last asked: "subtree" (the element and everything in it may differ) and
 # "node" (the element alone: focus moved, a radio button of its group was checked).
-_WATCH_SOURCE = r"""
-(() => {
-  const key = Symbol.for('deskbox.changes');
-  if (window[key]) return;
-  const MAX = 256;
-  // doc: this document's identity (a navigation makes a new one).
-  const state = {n: 0, doc: Math.random().toString(36).slice(2), subtree: new Set(), children: new Set(), node: new Set(),
-                 overflow: false, notified: false};
-  Object.defineProperty(window, key, {value: state, enumerable: false});
-  // Tell the bridge once that something changed (it re-arms this when it reads the page),
-  // through the binding it adds to the top document.
-  const notify = () => {
-    if (state.notified) return;
-    state.notified = true;
-    let call = null;
-    try { call = window.top.__BINDING__; } catch (e) { /* a cross-origin parent */ }
-    if (typeof call !== 'function') call = window.__BINDING__;
-    if (typeof call === 'function') { try { call(''); } catch (e) { /* not ours to fail */ } }
-  };
-  const add = (set, node) => {
-    notify();
-    if (!node) return;
-    if (set.size >= MAX) state.overflow = true; else set.add(node);
-  };
-  // <head> has no AX nodes; what changes there (the title) shows on the document's node.
-  const inHead = node => node && document.head && document.head.contains(node);
-  state.record = records => {
-    if (records.length) state.n++;
-    for (const r of records) {
-      const target = r.type === 'characterData' ? r.target.parentNode : r.target;
-      if (inHead(target)) add(state.node, document);
-      else if (r.type === 'childList') {
-        // The parent's own list of children, and whatever came in (what left is gone).
-        add(state.children, target);
-        for (const n of r.addedNodes) if (n.nodeType === 1 || n.nodeType === 3) add(state.subtree, n);
-      } else add(state.subtree, target);
-    }
-  };
-  const options = {subtree: true, childList: true, attributes: true, characterData: true};
-  const observer = state.observer = new MutationObserver(state.record);
-  observer.observe(document, options);
-  // Shadow roots are not seen from the document: observe each one as it is made (and
-  // the open ones already there when this runs late).
-  const attach = Element.prototype.attachShadow;
-  Element.prototype.attachShadow = function (init) {
-    const root = attach.call(this, init);
-    observer.observe(root, options);
-    return root;
-  };
-  const walk = root => {
-    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) { observer.observe(el.shadowRoot, options); walk(el.shadowRoot); }
-  };
-  walk(document);
-  const bump = () => { state.n++; notify(); };
-  for (const type of ['scroll', 'resize', 'load', 'transitionend', 'animationend']) {
-    window.addEventListener(type, bump, {capture: true, passive: true});
-  }
-  const focus = e => {
-    state.n++;
-    add(state.node, e.target instanceof Node ? e.target : null);
-    add(state.node, document);
-    // Focus moving into or out of a frame changes the documents around it too.
-    for (let w = window; w !== w.parent; w = w.parent) {
-      let outer;
-      try { outer = w.parent[key]; } catch (e) { break; }
-      if (!outer) break;
-      outer.n++;
-      outer.notified = false;
-      for (const node of [w.parent.document, w.frameElement]) {
-        if (outer.node.size >= MAX) outer.overflow = true; else if (node) outer.node.add(node);
-      }
-    }
-  };
-  window.addEventListener('focusin', focus, {capture: true, passive: true});
-  window.addEventListener('focusout', focus, {capture: true, passive: true});
-  for (const type of ['focus', 'blur']) {
-    window.addEventListener(type, e => { if (e.target === window) { state.n++; add(state.node, document); } });
-  }
-  const input = e => {
-    state.n++;
-    const t = e.target instanceof Node ? e.target : null;
-    add(state.subtree, t);
-    // Checking a radio button unchecks the others of its group without an event.
-    if (t && t.type === 'radio' && t.name) for (const r of document.getElementsByName(t.name)) add(state.node, r);
-  };
-  window.addEventListener('input', input, {capture: true, passive: true});
-  window.addEventListener('change', input, {capture: true, passive: true});
-})();
-""".replace("__BINDING__", BINDING)
+_WATCH_SOURCE = _page_script("watch.js").replace("__BINDING__", BINDING)
 
 # "changes" covers this document and every same-origin frame in it (their counters and
 # identities): a change in any of them makes a new key.
-_METRICS_EXPRESSION = r"""
-(() => {
-  const key = Symbol.for('deskbox.changes');
-  const s = window[key];
-  const counts = [];
-  const visit = win => {
-    let t;
-    try { t = win[key]; win.document; } catch (e) { return; }
-    counts.push(t ? `${t.doc}:${t.n}` : '?');
-    if (t) t.notified = false;
-    for (let i = 0; i < win.frames.length; i++) visit(win.frames[i]);
-  };
-  visit(window);
-  return JSON.stringify({
-    changes: counts.join(' '), doc: s ? s.doc : null, url: location.href, outerWidth, outerHeight, innerWidth, innerHeight,
-    devicePixelRatio, scrollX, scrollY, screenX, screenY,
-    visibility: document.visibilityState, title: document.title,
-  });
-})()
-"""
+_METRICS_EXPRESSION = _page_script("metrics.js")
 
 # The page keeps the boxes of at most this many elements; a refresh takes boxes from the
 # page when at most this many nodes moved (each is one DOM.describeNode), from a new
@@ -171,159 +71,8 @@ UNMEASURED_MAX = 20  # new nodes the page could not measure, each described to t
 # documents visited (a frame that navigated or cannot be reached shows there). Elements whose accessible name comes
 # from a touched element (labels, aria-labelledby and its kind) are listed as single
 # elements. With reset, only clears, and returns the windows.
-_TAKE_FUNCTION = r"""
-function (reset, watch) {
-  const key = Symbol.for('deskbox.changes');
-  const GEO = Symbol.for('deskbox.boxes');
-  const MAX_TRACKED = __MAX_TRACKED__, MAX_MOVED = __MAX_MOVED__;
-  const measure = (reset, roots, lists) => {
-    const sx = window.scrollX, sy = window.scrollY;
-    const out = ['G', sx, sy];
-    let many = false;
-    const put = (n, r) => {
-      if (out.length >= 3 + MAX_MOVED * 5) many = true;
-      else out.push(n, r.x + sx, r.y + sy, r.width, r.height);
-    };
-    const elementsUnder = root => {  // the root and the elements in it, through open shadow roots
-      const found = [];
-      const walk = top => {
-        const w = document.createTreeWalker(top, NodeFilter.SHOW_ELEMENT);
-        for (let n = top.nodeType === 1 ? top : w.nextNode(); n; n = w.nextNode()) {
-          found.push(n);
-          if (n.shadowRoot) walk(n.shadowRoot);
-        }
-      };
-      if (root.nodeType === 1 || root.nodeType === 9 || root.nodeType === 11) walk(root);
-      return found;
-    };
-    const g = window[GEO];
-    if (g === 'too many' && !reset) return null;  // measured again only after the next full read
-    if (reset || !g) {
-      const els = elementsUnder(document);
-      const rects = [];
-      if (els.length > MAX_TRACKED) { window[GEO] = 'too many'; return null; }
-      for (const e of els) {
-        const r = e.getBoundingClientRect();
-        rects.push(r.x + sx, r.y + sy, r.width, r.height, e.scrollLeft, e.scrollTop);
-      }
-      window[GEO] = {els, rects, known: new WeakSet(els)};
-      return null;
-    }
-    const {els, rects, known} = g;
-    const nextEls = [], nextRects = [];
-    const texts = new Set();
-    const textOf = n => {
-      if (!n) return;
-      for (const c of n.childNodes) if (c.nodeType === 3) texts.add(c);
-      if (n.shadowRoot) textOf(n.shadowRoot);
-    };
-    const track = (e, r) => {
-      nextEls.push(e); nextRects.push(r.x + sx, r.y + sy, r.width, r.height, e.scrollLeft, e.scrollTop);
-    };
-    // What an input, a text area or a list box scrolls lives in its user-agent shadow
-    // tree, where no script reaches.
-    const OPAQUE = new Set(['INPUT', 'TEXTAREA', 'SELECT']);
-    for (let i = 0; i < els.length; i++) {
-      const e = els[i];
-      if (!e.isConnected) { known.delete(e); continue; }
-      const r = e.getBoundingClientRect(), j = i * 6;
-      if (r.x + sx !== rects[j] || r.y + sy !== rects[j + 1] || r.width !== rects[j + 2] || r.height !== rects[j + 3]) {
-        // Its text moved with it, and its siblings' text flows around it.
-        put(e, r); textOf(e); textOf(e.parentNode);
-      }
-      if (e.scrollLeft !== rects[j + 4] || e.scrollTop !== rects[j + 5]) {
-        // It scrolled its content: the elements in it moved (and are found so), the
-        // text right in it too.
-        if (OPAQUE.has(e.tagName)) many = true;
-        textOf(e);
-      }
-      track(e, r);
-    }
-    for (const root of roots) {
-      if (root.nodeType === 3) texts.add(root);
-      for (const e of elementsUnder(root)) {
-        textOf(e);
-        if (known.has(e)) continue;
-        known.add(e);
-        const r = e.getBoundingClientRect();
-        put(e, r); track(e, r);
-      }
-      textOf(root.parentNode);
-    }
-    for (const p of lists) textOf(p);
-    const range = document.createRange();
-    for (const t of texts) {
-      if (!t.isConnected) continue;
-      range.selectNodeContents(t);
-      const r = range.getBoundingClientRect();
-      if (r.width || r.height || t.data.trim()) put(t, r);
-    }
-    g.els = nextEls; g.rects = nextRects;
-    if (nextEls.length > MAX_TRACKED) window[GEO] = 'too many';
-    return many || nextEls.length > MAX_TRACKED ? null : out;
-  };
-  const REFS = ['aria-labelledby', 'aria-describedby', 'aria-controls', 'aria-owns', 'aria-activedescendant',
-                'aria-details', 'aria-errormessage', 'aria-flowto'];
-  const subtree = [], parents = [], single = [], docs = [];
-  let overflow = false, full = false;
-  const visit = win => {
-    let s, doc;
-    try { doc = win.document; s = win[key]; } catch (e) { return; }
-    if (!doc) return;
-    if (!s) {
-      // A frame that loaded before the bridge attached: watch it from now on; what
-      // changed before is unknown.
-      try { win.Function(watch)(); s = win[key]; } catch (e) { /* a sandboxed frame without scripts */ }
-      overflow = true;
-    }
-    docs.push(s ? s.doc : '?');
-    if (s) {
-      s.record(s.observer.takeRecords());
-      overflow = overflow || s.overflow;
-      const mine = [...s.subtree].filter(n => n.isConnected);
-      const lists = [...s.children].filter(n => n.isConnected);
-      const alone = [...s.node].filter(n => n.isConnected);
-      s.subtree.clear(); s.children.clear(); s.node.clear(); s.overflow = false;
-      if (!reset) {
-        if (mine.some(n => n === doc || n === doc.documentElement || n === doc.body)) full = true;
-        const touched = [...mine, ...lists];
-        const refs = touched.length ? doc.querySelectorAll(REFS.map(a => `[${a}]`).join(',')) : [];
-        for (const n of touched) {
-          const inside = mine.some(m => m !== n && m.contains(n));
-          if (inside) continue;
-          (mine.includes(n) ? subtree : parents).push(n);
-          const el = n.nodeType === 1 ? n : n.parentElement;
-          if (!el) continue;
-          const label = el.closest && el.closest('label');
-          if (label && label.control) single.push(label.control);
-          for (const l of el.querySelectorAll ? el.querySelectorAll('label') : []) if (l.control) single.push(l.control);
-          for (const r of refs) {
-            for (const a of REFS) {
-              for (const id of (r.getAttribute(a) || '').split(/\s+/)) {
-                const t = id && doc.getElementById(id);
-                if (t && (t.contains(n) || n.contains(t))) single.push(r);
-              }
-            }
-          }
-        }
-        single.push(...alone);
-      }
-    }
-    for (let i = 0; i < win.frames.length; i++) visit(win.frames[i]);
-  };
-  visit(window);
-  const windows = docs.join(' ');
-  // With one document (no same-process frames) the page keeps every element's box as
-  // last measured, so that the bridge learns what moved from the page instead of a new
-  // DOMSnapshot of everything: ['G', scrollX, scrollY, (node, x, y, width, height)...]
-  // for the elements whose box changed, the new ones, and the text nodes around them;
-  // 'X' when it cannot tell (first measure, too much moved, frames).
-  const moved = docs.length === 1 ? measure(reset, subtree, parents) : (window[GEO] = null);
-  if (reset) return windows;
-  if (full) return 'full';
-  return [windows, overflow, 'S', ...subtree, 'C', ...parents, 'N', ...new Set(single), ...(moved || ['X'])];
-}
-""".replace("__MAX_TRACKED__", str(MEASURE_MAX_ELEMENTS)).replace("__MAX_MOVED__", str(MEASURE_MAX_MOVED))
+_TAKE_FUNCTION = (_page_script("take.js").replace("__MAX_TRACKED__", str(MEASURE_MAX_ELEMENTS))
+                  .replace("__MAX_MOVED__", str(MEASURE_MAX_MOVED)))
 
 CACHE_MAX_AGE = 5.0  # an unchanged page is answered from cache this long, then refreshed warm
 FULL_MAX_AGE = 60.0  # a kept tree is fetched whole again at least this often
