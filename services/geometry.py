@@ -361,7 +361,7 @@ def probe_points(rect: Rect, inset: float = 2.0) -> list[Point]:
 def native_document_to_display(window: Rect, scale: float, extents: Box,
                                surface_window: Box | None = None) -> Rect:
     """Chromium's page content on AT-SPI (inside ``document web``) -> display-local
-    device px. Measured (services.scene.atspi): those extents are surface-relative like
+    device px. Measured (services.atspi): those extents are surface-relative like
     its toolbar's but in *device* pixels (already times the output scale), so they are
     brought back to layout px before ``native_to_display``."""
     layout = (extents[0] / scale, extents[1] / scale, extents[2] / scale, extents[3] / scale)

@@ -67,7 +67,7 @@ WALK_TIMEOUT_S = 30.0
 CHROMIUM_APP = "Chromium"
 # How deep below a frame the boxes that tell where the visible window lies are looked
 # for (Chromium's root view is three levels down), and how much smaller than the frame
-# such a box may be (services.scene.atspi measured both).
+# such a box may be (services.atspi measured both).
 _SPAN_DEPTH = 3
 _SPAN_SLACK = SURFACE_MARGIN_MAX
 _NCNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")

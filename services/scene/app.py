@@ -68,7 +68,7 @@ def create_app(config: SceneConfig | None = None) -> web.Application:
     bridge = Bridge(config.bridge, config.token) if config.bridge else None
     native = None
     if config.atspi:
-        from .native import NativeSource
+        from ..atspi.source import NativeSource
 
         native = NativeSource()
     ocr = fill = None

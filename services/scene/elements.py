@@ -235,7 +235,7 @@ def native_elements(
     window_id: str | None,
     surface_window: tuple[float, float, float, float] | None = None,
 ) -> list[Element]:
-    """AT-SPI nodes (``services.scene.atspi.NativeNode``) of one window placed on its
+    """AT-SPI nodes (``services.atspi.NativeNode``) of one window placed on its
     display (``surface_window``: see ``geometry.native_to_display``). The top-level
     frame (the window header stands for it) and nameless containers without an action
     are left out."""

@@ -155,7 +155,7 @@ class SceneEngine:
                  ids_file: str | None = None, fill: Any = None) -> None:
         self.desktop = desktop
         self.bridge = bridge
-        self.atspi = atspi  # services.scene.native.NativeSource or None
+        self.atspi = atspi  # services.atspi.source.NativeSource or None
         self.ocr = ocr  # services.scene.ocr.OcrChain or None: the whole screen read (--ocr all)
         self.fill = fill  # services.scene.fill.FillIn or None: opaque parts of native windows read (--ocr fill)
         self.ids = IdRegistry("a")
@@ -507,7 +507,7 @@ class SceneEngine:
             frame = next((n for n in group if n.depth == 1), None)
             surface = None
             if frame is not None:
-                from .atspi import visible_window
+                from ..atspi import visible_window
 
                 surface = visible_window(frame, (window.bounds.w / display.scale, window.bounds.h / display.scale))
             out += native_elements(group, window=window.bounds, scale=display.scale, clip=clip,

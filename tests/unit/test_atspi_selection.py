@@ -1,7 +1,8 @@
 """The AT-SPI reader's selection: which objects become nodes, and what it asks the app
 for, over trees written here (no D-Bus)."""
 
-from services.scene.atspi import _ROOT, NativeNode, _App, _calc_cells, _Names, _Obj, _Selection, _Tree
+from services.atspi.selection import _calc_cells, _Selection
+from services.atspi.tree import _ROOT, NativeNode, _App, _Names, _Obj, _Tree
 
 NAMES = _Names()
 ROLE = {name: number for number, name in NAMES.roles.items()}
@@ -120,11 +121,11 @@ def test_frame_spans_collect_near_full_size_containers_for_visible_window():
 
 
 def test_the_state_bits_read_are_libatspis():
-    from services.scene import atspi
+    from services.atspi import tree
 
-    assert {NAMES.states[n] for n in (atspi._DEFUNCT, atspi._EDITABLE, atspi._FOCUSABLE, atspi._SHOWING,
-                                      atspi._VISIBLE, atspi._MANAGES_DESCENDANTS)} == {
-        "defunct", "editable", "focusable", "showing", "visible", "manages descendants"}
+    assert {NAMES.states[n] for n in (tree._DEFUNCT, tree._EDITABLE, tree._FOCUSABLE, tree._FOCUSED, tree._SELECTED,
+                                      tree._SHOWING, tree._VISIBLE, tree._MANAGES_DESCENDANTS)} == {
+        "defunct", "editable", "focusable", "focused", "selected", "showing", "visible", "manages descendants"}
 
 
 def test_writers_document_is_walked_for_its_paragraphs_though_it_manages_its_descendants():

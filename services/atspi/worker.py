@@ -7,7 +7,7 @@
 
 Why a process: decoding a snapshot's D-Bus replies is CPU work that would compete with
 the scene service's event loop for the GIL (joining a big page), and a worker that is
-stuck is simply killed. Run ``python -m services.scene.atspi_worker`` as the session
+stuck is simply killed. Run ``python -m services.atspi.worker`` as the session
 user (AT-SPI answers only the apps' own uid)."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import dataclasses
 import json
 import sys
 
-from .atspi import AtspiReader, NoSuchAction
+from .reader import AtspiReader
+from .tree import NoSuchAction
 
 
 async def _handle(reader: AtspiReader, request: dict) -> dict:

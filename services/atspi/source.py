@@ -1,5 +1,5 @@
 """Native apps over AT-SPI, for an asyncio service: the reader runs in a worker process
-(``services.scene.atspi_worker``) spoken to in JSON lines, one request at a time.
+(``services.atspi.worker``) spoken to in JSON lines, one request at a time.
 
 A process rather than a thread: decoding the walk's D-Bus replies does not compete
 with the event loop for the GIL, and an app that never answers cannot hold the
@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Any
 
-from .atspi import NativeNode, NoSuchAction
+from .tree import NativeNode, NoSuchAction
 
 __all__ = ["NativeSource", "NativeSourceBusy"]
 
@@ -34,7 +34,7 @@ class NativeSource:
     async def _worker(self) -> asyncio.subprocess.Process:
         if self._proc is None or self._proc.returncode is not None:
             self._proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "services.scene.atspi_worker",
+                sys.executable, "-m", "services.atspi.worker",
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=_LINE_LIMIT)
         return self._proc
 

@@ -1,0 +1,313 @@
+"""Which of an app's objects become nodes: the rules of the package docstring, over what
+has been read so far, with the repairs each toolkit needs (GTK 4's names, LibreOffice's
+boxes, menus and sheets). Pure: no D-Bus here."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..geometry import native_vcl_box, vcl_body_offset
+from .tree import (
+    _CALC_FORMULA_BAR,
+    _CALC_INPUT_LINE,
+    _CONTAINER_ROLES,
+    _EDITABLE,
+    _FOCUSABLE,
+    _GTK_TYPE_NAME,
+    _LEAF_ROLES,
+    _MANAGES_DESCENDANTS,
+    _MAX_CHILDREN,
+    _MENU_ROLES,
+    _ROOT,
+    _SELECTED,
+    _SHOWING,
+    _SPAN_DEPTH,
+    _SPAN_SLACK,
+    _TEXT_ROLES,
+    _TEXT_VALUE_ROLES,
+    _UNKNOWN,
+    _VALUE_ROLES,
+    NativeNode,
+    _action_index,
+    _App,
+    _Cell,
+    _Names,
+    _Needs,
+    _Obj,
+    _Tree,
+    cell_name,
+)
+
+
+class _Selection:
+    """Which of an app's objects become nodes: the rules in the module docstring,
+    over what has been read so far. A pass that meets something unread records it in
+    ``needs`` and goes on as if it were absent (so one pass collects nearly everything
+    the next round of calls must fetch); the reader repeats passes until nothing is
+    missing. Pure: no D-Bus here."""
+
+    def __init__(self, app: _App, tree: _Tree, names: _Names, prune_documents: bool,
+                 extents: dict[str, tuple[int, int, int, int] | None], actions: dict[str, tuple[str, ...]],
+                 values: dict[str, str | None], toolkits: dict[str, str] | None = None,
+                 sheets: dict[str, list[_Cell]] | None = None) -> None:
+        self.app, self.tree, self.names = app, tree, names
+        self.prune_documents = prune_documents
+        self.extents, self.actions, self.values = extents, actions, values
+        self.toolkits = toolkits if toolkits is not None else {}
+        self.sheets = sheets if sheets is not None else {}
+        self.needs = _Needs()
+        self.visited = 0
+        self._origin = (0, 0)  # the frame's DESKTOP position, for an app with desktop_coords
+
+    def run(self) -> list[NativeNode]:
+        root = self.tree.objects.get(_ROOT)
+        if root is None:
+            self.needs.objects.add(_ROOT)
+            return []
+        out: list[NativeNode] = []
+        for frame in self._kids(root):
+            out += self._frame(frame)
+        return out
+
+    def _kids(self, obj: _Obj) -> list[_Obj]:
+        if obj.child_count > _MAX_CHILDREN:
+            return []
+        if obj.has(_MANAGES_DESCENDANTS) and not (self.app.name == "soffice"
+                                                  and self.names.role(obj.role) == "document text"):
+            # (Writer's document says it manages its descendants, yet lists only the
+            # paragraphs on screen, as children: a few dozen at most, measured.)
+            return []
+        paths, trusted = self.tree.children(obj)
+        if not trusted:
+            self.needs.children.add(obj.path)
+        kids = []
+        for path in paths:
+            kid = self.tree.objects.get(path)
+            if path in self.tree.gone:
+                continue
+            if kid is None:
+                self.needs.objects.add(path)
+            else:
+                kids.append(kid)
+        return kids
+
+    def _extents(self, obj: _Obj) -> tuple[int, int, int, int] | None:
+        if "Component" not in obj.interfaces:
+            return None
+        found = self.extents.get(obj.path, _UNKNOWN)
+        if found is _UNKNOWN:
+            self.needs.extents.add(obj.path)
+            return None
+        if found is not None and self.app.desktop_coords:
+            x, y, w, h = found  # type: ignore[misc]
+            return x - self._origin[0], y - self._origin[1], w, h
+        return found  # type: ignore[return-value]
+
+    def _sheet(self, table: _Obj, depth: int, frame_title: str, offset: tuple[int, int] | None) -> list[NativeNode]:
+        """A Calc sheet's visible cells (the sheet's table reports every cell of the
+        sheet, a billion or so, created on demand: they are asked by row and column, see
+        ``_fetch``). Named as Calc names them (``B3``), their text (what the cell shows)
+        as the value. ``_calc_cells`` then keeps those that hold something and the
+        active one."""
+        cells = self.sheets.get(table.path)
+        if cells is None:
+            self.needs.sheets.add(table.path)
+            return []
+        dx, dy = offset or (0, 0)
+        states = ("editable", "enabled", "focusable", "selectable", "sensitive", "showing", "visible")
+        return [NativeNode(
+            key=f"{self.app.bus}{table.path}#{c.row},{c.col}", pid=self.app.pid, app=self.app.name, role="table cell",
+            name=cell_name(c.row, c.col), value=c.text, states=states, actions=(),
+            extents=(c.extents[0] + dx, c.extents[1] + dy, c.extents[2], c.extents[3]),
+            frame=frame_title, depth=depth) for c in cells]
+
+    def _toolkit(self, obj: _Obj) -> str | None:
+        """The ``toolkit`` of the object's attributes ("" when none), None until read."""
+        found = self.toolkits.get(obj.path)
+        if found is None:
+            self.needs.toolkits.add(obj.path)
+        return found
+
+    def _actions(self, obj: _Obj) -> tuple[str, ...]:
+        if "Action" not in obj.interfaces:
+            return ()
+        found = self.actions.get(obj.path)
+        if found is None:
+            self.needs.actions.add(obj.path)
+            return ()
+        return found
+
+    def _value(self, obj: _Obj, role: str) -> str | None:
+        wanted = (_reads_text(obj, role) and role != "password text") or ("Value" in obj.interfaces
+                                                                         and role in _VALUE_ROLES)
+        if not wanted:
+            return None
+        found = self.values.get(obj.path, _UNKNOWN)
+        if found is _UNKNOWN:
+            self.needs.values.add(obj.path)
+            return None
+        return found  # type: ignore[return-value]
+
+    def _frame(self, frame: _Obj) -> list[NativeNode]:
+        self.visited += 1
+        if not frame.on_screen:
+            return []
+        title = frame.name
+        self._origin = (0, 0)
+        extents = self._extents(frame)
+        if extents is not None and self.app.desktop_coords:
+            self._origin = extents[:2]
+            extents = (0, 0, extents[2], extents[3])
+        spans: list[tuple[int, int, int, int]] = [extents] if extents else []
+        body: list[NativeNode] = []
+        for child in self._kids(frame):
+            body += self._visit(child, 2, title, title, extents, spans, extents, None)
+        if not title and not body:
+            return []  # an unnamed frame with nothing on it: Chromium's hidden popups
+        if self.app.name == "soffice":
+            body = _calc_cells(body)
+        node = self._node(frame, self.names.role(frame.role), title, None, extents, title, 1, tuple(spans))
+        return [node, *body]
+
+    def _visit(self, obj: _Obj, depth: int, frame_title: str, parent_name: str,
+               frame_extents: tuple[int, int, int, int] | None,
+               spans: list[tuple[int, int, int, int]], parent_box: tuple[int, int, int, int] | None,
+               offset: tuple[int, int] | None, popup: tuple[int, int] | None = None,
+               parent_role: str = "") -> list[NativeNode]:
+        """One node and what it holds. ``offset``: LibreOffice's VCL body offset
+        (geometry.vcl_body_offset); ``popup``: where the popup of the menu being walked
+        lies in the window: its items' boxes are relative to that popup (GTK 3 and 2,
+        Wayland and X11: a popup is a surface of its own), which opens below the menu
+        bar's menu (measured with LibreOffice's menu bar; a submenu's popup, to the
+        right of its item, is not placed)."""
+        self.visited += 1
+        if not obj.on_screen and not (self.app.name == "soffice" and obj.name == _CALC_INPUT_LINE):
+            # (Calc's formula bar says it is defunct, and nothing else, while its
+            # paragraph, which holds the active cell's content, lives: measured.)
+            return []
+        role = self.names.role(obj.role)
+        if role == "document web" and self.app.browser and self.prune_documents:
+            return []
+        if role == "menu bar" and self.app.name == "soffice" and offset is not None:
+            return []  # VCL's own menu bar, never drawn: GTK's stands in for it (measured)
+        if role in _MENU_ROLES and not self.app.gtk4 and not obj.has(_SHOWING):
+            # The items of a closed menu are visible but not showing (GTK 3, VCL): their
+            # boxes are off screen. LibreOffice's menu bar holds some 650 of them, whose
+            # boxes cost 60% of its walk (measured). Not GTK 4's: it sets only visible.
+            return []
+        gtk4 = self.app.gtk4
+        # GTK 4.8 names its panels and fillers after their types or not at all (measured).
+        name = "" if gtk4 and role in ("panel", "filler") else obj.name
+        container = role in _CONTAINER_ROLES
+        kids = self._kids(obj) if gtk4 and _GTK_TYPE_NAME.match(name) else None
+        if gtk4:
+            name = self._gtk4_name(obj, name, kids or [])
+        elif not name and role in _LEAF_ROLES and obj.description:
+            # A button that shows only an icon, named by its tooltip (VLC's controls).
+            name = obj.description.split("\n", 1)[0].strip()
+        # Near the frame, containers' boxes tell where the visible window is (GTK4's
+        # frame is the visible window: measured, so it is not asked there).
+        want_span = container and not gtk4 and depth - 1 <= _SPAN_DEPTH and frame_extents is not None
+        keep = bool(name) or obj.has(_FOCUSABLE) or not (container or role in _TEXT_ROLES)
+        if keep and role in ("label", "static") and name == parent_name:
+            keep = False  # a button's own label, repeated as a child
+        out: list[NativeNode] = []
+        extents = self._extents(obj) if keep or want_span else None
+        offset = vcl_body_offset(self.app.name, role, extents, parent_box) or offset
+        pending_toolkit = False
+        if offset is not None and extents is not None:
+            toolkit = self._toolkit(obj)
+            pending_toolkit = toolkit is None
+            extents, offset = native_vcl_box(extents, offset, toolkit or "")  # type: ignore[assignment]
+        if popup is not None and extents is not None:
+            extents = (extents[0] + popup[0], extents[1] + popup[1], extents[2], extents[3])
+        if want_span and extents is not None and frame_extents is not None:
+            fw, fh = frame_extents[2], frame_extents[3]
+            if extents[2] >= fw - _SPAN_SLACK or extents[3] >= fh - _SPAN_SLACK:
+                spans.append(extents)
+        # While its box is being asked for, a node's value and actions are asked for
+        # too (it will most likely be kept), and its children are walked in case.
+        pending = obj.path in self.needs.extents or pending_toolkit
+        if keep and (pending or (extents is not None and extents[2] > 0 and extents[3] > 0)):
+            node = self._node(obj, role, name, self._value(obj, role), extents, frame_title, depth)
+            if not pending:
+                out.append(node)
+                if role in _LEAF_ROLES and node.actions and _action_index(node.actions, "click") is not None:
+                    return out
+        if (role == "table" and obj.has(_MANAGES_DESCENDANTS) and "Table" in obj.interfaces
+                and self.app.name == "soffice" and not pending and extents is not None):
+            out += self._sheet(obj, depth + 1, frame_title, offset)
+            return out
+        if role == "menu" and self.app.name == "soffice" and not obj.has(_SELECTED):
+            return out  # a closed menu (an open one is selected, measured): its items are not shown
+        child_parent = name if keep else parent_name
+        if (role == "menu" and parent_role == "menu bar" and extents is not None and not gtk4
+                and not self.app.browser and not self.app.desktop_coords):
+            popup = (extents[0], extents[1] + extents[3])
+        for kid in kids if kids is not None else self._kids(obj):
+            out += self._visit(kid, depth + 1, frame_title, child_parent, frame_extents, spans, extents, offset,
+                               popup, role)
+        return out
+
+    def _gtk4_name(self, obj: _Obj, name: str, kids: list[_Obj]) -> str:
+        if _GTK_TYPE_NAME.match(name):
+            # What the widget shows first (a button's label), its tooltip otherwise.
+            for kid in kids:
+                if self.names.role(kid.role) == "label" and kid.name and not _GTK_TYPE_NAME.match(kid.name):
+                    return kid.name
+            return obj.description
+        mid = len(name) // 2
+        if len(name) % 2 == 1 and name[mid] == " " and name[:mid] == name[mid + 1:]:
+            return name[:mid]
+        return name
+
+    def _node(self, obj: _Obj, role: str, name: str, value: str | None,
+              extents: tuple[int, int, int, int] | None, frame: str, depth: int,
+              spans: tuple[tuple[int, int, int, int], ...] = ()) -> NativeNode:
+        return NativeNode(
+            key=f"{self.app.bus}{obj.path}", pid=self.app.pid, app=self.app.name, role=role, name=name,
+            value=value, states=self.names.state_names(obj.states), actions=self._actions(obj),
+            extents=extents, frame=frame, depth=depth, spans=spans,
+        )
+
+
+def _reads_text(obj: _Obj, role: str) -> bool:
+    """Whether a node's value is its text: an entry's, an editable node's, or an
+    unnamed paragraph's (Writer's and Impress's paragraphs, Calc's formula bar)."""
+    return "Text" in obj.interfaces and (role in _TEXT_VALUE_ROLES or obj.has(_EDITABLE)
+                                         or (role in ("paragraph", "heading") and not obj.name))
+
+
+def _calc_cells(nodes: list[NativeNode]) -> list[NativeNode]:
+    """A Calc window's nodes with its sheet's empty cells left out, except the active
+    cell, which is ``focused`` when the sheet is and has its formula.
+
+    The active cell is the one the Name Box names (each cell's own state would cost a
+    call a cell), and its formula is what the formula bar's Input line shows (a cell's
+    ``Formula`` attribute arrives cut at its first colon: ``=SUM(B1:B3)`` as
+    ``SUM(B1\\``). With a range selected, the Name Box names the range and no cell is
+    marked."""
+    bar, name_box, formula, focused = 0, None, None, False
+    for node in nodes:
+        if bar and node.depth <= bar:
+            bar = 0
+        if node.role == "tool bar" and node.name == _CALC_FORMULA_BAR:
+            bar = node.depth
+        elif bar and node.role == "text" and name_box is None:
+            name_box = (node.value or "").replace("$", "")
+        elif bar and node.role == "paragraph" and formula is None:
+            formula = node.value or ""
+        elif node.role == "table" and "focused" in node.states:
+            focused = True
+    out = []
+    for node in nodes:
+        if node.role == "table cell":
+            if node.name == name_box:
+                node = dataclasses.replace(node, states=tuple(sorted({*node.states, "focused"})) if focused
+                                           else node.states,
+                                           formula=formula if formula and formula.startswith("=") else None)
+            elif not node.value:
+                continue
+        out.append(node)
+    return out
+
