@@ -231,7 +231,7 @@ class AtspiReader:
         # menus left unopened (110-240 ms).
         return _App(bus=bus, pid=pid, name=name or "", gtk4=toolkit == "gtk" and (version or "").startswith("4."),
                     browser=browser, cache=not browser and name != "soffice", get_all=toolkit != "qt",
-                    desktop_coords=toolkit == "qt")
+                    desktop_coords=toolkit == "qt", prefetch=name != "soffice")
 
     async def _walk(self, app: _App, prune_documents: bool) -> tuple[list[NativeNode], int, float]:
         t0 = time.perf_counter()
@@ -251,7 +251,7 @@ class AtspiReader:
         toolkits = {"/" + k.partition("/")[2]: v for k, v in self._toolkits.items() if k.startswith(app.bus + "/")}
         sheets: dict[str, list[_Cell]] = {}
         actions = {"/" + k.partition("/")[2]: v for k, v in self._actions.items() if k.startswith(app.bus + "/")}
-        shape = self._shapes.get(app.bus) if not items else None
+        shape = self._shapes.get(app.bus) if not items and app.prefetch else None
         if shape is not None:
             # Read level by level, a tree as deep as Chromium's UI (eleven levels) costs
             # eleven rounds. What the last walk read is most likely what this one needs:
@@ -305,9 +305,11 @@ class AtspiReader:
                     self._call(bus, path, _ACCESSIBLE, "GetInterfaces"),
                 )
                 static = self._static[key] = (role[0], frozenset(i.removeprefix(_A11Y) for i in ifaces[0]))
-            elif key in self._hidden:
+            elif key in self._hidden and path != _ROOT:
                 # Hidden last time (most of a browser's UI: 98 of its 139 objects): its
                 # state alone says whether it still is, and then nothing else is read.
+                # (Not the application itself: never showing, its children are the apps'
+                # frames, counted in its properties.)
                 state = await self._call(bus, path, _ACCESSIBLE, "GetState")
             else:
                 props, state = await asyncio.gather(

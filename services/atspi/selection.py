@@ -238,8 +238,12 @@ class _Selection:
                 and self.app.name == "soffice" and not pending and extents is not None):
             out += self._sheet(obj, depth + 1, frame_title, offset)
             return out
-        if role == "menu" and self.app.name == "soffice" and not obj.has(_SELECTED):
-            return out  # a closed menu (an open one is selected, measured): its items are not shown
+        if (role == "menu" and self.app.name == "soffice" and parent_role in ("menu bar", "menu")
+                and not obj.has(_SELECTED)):
+            # A closed menu of the menu bar or a submenu (an open one is selected,
+            # measured): its items are not shown. (A toolbar's drop-down menu, alone in
+            # its popup, is never selected.)
+            return out
         child_parent = name if keep else parent_name
         if (role == "menu" and parent_role == "menu bar" and extents is not None and not gtk4
                 and not self.app.browser and not self.app.desktop_coords):

@@ -180,6 +180,11 @@ class _App:
     # right (the X root window's, which follow the window). They are asked, and made
     # relative to the frame's own.
     desktop_coords: bool = False
+    # Whether what the last walk read may be asked again at once (see the reader). Not
+    # of LibreOffice 7.4: its accessibility wrappers keep GTK objects they do not hold,
+    # and a call on one whose object is gone (a closed dialog's, a drop-down's) aborts
+    # the whole app (seen in atk-bridge, exit 134). Only what is reachable now is asked.
+    prefetch: bool = True
 
 
 class _Tree:
