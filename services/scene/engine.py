@@ -171,7 +171,7 @@ class SceneEngine:
         self._dirty = True
         self._native_cache: list[Any] | None = None
         self._ocr_cache: dict[int, list[OcrItem]] = {}
-        # Regions that changed on each display since AT-SPI was last read (see _still_sheets).
+        # Regions that changed on each display since AT-SPI was last read (see _still).
         self._unread: dict[int, list[tuple[int, int, int, int]]] = {}
         self._watch_sigs: dict[int, FrameSignature] = {}
         self._signed: dict[int, tuple[Frame, FrameSignature]] = {}  # display -> last frame signed
@@ -307,8 +307,11 @@ class SceneEngine:
                                                  sigs[f.display_id])
                    for f in frames}
         any_change = any(changed.values())
-        for display_id, regions in changed.items():
-            self._unread.setdefault(display_id, []).extend(regions)
+        for f in frames:
+            unread = self._unread.setdefault(f.display_id, [])
+            unread.extend(changed[f.display_id])
+            if len(unread) > 256:  # a display that kept changing without a walk: all of it
+                unread[:] = [(0, 0, f.width, f.height)]
         native_pids: frozenset[int] | None = None  # None: every app was walked
         if walk_all and sheets:
             # With a spreadsheet on screen the frames come first: a sheet whose pixels
