@@ -64,10 +64,10 @@ class _Selection:
         if root is None:
             self.needs.objects.add(_ROOT)
             return []
-        out: list[NativeNode] = []
-        for frame in self._kids(root):
-            out += self._frame(frame)
-        return out
+        frames = [self._frame(frame) for frame in self._kids(root)]
+        if self.app.name == "soffice":
+            frames = _place_drop_downs(frames)
+        return [node for nodes in frames for node in nodes]
 
     def _kids(self, obj: _Obj) -> list[_Obj]:
         if obj.child_count > _MAX_CHILDREN:
@@ -273,6 +273,26 @@ class _Selection:
             value=value, states=self.names.state_names(obj.states), actions=self._actions(obj),
             extents=extents, frame=frame, depth=depth, spans=spans,
         )
+
+
+def _place_drop_downs(frames: list[list[NativeNode]]) -> list[list[NativeNode]]:
+    """LibreOffice's toolbar drop-downs (Table, Symbol ...) are popups of their own, top
+    windows in its tree, whose nodes report boxes relative to the popup, which opens
+    below the button that dropped it (measured: Table's at the button's bottom-left).
+    A popup named as a toolbar button of a frame is moved there; one named otherwise
+    (Field's is unnamed, Symbol's not "Symbol") cannot be told whose it is and stays
+    where it says."""
+    buttons = {n.name: n.extents for nodes in frames if nodes and nodes[0].role == "frame" for n in nodes
+               if n.role in ("push button", "toggle button") and n.extents is not None and n.name}
+    out = []
+    for nodes in frames:
+        anchor = buttons.get(nodes[0].name) if nodes and nodes[0].role == "window" else None
+        if anchor is not None:
+            dx, dy = anchor[0], anchor[1] + anchor[3]
+            nodes = [dataclasses.replace(n, extents=(n.extents[0] + dx, n.extents[1] + dy, n.extents[2], n.extents[3]))
+                     if n.extents is not None else n for n in nodes]
+        out.append(nodes)
+    return out
 
 
 def _reads_text(obj: _Obj, role: str) -> bool:

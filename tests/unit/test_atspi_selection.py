@@ -291,3 +291,18 @@ def test_an_open_menus_items_are_placed_in_its_popup_below_the_menu_bar():
     nodes, needs = select(objects, extents=extents, actions={"/i": ("click",)})
     assert not needs
     assert {n.name: n.extents for n in nodes}["Character..."] == (199, 163, 329, 26)
+
+
+def test_a_libreoffice_drop_down_is_placed_below_the_toolbar_button_named_as_it():
+    from services.atspi.selection import _place_drop_downs
+
+    def node(role, name, extents, depth):
+        return NativeNode(key=f":1.9/{name}", pid=7, app="soffice", role=role, name=name, value=None, states=(),
+                          actions=(), extents=extents, frame="", depth=depth)
+    main = [node("frame", "t.docx - LibreOffice Writer", (0, 0, 1280, 800), 1),
+            node("push button", "Table", (613, 28, 44, 35), 5)]
+    table = [node("window", "Table", (0, 0, 163, 296), 1), node("push button", "More Options...", (6, 256, 151, 34), 11)]
+    unnamed = [node("window", "", (0, 0, 100, 100), 1), node("menu item", "More Fields...", (6, 9, 156, 26), 3)]
+    placed = _place_drop_downs([main, table, unnamed])
+    assert placed[0] == main and placed[2] == unnamed
+    assert [n.extents for n in placed[1]] == [(613, 63, 163, 296), (619, 319, 151, 34)]  # drawn there (measured)
