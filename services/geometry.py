@@ -55,6 +55,7 @@ __all__ = [
     "native_to_display",
     "native_document_to_display",
     "vcl_body_offset",
+    "popup_origin",
     "native_vcl_box",
     "device_rect",
     "visible_part",
@@ -382,6 +383,15 @@ def vcl_body_offset(app: str, role: str, box: Box | None, parent_box: Box | None
             and (box[0], box[1]) == (0, 0) and (parent_box[0], parent_box[1]) != (0, 0)):
         return parent_box[0], parent_box[1]
     return None
+
+
+def popup_origin(anchor: Box) -> Point:
+    """Where a popup (a menu of the menu bar, a toolbar's drop-down) opens, in the
+    coordinates of the box that dropped it: at that box's bottom-left (measured with
+    LibreOffice's gtk3 plugin). What the popup holds reports boxes relative to the
+    popup, a surface of its own: ``offset_box(box, popup_origin(anchor))`` puts them in
+    the window's coordinates."""
+    return anchor[0], anchor[1] + anchor[3]
 
 
 def native_vcl_box(box: Box, offset: Point | None, toolkit: str) -> tuple[Box, Point | None]:

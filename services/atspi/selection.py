@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..geometry import native_vcl_box, vcl_body_offset
+from ..geometry import native_vcl_box, offset_box, popup_origin, vcl_body_offset
 from .tree import (
     _CALC_FORMULA_BAR,
     _CALC_INPUT_LINE,
@@ -220,7 +220,7 @@ class _Selection:
             pending_toolkit = toolkit is None
             extents, offset = native_vcl_box(extents, offset, toolkit or "")  # type: ignore[assignment]
         if popup is not None and extents is not None:
-            extents = (extents[0] + popup[0], extents[1] + popup[1], extents[2], extents[3])
+            extents = offset_box(extents, popup)  # type: ignore[assignment]
         if want_span and extents is not None and frame_extents is not None:
             fw, fh = frame_extents[2], frame_extents[3]
             if extents[2] >= fw - _SPAN_SLACK or extents[3] >= fh - _SPAN_SLACK:
@@ -247,7 +247,7 @@ class _Selection:
         child_parent = name if keep else parent_name
         if (role == "menu" and parent_role == "menu bar" and extents is not None and not gtk4
                 and not self.app.browser and not self.app.desktop_coords):
-            popup = (extents[0], extents[1] + extents[3])
+            popup = popup_origin(extents)  # type: ignore[assignment]
         for kid in kids if kids is not None else self._kids(obj):
             out += self._visit(kid, depth + 1, frame_title, child_parent, frame_extents, spans, extents, offset,
                                popup, role)
@@ -288,9 +288,9 @@ def _place_drop_downs(frames: list[list[NativeNode]]) -> list[list[NativeNode]]:
     for nodes in frames:
         anchor = buttons.get(nodes[0].name) if nodes and nodes[0].role == "window" else None
         if anchor is not None:
-            dx, dy = anchor[0], anchor[1] + anchor[3]
-            nodes = [dataclasses.replace(n, extents=(n.extents[0] + dx, n.extents[1] + dy, n.extents[2], n.extents[3]))
-                     if n.extents is not None else n for n in nodes]
+            origin = popup_origin(anchor)
+            nodes = [dataclasses.replace(n, extents=offset_box(n.extents, origin)) if n.extents is not None else n
+                     for n in nodes]
         out.append(nodes)
     return out
 
