@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any, Callable
 import pytest
 
 from tests.conftest import open_fixture
-from tests.support import PageServer, Process, Session, http, wait_until
+from tests.support import PageServer, Process, Session, http, require_apps, wait_until
 
 # <select> opens a popup on press: its click is checked as the popup opening instead.
 POPUP_ROLES = {"combobox"}
@@ -325,11 +324,7 @@ class Writer:
 @pytest.fixture
 def writer():
     """Writer on a one-paragraph .docx, alone in a session of its own."""
-    if shutil.which("soffice") is None:
-        message = "LibreOffice is not installed; `make test APPS=1` installs it"
-        if os.environ.get("CI"):
-            raise RuntimeError(message)
-        pytest.skip(message)
+    require_apps("soffice")
     from docx import Document
 
     session = Session(["1280x800"], browser=False).start()

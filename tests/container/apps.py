@@ -30,6 +30,7 @@ import time
 import urllib.parse
 import urllib.request
 
+from documents import pptx
 from drive import CheckFailed, Http, machine_flags, podman, published, wait_until
 
 HOME = "/home/user"
@@ -56,19 +57,6 @@ def docx() -> bytes:
     doc.add_paragraph("The first paragraph, in plain type.")
     out = io.BytesIO()
     doc.save(out)
-    return out.getvalue()
-
-
-def pptx() -> bytes:
-    from pptx import Presentation
-
-    deck = Presentation()
-    for n in (1, 2, 3):
-        slide = deck.slides.add_slide(deck.slide_layouts[1])
-        slide.shapes.title.text = f"Slide title {n}"
-        slide.placeholders[1].text = f"Body of slide {n}"
-    out = io.BytesIO()
-    deck.save(out)
     return out.getvalue()
 
 

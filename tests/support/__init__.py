@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import queue
+import shutil
 import signal
 import socket
 import subprocess
@@ -168,6 +169,21 @@ class PageServer:
                 if len(self.events) == count:
                     return
                 count = len(self.events)
+
+
+def require_apps(*programs: str) -> None:
+    """The apps of the apps image a test needs. Missing ones skip it on a developer's
+    machine (``make test`` stays quick) and fail it under CI, where ``make test APPS=1``
+    installs them: a skip there would hide a missing install step."""
+    missing = [p for p in programs if shutil.which(p) is None]
+    if not missing:
+        return
+    message = f"the apps are not installed ({', '.join(missing)}); `make test APPS=1` installs them"
+    if os.environ.get("CI"):
+        raise RuntimeError(message)
+    import pytest
+
+    pytest.skip(message, allow_module_level=True)
 
 
 class Session(SpawnedSession):
