@@ -12,7 +12,7 @@ import pytest
 from services.desktopd.keys import parse_combo, parse_key
 from services.session.lifecycle import SHIMS_DIR
 from services.shims import pyautogui
-from services.shims.pyautogui import _keys, _tween, computer13
+from services.shims.pyautogui import _args, _keys, _pointer, _tween, computer13
 from services.shims.pyautogui._desktopd import Screen
 from services.shims.pyautogui._errors import BadArgument, PyAutoGUIException, UnsupportedKey
 
@@ -94,7 +94,7 @@ def test_several_displays_sit_left_to_right_in_device_pixels():
 
 
 def test_buttons_by_name_any_case_and_number():
-    norm = pyautogui._button
+    norm = _args._button
     assert [norm(b) for b in ("left", "PRIMARY", 1)] == ["left"] * 3
     assert [norm(b) for b in ("right", "secondary", 3)] == ["right"] * 3
     assert [norm(b) for b in ("middle", "Middle", 2)] == ["middle"] * 3
@@ -104,22 +104,22 @@ def test_buttons_by_name_any_case_and_number():
 
 
 def test_coordinates_take_a_pair_in_x_and_refuse_images_and_nonsense():
-    assert pyautogui._coords((10, 20), None) == (10, 20)
-    assert pyautogui._coords(10.9, 20.2) == (10, 20)
-    assert pyautogui._coords(None, 5) == (None, 5)
-    assert pyautogui._coords(Fraction(21, 2), 5) == (10, 5)  # any numbers.Real, numpy's too
+    assert _args._coords((10, 20), None) == (10, 20)
+    assert _args._coords(10.9, 20.2) == (10, 20)
+    assert _args._coords(None, 5) == (None, 5)
+    assert _args._coords(Fraction(21, 2), 5) == (10, 5)  # any numbers.Real, numpy's too
     for x, y in (((1, 2), 3), ((1, 2, 3), None), ("button.png", None), (float("nan"), 1), (True, 1)):
         with pytest.raises(BadArgument):
-            pyautogui._coords(x, y)
+            _args._coords(x, y)
 
 
 def test_a_glide_passes_tweened_points_and_ends_exactly_on_target():
-    points = pyautogui._tween_points((0, 0), (100, 50), 0.5, _tween.linear)
+    points = _pointer._tween_points((0, 0), (100, 50), 0.5, _tween.linear)
     assert points[-1] == (100, 50) and len(points) == int(0.5 / pyautogui.MINIMUM_SLEEP)
     assert all(a[0] <= b[0] for a, b in zip(points, points[1:]))
-    eased = pyautogui._tween_points((0, 0), (100, 0), 0.5, _tween.easeInQuad)
+    eased = _pointer._tween_points((0, 0), (100, 0), 0.5, _tween.easeInQuad)
     assert eased[0][0] < points[0][0]  # slow start
-    assert pyautogui._tween_points((0, 0), (100, 50), 0.05, _tween.linear) == [(100, 50)]
+    assert _pointer._tween_points((0, 0), (100, 50), 0.05, _tween.linear) == [(100, 50)]
 
 
 @pytest.mark.parametrize("name", [n for n in _tween.__all__ if n != "getPointOnLine"])
@@ -216,5 +216,5 @@ def test_the_shim_parses_as_python_3_9_and_imports_only_the_standard_library(pat
             imported.add(node.module.split(".")[0])
     # Pillow only where screenshot() asks for it, and that call explains its absence.
     assert imported - {"PIL"} <= set(sys.stdlib_module_names)
-    assert "PIL" not in imported or path.name == "__init__.py"
+    assert "PIL" not in imported or path.name == "_screen.py"
     assert len(SOURCES) >= 6
