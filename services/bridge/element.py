@@ -44,12 +44,12 @@ _SCROLL = """function () {
 async def _sessions(browser: Browser, tab: str, frame_id: str | None) -> tuple[CDPConnection, str, str, bool]:
     """(connection, the tab's session, the node's session, whether the node is in an
     out-of-process frame)."""
-    conn = await browser.ensure()
+    conn = await browser.targets.ensure()
     try:
-        page = await browser._session(tab)
+        page = await browser.targets.session(tab)
     except TabGone as exc:
         raise NotFoundError(f"no tab {tab!r}: {exc}", code="unknown_tab") from exc
-    known = browser.tabs.get(tab)
+    known = browser.targets.tabs.get(tab)
     frame = known.oopifs.get(frame_id) if known is not None and frame_id else None
     if frame is not None:
         return conn, page, frame.session_id, True
