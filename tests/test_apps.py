@@ -163,6 +163,22 @@ def test_open_file_of_a_spreadsheet_opens_calc_focused_with_its_menus_in_the_sce
     active = wait_until(g1, 15, 0.5, what="G1 focused after a click on it by id")
     assert active["value"] == "6" and active["formula"] == "=SUM(A1:A3)", active
     assert "formula" not in cells["B2"], cells["B2"]
+    # A text longer than its cell is drawn across its empty neighbours: changing its end
+    # changes none of its own cell's pixels, and the next agent-turn reads it all the same.
+    def h5() -> dict | None:
+        s = http("GET", session.scene + "/api/v1/scene?mode=agent-turn").json()
+        return next((e for e in s["ax"] if e["role"] == "cell" and e["name"] == "H5"
+                     and e["window_id"] == window["id"]), None)
+
+    for keys, text in ((["Right", "Down", "Down", "Down", "Down"], "Overflowing text, first take"),  # G1 -> H5
+                       (["Up"], "Overflowing text, second take")):  # H6 -> H5
+        for key in keys:
+            session.keyboard(action="key", keys=key)
+        # Calc moves its cursor after it has taken the keys that follow (typed at once,
+        # the text landed in H1): as an agent would, look before typing.
+        wait_until(lambda: "focused" in ((h5() or {}).get("states") or ()), 15, 0.3, what="H5 active")
+        session.keyboard(action="type", text=text + "\n")
+        wait_until(lambda text=text: (h5() or {}).get("value") == text, 15, 0.3, what=f"H5 reading {text!r}")
     # OSWorld's /accessibility lists the sheet's visible cells as OSWorld's server does,
     # found by a grader's selector, at the box the Scene gives (display pixels).
     import lxml.etree

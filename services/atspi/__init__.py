@@ -103,7 +103,7 @@ Walk cost
     walk of the same apps took 100-280 ms. ``snapshot(pids=...)`` walks only the apps whose windows
     changed; ``python -m services.atspi --repeat N`` prints a session's figures.
     A Calc sheet's visible cells are read by row and column (``_sheet_cells``), and
-    kept from the previous snapshot when the caller says the sheet's pixels held still.
+    kept from the previous snapshot for the rows whose pixels the caller says held still.
 
 The package sits below the services (as ``services.cdp`` does): the scene aggregator
 reads native apps with it. Its modules: ``tree`` (what a node is, the objects read from

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import Any, Collection
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 from .selection import _reads_text, _Selection
 from .tree import (
@@ -82,8 +83,8 @@ class AtspiReader:
         self._cells: dict[str, dict[tuple[int, int], str]] = {}
         # What each sheet's visible cells read, and the sheet's box then (see snapshot).
         self._sheet_read: dict[str, tuple[tuple[int, int, int, int] | None, list[_Cell]]] = {}
-        self._still: frozenset[str] = frozenset()
-        self._sheets_kept = 0
+        self._sheet_bands: Mapping[str, Sequence[tuple[float, float]]] = {}
+        self._cells_kept = 0
         # Calls in flight at once. dbus-fast writes a burst of calls without waiting for
         # the socket to drain and fails with EAGAIN when its buffer fills (seen with
         # LibreOffice: some 1,400 objects); a few hundred in flight lose nothing of
@@ -115,18 +116,20 @@ class AtspiReader:
     # -- public -----------------------------------------------------------------------
 
     async def snapshot(self, *, prune_documents: bool = True, pids: Collection[int] | None = None,
-                       still: Collection[str] = ()) -> list[NativeNode]:
+                       sheet_bands: Mapping[str, Sequence[tuple[float, float]]] | None = None) -> list[NativeNode]:
         """Every application's on-screen nodes, in tree order (see the module docstring
         for what is kept); with ``pids``, only those processes' apps. An app that does
         not answer within the call timeout is left out of this snapshot. ``last_walk``
         holds the figures of the latest walk: seconds, objects visited, nodes kept, and
         milliseconds per app; all apps are read at the same time.
 
-        ``still`` names sheets (their table's key) whose pixels have not changed since
-        the previous snapshot: their cells are taken from the previous read when the
-        sheet's box is the same (what a sheet's cells show is drawn in its box; the
-        caller watches the pixels)."""
-        self._still, self._sheets_kept = frozenset(still), 0
+        ``sheet_bands`` says, per sheet (its table's key), which horizontal bands of its
+        box changed since the previous snapshot, as (top, height) fractions of the box:
+        the rows a band crosses are read again, whole (a cell's text may overflow into
+        its neighbours), and the other rows' cells are taken from the previous read when
+        the sheet's box is the same (what a sheet's cells show is drawn in its box; the
+        caller watches the pixels). A sheet it does not name is read whole."""
+        self._sheet_bands, self._cells_kept = dict(sheet_bands or {}), 0
         started = time.perf_counter()
         try:
             refs = await self._within(self._call(_REGISTRY, _ROOT, _ACCESSIBLE, "GetChildren"), "the registry")
@@ -168,7 +171,7 @@ class AtspiReader:
         self._cells = {k: v for k, v in self._cells.items() if k.split("/", 1)[0] in live_buses}
         self._sheet_read = {k: v for k, v in self._sheet_read.items() if k.split("/", 1)[0] in live_buses}
         stats["seconds"] = time.perf_counter() - started
-        stats["sheets_kept"] = self._sheets_kept
+        stats["cells_kept"] = self._cells_kept
         self.last_walk = stats
         return out
 
@@ -361,11 +364,13 @@ class AtspiReader:
         async def sheet(path: str) -> None:
             box = extents.get(path)
             last = self._sheet_read.get(bus + path)
-            if bus + path in self._still and last is not None and last[0] == box:
-                sheets[path] = last[1]
-                self._sheets_kept += 1
+            bands = self._sheet_bands.get(bus + path)
+            kept = last[1] if last is not None and last[0] == box and bands is not None else None
+            if kept is not None and not bands:
+                sheets[path] = kept
+                self._cells_kept += len(kept)
                 return
-            sheets[path] = await self._sheet_cells(bus, path, box)
+            sheets[path] = await self._sheet_cells(bus, path, box, kept, bands or ())
             self._sheet_read[bus + path] = (box, sheets[path])
 
         jobs = [*map(children, needs.children), *map(obj, needs.objects), *map(box, needs.extents),
@@ -395,11 +400,14 @@ class AtspiReader:
         for path in needs.children:
             tree.gone.update(p for p in tree.asked[path] if p not in tree.objects)
 
-    async def _sheet_cells(self, bus: str, path: str, box: tuple[int, int, int, int] | None) -> list[_Cell]:
+    async def _sheet_cells(self, bus: str, path: str, box: tuple[int, int, int, int] | None,
+                           kept: list[_Cell] | None = None, bands: Sequence[tuple[float, float]] = ()) -> list[_Cell]:
         """The cells of a sheet's visible part. The visible part is bounded by the cells
         under its top-left and bottom-right corners; each row's height and column's
         width come from the first column's and row's cells, and a cell's object is made
-        once (``_cells``), so a cell costs one call a turn (its text) rather than five."""
+        once (``_cells``), so a cell costs one call a turn (its text) rather than five.
+        With ``kept`` (the previous read of the same box), a cell of a row no band
+        crosses keeps its text when its box is the one read then."""
         if box is None:
             return []
         x, y, w, h = box
@@ -446,16 +454,25 @@ class AtspiReader:
         col_boxes, row_boxes = await asyncio.gather(
             asyncio.gather(*(cell(rows[0], c, box=True) for c in cols)),
             asyncio.gather(*(cell(r, cols[0], box=True) for r in rows)))
-        texts = await asyncio.gather(*(cell(r, c) for r in rows for c in cols))
-        out = []
-        for i, (text, _) in enumerate(texts):
-            r, c = divmod(i, len(cols))
-            if col_boxes[c][1] is None or row_boxes[r][1] is None:
-                continue
-            cx, _, cw, _ = col_boxes[c][1]
-            _, ry, _, rh = row_boxes[r][1]
-            out.append(_Cell(row=rows[r], col=cols[c], text=text[:_MAX_VALUE_CHARS], extents=(cx, ry, cw, rh)))
-        return out
+        places = {}
+        for r in range(len(rows)):
+            for c in range(len(cols)):
+                if col_boxes[c][1] is not None and row_boxes[r][1] is not None:
+                    cx, _, cw, _ = col_boxes[c][1]
+                    _, ry, _, rh = row_boxes[r][1]
+                    places[rows[r], cols[c]] = (cx, ry, cw, rh)
+        known_text = {}
+        if kept is not None:
+            _, y, _, h = box
+            spans = [(y + top * h, y + (top + height) * h) for top, height in bands]
+            known_text = {(k.row, k.col): k.text for k in kept if places.get((k.row, k.col)) == k.extents
+                          and not any(k.extents[1] < bottom and k.extents[1] + k.extents[3] > top
+                                      for top, bottom in spans)}
+        wanted = [place for place in places if place not in known_text]
+        texts = dict(zip(wanted, await asyncio.gather(*(cell(r, c) for r, c in wanted))))
+        self._cells_kept += len(known_text)
+        return [_Cell(row=r, col=c, text=(known_text[r, c] if (r, c) in known_text else texts[r, c][0])[:_MAX_VALUE_CHARS],
+                      extents=place) for (r, c), place in places.items()]
 
     async def _action_names(self, bus: str, path: str) -> tuple[str, ...]:
         # Unlocalized names, one call each (GetActions gives localized ones, or none

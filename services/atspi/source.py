@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .tree import NativeNode, NoSuchAction
@@ -62,11 +63,13 @@ class NativeSource:
             self._proc.kill()
         self._proc = None
 
-    async def snapshot(self, pids: frozenset[int] | None = None, still: frozenset[str] = frozenset()) -> list[NativeNode]:
-        """Every app's nodes; with ``pids``, only those processes' apps; ``still``: the
-        sheets whose pixels did not change (``AtspiReader.snapshot``)."""
+    async def snapshot(self, pids: frozenset[int] | None = None,
+                       sheet_bands: Mapping[str, Sequence[tuple[float, float]]] | None = None) -> list[NativeNode]:
+        """Every app's nodes; with ``pids``, only those processes' apps; ``sheet_bands``:
+        what changed of each sheet on screen (``AtspiReader.snapshot``)."""
         reply = await self._call({"op": "snapshot", "prune_documents": True,
-                                  "pids": sorted(pids) if pids is not None else None, "still": sorted(still)})
+                                  "pids": sorted(pids) if pids is not None else None,
+                                  "sheet_bands": {k: [list(b) for b in v] for k, v in (sheet_bands or {}).items()}})
         self.last_walk = reply.get("walk") or {}
         return [_node(n) for n in reply["nodes"]]
 

@@ -1,6 +1,6 @@
 """The AT-SPI reader in a process of its own, served in JSON lines on stdin/stdout:
 
-    {"op": "snapshot", "prune_documents": true, "pids": null, "still": ["<sheet key>", ...]}
+    {"op": "snapshot", "prune_documents": true, "pids": null, "sheet_bands": {"<sheet key>": [[top, height], ...]}}
         -> {"nodes": [NativeNode fields ...], "walk": {...}}
     {"op": "act", "key": "...", "action": "click"}
         -> {"ok": true} | {"error": "NoSuchAction", "actions": [...]}
@@ -13,7 +13,6 @@ user (AT-SPI answers only the apps' own uid)."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import sys
 
@@ -24,8 +23,11 @@ from .tree import NoSuchAction
 async def _handle(reader: AtspiReader, request: dict) -> dict:
     if request["op"] == "snapshot":
         nodes = await reader.snapshot(prune_documents=request.get("prune_documents", True), pids=request.get("pids"),
-                                      still=request.get("still") or ())
-        return {"nodes": [dataclasses.asdict(n) for n in nodes], "walk": reader.last_walk}
+                                      sheet_bands={k: [tuple(b) for b in v]
+                                                   for k, v in (request.get("sheet_bands") or {}).items()})
+        # Fields as they are (tuples go out as lists): dataclasses.asdict copies every
+        # tuple deeply, 17-36 ms for a sheet's 730 nodes against 2-5 ms (measured).
+        return {"nodes": [dict(n.__dict__) for n in nodes], "walk": reader.last_walk}
     if request["op"] == "act":
         try:
             return {"ok": await reader.act(request["key"], request["action"])}

@@ -35,6 +35,7 @@ SCENE_VERSION = 1
 log = get_logger("deskbox.scene")
 
 WATCH_IDLE_S = 1.0
+NATIVE_KEPT_S = 30.0  # an app whose windows held still is walked again after this long anyway
 WATCH_ACTIVE_S = 0.25
 WATCH_ACTIVE_FOR_S = 5.0
 
@@ -171,8 +172,9 @@ class SceneEngine:
         self._dirty = True
         self._native_cache: list[Any] | None = None
         self._ocr_cache: dict[int, list[OcrItem]] = {}
-        # Regions that changed on each display since AT-SPI was last read (see _still).
+        # Regions that changed on each display since AT-SPI was last read (see _unread_pids).
         self._unread: dict[int, list[tuple[int, int, int, int]]] = {}
+        self._read_at: dict[int, float] = {}  # pid -> when AT-SPI last read its app (monotonic)
         self._watch_sigs: dict[int, FrameSignature] = {}
         self._signed: dict[int, tuple[Frame, FrameSignature]] = {}  # display -> last frame signed
         self._task: asyncio.Task | None = None
@@ -229,6 +231,7 @@ class SceneEngine:
             self.last = None
             self.by_id = {}
             self._native_cache = None
+            self._unread, self._read_at = {}, {}
             self._ocr_cache = {}
             self._watch_sigs = {}
             self._signed = {}
@@ -274,8 +277,8 @@ class SceneEngine:
         """A fresh scene: ``idle`` builds like ``active`` (it only builds when dirty)."""
         started = time.perf_counter()
         full = mode == "agent-turn"
-        # Everything is read at once. An agent-turn reads AT-SPI whatever the frames say,
-        # so its walk (the slowest source) starts first; otherwise the frames decide.
+        # Everything is read at once, except AT-SPI once it has been read: the frames
+        # decide which apps are walked again (see _unread_pids).
         timings: dict[str, float] = {}
 
         async def timed(name: str, awaitable):
@@ -287,8 +290,8 @@ class SceneEngine:
 
         native_task = None
         sheets = self._sheets()
-        walk_all = self.atspi is not None and (full or self._native_cache is None)
-        if walk_all and not sheets:
+        if self.atspi is not None and self._native_cache is None:
+            # Nothing read yet: every app, started at once (no frame can spare a walk).
             native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot()))
         layouts_task = asyncio.ensure_future(timed("cdp", self.bridge.layouts())) if self.bridge is not None else None
         try:
@@ -313,16 +316,18 @@ class SceneEngine:
             if len(unread) > 256:  # a display that kept changing without a walk: all of it
                 unread[:] = [(0, 0, f.width, f.height)]
         native_pids: frozenset[int] | None = None  # None: every app was walked
-        if walk_all and sheets:
-            # With a spreadsheet on screen the frames come first: a sheet whose pixels
-            # did not change keeps the cells last read (each costs LibreOffice a call).
-            native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot(still=self._still(sheets))))
-        elif native_task is None and self.atspi is not None and any_change:
-            # Only the apps whose windows show a change are walked again.
-            native_pids = _changed_pids(tree, changed)
-            if native_pids:
+        if native_task is None and self.atspi is not None:
+            # An agent-turn walks every app whose windows changed since AT-SPI last read
+            # them (or that was read too long ago); otherwise, those whose windows changed
+            # since the previous scene. A sheet whose pixels did not change keeps the
+            # cells last read (each costs LibreOffice a call).
+            native_pids = self._unread_pids(tree) if full else (_changed_pids(tree, changed) if any_change
+                                                                   else frozenset())
+            if full and native_pids == frozenset():
+                self._unread = {}  # what changed touches no app's window
+            if native_pids is None or native_pids:
                 native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot(native_pids,
-                                                                                       self._still(sheets))))
+                                                                                       self._sheet_bands(sheets))))
         ocr_task = None
         if self.ocr is not None and self.ocr.enabled:
             ocr_task = asyncio.ensure_future(timed("ocr", self._ocr(frames, changed)))
@@ -360,6 +365,9 @@ class SceneEngine:
                     fresh = [n for n in self._native_cache if n.pid not in native_pids and n.pid in alive] + fresh
                 self._native_cache = fresh
                 self._unread = {}
+                walked_at = time.monotonic()
+                for pid in native_pids if native_pids is not None else {w.pid for w in tree.windows}:
+                    self._read_at[pid] = walked_at
             except Exception as exc:  # AT-SPI is best effort: the scene still has the rest
                 native_failed = True
                 sources["atspi"] = f"{type(exc).__name__}: {exc}"
@@ -443,10 +451,37 @@ class SceneEngine:
         return {e.key[1]: (e.display_id, e.bbox) for e in self.last.ax
                 if e.source == "atspi" and e.role == "table" and e.key[1] in with_cells and e.bbox is not None}
 
-    def _still(self, sheets: dict[str, tuple[int, Rect]]) -> frozenset[str]:
-        """The sheets no changed region has touched since AT-SPI was last read."""
-        return frozenset(key for key, (display_id, box) in sheets.items()
-                         if not any(_touches(box, r) for r in self._unread.get(display_id, ())))
+    def _unread_pids(self, tree: Tree) -> frozenset[int] | None:
+        """The processes an agent-turn walks: those owning a window that a region changed
+        since AT-SPI was last read touches, that left nothing in the last read, or that
+        were read more than ``NATIVE_KEPT_S`` ago; None (all of them) when a window's
+        process is unknown. An app is drawn from its tree: a window whose every pixel held
+        still (each 64 px tile's checksum, ``frames``) shows the tree last read."""
+        if any(w.pid is None for w in tree.windows):
+            return None
+        now = time.monotonic()
+        read = {n.pid for n in self._native_cache or ()}
+        stale = {w.pid for w in tree.windows
+                 if w.pid not in read or now - self._read_at.get(w.pid, float("-inf")) > NATIVE_KEPT_S}
+        self._read_at = {pid: t for pid, t in self._read_at.items() if any(w.pid == pid for w in tree.windows)}
+        return _changed_pids(tree, self._unread) | stale
+
+    def _sheet_bands(self, sheets: dict[str, tuple[int, Rect]]) -> dict[str, list[tuple[float, float]]]:
+        """Per sheet, the horizontal bands of it that changed since AT-SPI last read it,
+        as (top, height) fractions of its box (``[]``: none changed). The reader reads
+        again the rows a band crosses, whole (a cell's text may overflow into its
+        neighbours' boxes), and keeps the others' cells."""
+        out: dict[str, list[tuple[float, float]]] = {}
+        for key, (display_id, box) in sheets.items():
+            if box.h <= 0:
+                continue
+            bands = []
+            for r in self._unread.get(display_id, ()):
+                if _touches(box, r):
+                    top, bottom = max(box.y, r[1]), min(box.y + box.h, r[1] + r[3])
+                    bands.append(((top - box.y) / box.h, (bottom - top) / box.h))
+            out[key] = bands
+        return out
 
     def _page_elements(self, tabs: list[dict], tree: Tree) -> tuple[list[Element], set[str], list[str]]:
         """Elements of each browser window's front tab. Returns them, the ids of tabs that
