@@ -24,9 +24,10 @@ from ..geometry import device_rect
 from .act import Actor
 from .computer import COMPUTER, Computer
 from .computer import ROUTES as COMPUTER_ROUTES
-from .engine import Scene, SceneEngine
+from .engine import SceneEngine
 from .models import ActRequest, MarkedScreenshotQuery, ResolveRequest, SceneQuery, StreamQuery, TextQuery, VlmRequest
 from .resolve import resolve as resolve_match
+from .scene_json import Scene
 from .session import ROUTES as SESSION_ROUTES
 from .session import SESSION, SessionApi
 from .sources import Bridge, Desktop

@@ -5,150 +5,41 @@ new scenes to subscribers.
 Modes: ``idle`` returns the last scene while the watcher has seen no change
 on any display; ``active`` re-reads what can have changed (the bridge always, since it
 keeps its own trees warm and answers unchanged pages from cache; AT-SPI and OCR only
-where frames changed); ``agent-turn`` re-reads everything, even on an unchanged frame."""
+where frames changed since the last scene); ``agent-turn`` reads every page in full, and
+AT-SPI wherever a frame changed since AT-SPI last read it (see ``_unread_pids``).
+
+What a Scene is and how it is written out lives in scene_json.py; which window each
+source's elements belong to, and which apps a changed region touches, in placing.py."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from PIL import Image
 
 from ..common.errors import Unavailable
 from ..common.logging import get_logger
-from ..geometry import Display, Rect, native_to_display, page_placement, visible_part
+from ..geometry import Rect, native_to_display, page_placement, visible_part
 from .elements import Element, native_elements, page_elements
 from .fill import OPAQUE_MIN, Opaque, opaque_boxes
 from .frames import FrameSignature, changed_regions, signature
 from .id_store import IdStore
 from .ids import IdRegistry
+from .placing import changed_pids, region_of, touches, window_for_tab, windows_for_native
+from .scene_json import Mode, OcrItem, Scene, apps_of
 from .sources import Bridge, Desktop, Frame, Tree, Window
 
-__all__ = ["SceneEngine", "Scene", "Mode", "OcrItem"]
+__all__ = ["SceneEngine"]
 
-Mode = Literal["idle", "active", "agent-turn"]
-SCENE_VERSION = 1
 log = get_logger("deskbox.scene")
 
 WATCH_IDLE_S = 1.0
 NATIVE_KEPT_S = 30.0  # an app whose windows held still is walked again after this long anyway
 WATCH_ACTIVE_S = 0.25
 WATCH_ACTIVE_FOR_S = 5.0
-
-
-@dataclass(slots=True)
-class OcrItem:
-    id: str
-    text: str
-    bbox: tuple[int, int, int, int]
-    conf: float
-    display_id: int
-    window_id: str | None = None  # the window whose opaque part it was read in (--ocr fill)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "text": self.text, "bbox": list(self.bbox), "conf": round(self.conf, 3),
-                "display_id": self.display_id, "window_id": self.window_id, "source": "ocr"}
-
-
-@dataclass(slots=True)
-class Scene:
-    seq: int
-    timestamp: float
-    mode: Mode
-    displays: list[Display]
-    windows: list[Window]
-    focused_window: Window | None
-    apps: list[dict[str, Any]]
-    ax: list[Element]
-    ocr: list[OcrItem]
-    vlm_scene: Any
-    vlm_elements: Any
-    sources: dict[str, str | None]
-    signatures: dict[int, FrameSignature] = field(default_factory=dict)
-    build_ms: float = 0.0
-    timings: dict[str, float] = field(default_factory=dict)  # ms each source took, for tuning
-
-    def window(self, window_id: str | None) -> Window | None:
-        return next((w for w in self.windows if w.id == window_id), None)
-
-    def to_json(self, *, interactive: bool = False, display: int | None = None,
-                window: str | None = None) -> dict[str, Any]:
-        ax = [e for e in self.ax if _keep(e, interactive, display, window)]
-        ocr = [o for o in self.ocr if display is None or o.display_id == display]
-        if window is not None:
-            w = self.window(window)
-            ocr = [o for o in ocr if w is not None and w.bounds is not None and w.display_id == o.display_id
-                   and visible_part(Rect(*o.bbox), w.bounds) is not None]
-        focused = self.focused_window
-        return {
-            "version": SCENE_VERSION,
-            "seq": self.seq,
-            "timestamp": round(self.timestamp, 3),
-            "mode": self.mode,
-            "displays": [_display_json(d) for d in self.displays if display is None or d.id == display],
-            "focused_window": _focused_json(focused, self.apps) if focused is not None else None,
-            "apps": self.apps,
-            "ax": [e.to_json() for e in ax],
-            "ocr": [o.to_json() for o in ocr],
-            "vlm_scene": self.vlm_scene,
-            "vlm_elements": self.vlm_elements,
-            "sources": self.sources,
-            "build_ms": round(self.build_ms, 1),
-            "timings_ms": {k: round(v, 1) for k, v in self.timings.items()},
-        }
-
-
-def _keep(e: Element, interactive: bool, display: int | None, window: str | None) -> bool:
-    if interactive and not e.interactive:
-        return False
-    if display is not None and e.display_id != display:
-        return False
-    if window is not None and e.window_id != window:
-        return False
-    return True
-
-
-def _display_json(d: Display) -> dict[str, Any]:
-    return {"id": d.id, "name": d.name, "bounds": [0, 0, d.size[0], d.size[1]], "size": list(d.size),
-            "layout_bounds": d.layout.as_list(), "scale": d.scale, "primary": d.primary}
-
-
-def _focused_json(w: Window, apps: list[dict]) -> dict[str, Any]:
-    app = next((a["name"] for a in apps if a["pid"] == w.pid), w.app_id)
-    return {"id": w.id, "app": app, "pid": w.pid, "title": w.title, "display_id": w.display_id,
-            "bounds": w.bounds_list}
-
-
-def _process_name(pid: int | None) -> str | None:
-    """The program's name: its executable's file name. Not ``comm`` (cut at 15
-    characters: "gnome-calculato") and not the command line (Chromium rewrites its own)."""
-    if not pid:
-        return None
-    try:
-        return os.path.basename(os.readlink(f"/proc/{pid}/exe"))
-    except OSError:
-        pass
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
-def _apps(windows: list[Window]) -> list[dict[str, Any]]:
-    by_pid: dict[Any, dict[str, Any]] = {}
-    for w in windows:
-        key = w.pid if w.pid is not None else f"app:{w.app_id}"
-        app = by_pid.get(key)
-        if app is None:
-            app = by_pid[key] = {"name": _process_name(w.pid) or w.app_id, "pid": w.pid, "app_id": w.app_id,
-                                 "windows": []}
-        app["windows"].append(w.to_json())
-    return list(by_pid.values())
 
 
 class SceneEngine:
@@ -321,7 +212,7 @@ class SceneEngine:
             # them (or that was read too long ago); otherwise, those whose windows changed
             # since the previous scene. A sheet whose pixels did not change keeps the
             # cells last read (each costs LibreOffice a call).
-            native_pids = self._unread_pids(tree) if full else (_changed_pids(tree, changed) if any_change
+            native_pids = self._unread_pids(tree) if full else (changed_pids(tree, changed) if any_change
                                                                    else frozenset())
             if full and native_pids == frozenset():
                 self._unread = {}  # what changed touches no app's window
@@ -422,7 +313,7 @@ class SceneEngine:
             displays=tree.displays,
             windows=tree.windows,
             focused_window=next((w for w in tree.windows if w.focused), None),
-            apps=_apps(tree.windows),
+            apps=apps_of(tree.windows),
             ax=elements,
             ocr=ocr_items,
             vlm_scene=self.vlm_scene,
@@ -464,7 +355,7 @@ class SceneEngine:
         stale = {w.pid for w in tree.windows
                  if w.pid not in read or now - self._read_at.get(w.pid, float("-inf")) > NATIVE_KEPT_S}
         self._read_at = {pid: t for pid, t in self._read_at.items() if any(w.pid == pid for w in tree.windows)}
-        return _changed_pids(tree, self._unread) | stale
+        return changed_pids(tree, self._unread) | stale
 
     def _sheet_bands(self, sheets: dict[str, tuple[int, Rect]]) -> dict[str, list[tuple[float, float]]]:
         """Per sheet, the horizontal bands of it that changed since AT-SPI last read it,
@@ -477,7 +368,7 @@ class SceneEngine:
                 continue
             bands = []
             for r in self._unread.get(display_id, ()):
-                if _touches(box, r):
+                if touches(box, r):
                     top, bottom = max(box.y, r[1]), min(box.y + box.h, r[1] + r[3])
                     bands.append(((top - box.y) / box.h, (bottom - top) / box.h))
             out[key] = bands
@@ -503,7 +394,7 @@ class SceneEngine:
         used: set[str] = set()
         read: set[str] = set()
         for tab in front:
-            window = _window_for_tab(tab, browser_windows, used)
+            window = window_for_tab(tab, browser_windows, used)
             if window is None or window.bounds is None or window.display_id not in displays:
                 errors.append(f"tab {tab['id']}: no browser window on a display shows it")
                 continue
@@ -531,7 +422,7 @@ class SceneEngine:
         (surfaces they draw on, windows without a node): where ``--ocr fill`` reads."""
         displays = {d.id: d for d in tree.displays}
         by_window: dict[str, tuple[Window, list[Any]]] = {}
-        for window, group in _windows_for_native(nodes, tree.windows, displays):
+        for window, group in windows_for_native(nodes, tree.windows, displays):
             if window.bounds is None or window.display_id not in displays:
                 continue
             by_window.setdefault(window.id, (window, []))[1].extend(group)
@@ -554,7 +445,7 @@ class SceneEngine:
                 def place(extents, window=window, display=display, surface=surface, clip=clip):
                     box = native_to_display(window.bounds, display.scale, extents, surface)
                     return visible_part(box, clip) if box is not None else None
-                opaque += [Opaque(display.id, window.id, _region(box)) for box in opaque_boxes(group, place)]
+                opaque += [Opaque(display.id, window.id, region_of(box)) for box in opaque_boxes(group, place)]
         if self.fill is not None:
             # A window whose app exposes nothing at all is read whole (not a browser's:
             # CDP reads its pages).
@@ -564,7 +455,7 @@ class SceneEngine:
                     continue
                 clip = visible_part(window.bounds, Rect(0, 0, *displays[window.display_id].size))
                 if clip is not None and clip.w >= OPAQUE_MIN[0] and clip.h >= OPAQUE_MIN[1]:
-                    opaque.append(Opaque(window.display_id, window.id, _region(clip)))
+                    opaque.append(Opaque(window.display_id, window.id, region_of(clip)))
         return out, opaque
 
     async def _fill_in(self, frames: list[Frame], parts: list[Opaque],
@@ -643,81 +534,3 @@ class SceneEngine:
                         await self.scene("active")
                     except Exception as exc:
                         log.warning("watch: scene failed", error=str(exc))
-
-
-def _touches(box: Rect, region: tuple[int, int, int, int]) -> bool:
-    x, y, w, h = region
-    return min(box.x + box.w, x + w) > max(box.x, x) and min(box.y + box.h, y + h) > max(box.y, y)
-
-
-def _region(box: Rect) -> tuple[int, int, int, int]:
-    x0, y0 = int(box.x), int(box.y)
-    return x0, y0, int(box.x + box.w + 0.999) - x0, int(box.y + box.h + 0.999) - y0
-
-
-def _changed_pids(tree: Tree, changed: dict[int, list[tuple[int, int, int, int]]]) -> frozenset[int]:
-    """Processes owning a window that overlaps a changed region of its display."""
-    pids = set()
-    for w in tree.windows:
-        if w.pid is None or w.bounds is None:
-            continue
-        if any(visible_part(w.bounds, Rect(*r)) is not None for r in changed.get(w.display_id, ())):
-            pids.add(w.pid)
-    return frozenset(pids)
-
-
-
-
-
-def _window_for_tab(tab: dict, windows: list[Window], used: set[str]) -> Window | None:
-    candidates = [w for w in windows if w.id not in used]
-    if not candidates:
-        return None
-    title = tab.get("title") or ""
-    for w in candidates:
-        if title and w.title and w.title.startswith(title):
-            return w
-    return candidates[0] if len(candidates) == 1 else None
-
-
-def _windows_for_native(nodes: list[Any], windows: list[Window], displays: dict) -> list[tuple[Window, list[Any]]]:
-    """Each AT-SPI frame's nodes with the Sway window that shows them. An app's only
-    window takes all its frames; otherwise a frame goes to the window whose title is
-    (or starts with) the frame's name, and a frame no title names (LibreOffice's "Save
-    Document?" dialog is the frame "Warning") to the unclaimed window of its app whose
-    size is nearest the frame's."""
-    frames: dict[tuple[int, str], list[Any]] = {}
-    for node in nodes:
-        frames.setdefault((node.pid, node.frame), []).append(node)
-    out: list[tuple[Window, list[Any]]] = []
-    unmatched: list[tuple[list[Window], list[Any]]] = []
-    claimed: set[str] = set()
-    for (pid, title), group in frames.items():
-        same_pid = [w for w in windows if w.pid == pid]
-        if not same_pid:
-            continue
-        if len(same_pid) == 1:
-            out.append((same_pid[0], group))
-            continue
-        named = next((w for w in same_pid if title and w.title and (w.title == title or w.title.startswith(title))),
-                     None)
-        if named is not None:
-            claimed.add(named.id)
-            out.append((named, group))
-        else:
-            unmatched.append((same_pid, group))
-    for same_pid, group in unmatched:
-        frame = next((n for n in group if n.depth == 1 and n.extents is not None), None)
-        free = [w for w in same_pid if w.id not in claimed and w.bounds is not None] or same_pid
-        window = min(free, key=lambda w, f=frame: _size_distance(w, f, displays))
-        claimed.add(window.id)
-        out.append((window, group))
-    return out
-
-
-def _size_distance(window: Window, frame: Any, displays: dict) -> float:
-    """How far a window's size (in layout pixels) is from an AT-SPI frame's."""
-    if frame is None or window.bounds is None:
-        return 0.0
-    scale = displays[window.display_id].scale if window.display_id in displays else 1.0
-    return abs(window.bounds.w / scale - frame.extents[2]) + abs(window.bounds.h / scale - frame.extents[3])

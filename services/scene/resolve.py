@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 from ..geometry import Rect, device_rect, rect_center
 from .elements import Element, normalize_atspi_role
-from .engine import OcrItem
+from .scene_json import OcrItem
 
 __all__ = ["Match", "resolve", "AMBIGUOUS_GAP", "MIN_SCORE"]
 

@@ -11,7 +11,7 @@ from typing import Iterable
 
 from ..geometry import device_rect
 from .elements import Element
-from .engine import OcrItem, Scene
+from .scene_json import OcrItem, Scene
 
 __all__ = ["scene_text", "CHARS_PER_TOKEN"]
 

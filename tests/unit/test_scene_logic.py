@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from services.geometry import Display, PagePlacement, Rect
 from services.scene.elements import page_elements
-from services.scene.engine import OcrItem, Scene
 from services.scene.ids import IdRegistry
 from services.scene.resolve import resolve
+from services.scene.scene_json import OcrItem, Scene
 from services.scene.sources import Window
 from services.scene.text import scene_text
 

@@ -1,0 +1,90 @@
+"""Where elements and changes belong: the window a browser tab is shown in, the window
+each native app's nodes were read from, and the processes whose windows a changed region
+touches. Pure functions over the window tree; no source is read here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..geometry import Rect, visible_part
+from .sources import Tree, Window
+
+__all__ = ["touches", "region_of", "changed_pids", "window_for_tab", "windows_for_native"]
+
+
+def touches(box: Rect, region: tuple[int, int, int, int]) -> bool:
+    x, y, w, h = region
+    return min(box.x + box.w, x + w) > max(box.x, x) and min(box.y + box.h, y + h) > max(box.y, y)
+
+
+def region_of(box: Rect) -> tuple[int, int, int, int]:
+    x0, y0 = int(box.x), int(box.y)
+    return x0, y0, int(box.x + box.w + 0.999) - x0, int(box.y + box.h + 0.999) - y0
+
+
+def changed_pids(tree: Tree, changed: dict[int, list[tuple[int, int, int, int]]]) -> frozenset[int]:
+    """Processes owning a window that overlaps a changed region of its display."""
+    pids = set()
+    for w in tree.windows:
+        if w.pid is None or w.bounds is None:
+            continue
+        if any(visible_part(w.bounds, Rect(*r)) is not None for r in changed.get(w.display_id, ())):
+            pids.add(w.pid)
+    return frozenset(pids)
+
+
+
+
+
+def window_for_tab(tab: dict, windows: list[Window], used: set[str]) -> Window | None:
+    candidates = [w for w in windows if w.id not in used]
+    if not candidates:
+        return None
+    title = tab.get("title") or ""
+    for w in candidates:
+        if title and w.title and w.title.startswith(title):
+            return w
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def windows_for_native(nodes: list[Any], windows: list[Window], displays: dict) -> list[tuple[Window, list[Any]]]:
+    """Each AT-SPI frame's nodes with the Sway window that shows them. An app's only
+    window takes all its frames; otherwise a frame goes to the window whose title is
+    (or starts with) the frame's name, and a frame no title names (LibreOffice's "Save
+    Document?" dialog is the frame "Warning") to the unclaimed window of its app whose
+    size is nearest the frame's."""
+    frames: dict[tuple[int, str], list[Any]] = {}
+    for node in nodes:
+        frames.setdefault((node.pid, node.frame), []).append(node)
+    out: list[tuple[Window, list[Any]]] = []
+    unmatched: list[tuple[list[Window], list[Any]]] = []
+    claimed: set[str] = set()
+    for (pid, title), group in frames.items():
+        same_pid = [w for w in windows if w.pid == pid]
+        if not same_pid:
+            continue
+        if len(same_pid) == 1:
+            out.append((same_pid[0], group))
+            continue
+        named = next((w for w in same_pid if title and w.title and (w.title == title or w.title.startswith(title))),
+                     None)
+        if named is not None:
+            claimed.add(named.id)
+            out.append((named, group))
+        else:
+            unmatched.append((same_pid, group))
+    for same_pid, group in unmatched:
+        frame = next((n for n in group if n.depth == 1 and n.extents is not None), None)
+        free = [w for w in same_pid if w.id not in claimed and w.bounds is not None] or same_pid
+        window = min(free, key=lambda w, f=frame: _size_distance(w, f, displays))
+        claimed.add(window.id)
+        out.append((window, group))
+    return out
+
+
+def _size_distance(window: Window, frame: Any, displays: dict) -> float:
+    """How far a window's size (in layout pixels) is from an AT-SPI frame's."""
+    if frame is None or window.bounds is None:
+        return 0.0
+    scale = displays[window.display_id].scale if window.display_id in displays else 1.0
+    return abs(window.bounds.w / scale - frame.extents[2]) + abs(window.bounds.h / scale - frame.extents[3])
