@@ -203,8 +203,9 @@ TEXT = "The first paragraph of the test document."
 DIALOGS = {"Open": "Open", "Export Directly as PDF": "Export", "Print": "Print",
            "Find and Replace": "Find and Replace", "Image": "Insert Image", "Hyperlink": "Hyperlink",
            "Bookmark": "Bookmark", "Cross-reference": "Fields"}
-# Drop-downs whose popup is named as its button: the Scene places what they hold.
-NAMED_POPUPS = ("Table",)
+# Drop-downs the Scene places what they hold for: Table's popup is named as its button,
+# Symbol's VCL frame hangs from its button; Field's is a GTK menu that says neither.
+PLACED_POPUPS = ("Table", "Symbol")
 # Split buttons whose click drops a popup down, by an element only the popup has.
 POPUPS = {"Table": ("button", "More Options..."), "Field": ("menuitemcheckbox", "More Fields..."),
           "Symbol": ("button", "More Characters\u2026")}
@@ -327,13 +328,13 @@ class Writer:
         self.until(lambda s: title not in self.titles(s), f"{title!r} closed by Escape")
 
     def drops_down(self, name: str, role: str, label: str) -> None:
-        """A click drops a popup down (``label`` is in it: when the popup is named as
-        its button, below the button, where it is drawn); Escape closes it."""
+        """A click drops a popup down (``label`` is in it: for the popups the Scene
+        places, below the button, where it is drawn); Escape closes it."""
         button = next(e for e in self.elements(self.scene()) if e["name"] == name and e["role"] == "button")
         self.click(name)
         found = self.until(lambda s: next((e for e in s["ax"] if e["role"] == role and e["name"] == label), None),
                            f"{name}'s popup ({role} {label!r})")
-        if name in NAMED_POPUPS:
+        if name in PLACED_POPUPS:
             bx, by, bw, bh = button["bbox"]
             x, y, w, h = found["bbox"]
             assert y >= by + bh - 1 and bx - 1 <= x < bx + 300, (found, button)

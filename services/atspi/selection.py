@@ -279,17 +279,29 @@ def _place_drop_downs(frames: list[list[NativeNode]]) -> list[list[NativeNode]]:
     """LibreOffice's toolbar drop-downs (Table, Symbol ...) are popups of their own, top
     windows in its tree, whose nodes report boxes relative to the popup, which opens
     below the button that dropped it (measured: Table's at the button's bottom-left).
-    A popup named as a toolbar button of a frame is moved there; one named otherwise
-    (Field's is unnamed, Symbol's not "Symbol") cannot be told whose it is and stays
-    where it says."""
-    buttons = {n.name: n.extents for nodes in frames if nodes and nodes[0].role == "frame" for n in nodes
-               if n.role in ("push button", "toggle button") and n.extents is not None and n.name}
+    The button is the one the popup is named after (Table's), or else the one its
+    VCL frame hangs from: that frame reports where the popup is in the window's VCL
+    coordinates, its left edge at the button's (Symbol's, unnamed); it is put at the
+    popup's place. A popup with neither (Field's, a GTK menu) cannot be told whose it
+    is and stays where it says."""
+    buttons = [(n.name, n.extents) for nodes in frames if nodes and nodes[0].role == "frame" for n in nodes
+               if n.role in ("push button", "toggle button") and n.extents is not None]
+    by_name = {name: box for name, box in buttons if name}
     out = []
     for nodes in frames:
-        anchor = buttons.get(nodes[0].name) if nodes and nodes[0].role == "window" else None
+        if not nodes or nodes[0].role != "window":
+            out.append(nodes)
+            continue
+        hung = next((n for n in nodes[1:8] if n.role == "frame" and n.extents is not None
+                     and (n.extents[0], n.extents[1]) != (0, 0)), None)
+        anchor = by_name.get(nodes[0].name)
+        if anchor is None and hung is not None:
+            below = [box for _, box in buttons if box[0] == hung.extents[0] and box[1] + box[3] > hung.extents[1]]
+            anchor = min(below, key=lambda box: box[1] + box[3] - hung.extents[1], default=None)
         if anchor is not None:
             origin = popup_origin(anchor)
-            nodes = [dataclasses.replace(n, extents=offset_box(n.extents, origin)) if n.extents is not None else n
+            nodes = [dataclasses.replace(n, extents=(*origin, *n.extents[2:]) if n is hung
+                                         else offset_box(n.extents, origin)) if n.extents is not None else n
                      for n in nodes]
         out.append(nodes)
     return out

@@ -306,3 +306,24 @@ def test_a_libreoffice_drop_down_is_placed_below_the_toolbar_button_named_as_it(
     placed = _place_drop_downs([main, table, unnamed])
     assert placed[0] == main and placed[2] == unnamed
     assert [n.extents for n in placed[1]] == [(613, 63, 163, 296), (619, 319, 151, 34)]  # drawn there (measured)
+
+
+def test_an_unnamed_libreoffice_drop_down_is_placed_below_the_button_its_frame_hangs_from():
+    from services.atspi.selection import _place_drop_downs
+
+    def node(role, name, extents, depth):
+        return NativeNode(key=f":1.9/{role}{name}", pid=7, app="soffice", role=role, name=name, value=None,
+                          states=(), actions=(), extents=extents, frame="", depth=depth)
+    # Symbol's, as LibreOffice 7.4 reports it (measured): its VCL frame says where the
+    # popup is in the window's VCL coordinates, its left edge at the button's.
+    main = [node("frame", "t.docx - LibreOffice Writer", (0, 0, 1280, 800), 1),
+            node("push button", "Symbol", (841, 28, 44, 35), 7),
+            node("push button", "Bold", (841, 69, 44, 35), 7),  # the Formatting bar's, below
+            node("push button", "Table", (613, 28, 44, 35), 7)]
+    symbol = [node("window", "", (0, 0, 229, 169), 1), node("frame", "", (841, 36, 229, 169), 4),
+              node("push button", "More Characters…", (5, 130, 219, 34), 11)]
+    placed = _place_drop_downs([main, symbol])
+    assert [n.extents for n in placed[1]] == [(841, 63, 229, 169), (841, 63, 229, 169), (846, 193, 219, 34)]
+    # A named one's frame is put at the popup's place too, not moved twice.
+    table = [node("window", "Table", (0, 0, 163, 296), 1), node("frame", "Table", (613, 36, 163, 296), 4)]
+    assert [n.extents for n in _place_drop_downs([main, table])[1]] == [(613, 63, 163, 296)] * 2
