@@ -21,6 +21,7 @@ bench: deps
 	.venv/bin/python -m bench.reset
 	.venv/bin/python -m bench.osworld
 	.venv/bin/python -m bench.apps
+	.venv/bin/python -m bench.measurements
 
 # The fuzz tests with every schemathesis phase and many examples per operation, a new
 # seed each run (make test runs them bounded, with a fixed seed).

@@ -1,0 +1,788 @@
+"""docs/measurements.md and its plots, made from what the benches left in bench/results/.
+
+``python -m bench.measurements [--results DIR] [--out FILE] [--plots DIR]`` (the last
+step of ``make bench``) reads each bench's ``<name>.json`` and writes one section per
+bench: its figures when the file is there, and when it is not, "not measured in this
+run" with the command that measures it. Plots are SVG written here (no plotting
+package): median and p95 bars for every timed row, and time against page size where a
+bench measured several sizes. Every plot in the plots folder is written again; one
+this run did not write is removed, so no plot outlives its figures.
+
+The page's last section, from the marker line on, is hand-recorded (figures from runs
+whose results are not here): it is kept as it is, so edit it in docs/measurements.md.
+
+Same files in, same page out: nothing here reads a clock or draws at random; the only
+date not in the results is a file's own modification date, said to be one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import math
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+__all__ = ["main", "render", "Bench", "BENCHES", "MARKER"]
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+OUT = ROOT / "docs" / "measurements.md"
+PLOTS = ROOT / "docs" / "measurements"
+
+MARKER = "<!-- hand-recorded: bench/measurements.py keeps everything below this line as it is -->"
+EARLIER_HEADING = "## Earlier measurements (hand-recorded, to be regenerated)"
+
+# Goals the benches report against (bench/apps.py GOAL_MS, bench/soak.py's docstring,
+# bench/scene.py TARGET_AGENT_TURN_1K_MS); restated so this module needs only the
+# standard library.
+APPS_GOAL_MS = 250.0
+SOAK_GROWTH_GOAL_PCT = 10.0
+SCENE_AGENT_TURN_1K_GOAL_MS = 150.0
+# bench/reset.py: figures within 10 % of each other are noise on these machines.
+NOISE = 0.10
+
+
+# -- numbers ---------------------------------------------------------------------------
+
+def _ms(v: float | None) -> str:
+    if v is None:
+        return "-"
+    if v >= 1000:
+        return f"{v:,.0f}"
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def _s(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms / 1000:.2f} s"
+
+
+def _int(v: float | int | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def _mb(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f} MB"
+
+
+def _load(v) -> str:
+    """Load averages as the benches store them: a string, a list, or a pair of lists."""
+    if v is None:
+        return "not recorded"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (list, tuple)) and v and isinstance(v[0], (list, tuple)):
+        return " / ".join(f"{p[0]:.2f}" for p in v)
+    if isinstance(v, (list, tuple)) and v:
+        return f"{v[0]:.2f}"
+    return str(v)
+
+
+# -- SVG -------------------------------------------------------------------------------
+
+FONT = "DejaVu Sans, Arial, Helvetica, sans-serif"
+MEDIAN = "#2b6cb0"
+UPPER = "#a9c7ea"
+INK = "#222222"
+GRID = "#e2e6ea"
+# Okabe and Ito's colours, told apart with colour blindness too.
+SERIES = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
+
+
+def _f(v: float) -> str:
+    return f"{v:.1f}"
+
+
+def _text(x: float, y: float, s: str, size: int = 12, anchor: str = "start", weight: str = "normal",
+          fill: str = INK) -> str:
+    return (f'<text x="{_f(x)}" y="{_f(y)}" font-size="{size}" text-anchor="{anchor}" '
+            f'font-weight="{weight}" fill="{fill}">{html.escape(s)}</text>')
+
+
+def _wrap(label: str, width: int) -> list[str]:
+    lines, line = [], ""
+    for word in label.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, line] if line else lines or [""]
+
+
+@dataclass(frozen=True)
+class _Axis:
+    lo: float
+    hi: float
+    log: bool
+    ticks: list[float]
+
+    def at(self, v: float, x0: float, length: float) -> float:
+        if self.log:
+            v = max(v, self.lo)
+            return x0 + length * (math.log10(v) - math.log10(self.lo)) / (math.log10(self.hi) - math.log10(self.lo))
+        return x0 + length * (v - self.lo) / (self.hi - self.lo)
+
+
+def _axis(values: list[float], log_over: float = 50.0) -> _Axis:
+    vals = [v for v in values if v is not None and v > 0]
+    if not vals:
+        return _Axis(0.0, 1.0, False, [0.0, 1.0])
+    vmin, vmax = min(vals), max(vals)
+    if vmax / vmin > log_over:
+        lo = 10 ** math.floor(math.log10(vmin))
+        hi = 10 ** math.ceil(math.log10(vmax))
+        decades = round(math.log10(hi / lo))
+        mults = (1, 2, 5) if decades <= 3 else (1,)
+        ticks = [lo * 10 ** d * m for d in range(decades + 1) for m in mults if lo * 10 ** d * m <= hi]
+        return _Axis(lo, hi, True, ticks)
+    raw = vmax / 5
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    hi = math.ceil(vmax / step) * step
+    n = round(hi / step)
+    return _Axis(0.0, hi, False, [i * step for i in range(n + 1)])
+
+
+def _tick(v: float) -> str:
+    if v >= 1000:
+        return f"{v:,.0f}"
+    if v == int(v):
+        return str(int(v))
+    return f"{v:g}"
+
+
+def _svg(width: float, height: float, body: list[str], title: str) -> str:
+    return "\n".join([
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_f(width)}" height="{_f(height)}" '
+        f'viewBox="0 0 {_f(width)} {_f(height)}" font-family="{FONT}" role="img">',
+        f"<title>{html.escape(title)}</title>",
+        f'<rect x="0" y="0" width="{_f(width)}" height="{_f(height)}" fill="#ffffff"/>',
+        *body,
+        "</svg>",
+        "",
+    ])
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One row of a bar chart: ``main`` (the median) drawn dark over ``upper`` (the p95),
+    and a line from ``lo`` to ``hi`` (fastest to slowest) where the bench kept them."""
+
+    label: str
+    main: float | None
+    upper: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+
+
+def bar_chart(title: str, bars: list[Bar], unit: str = "ms", legend: tuple[str, str] = ("median", "p95"),
+              spread: str = "fastest to slowest") -> str:
+    wrap = 46
+    labels = [_wrap(b.label, wrap) for b in bars]
+    label_w = 14 + 6.6 * max(len(line) for lines in labels for line in lines)
+    plot_x, plot_w, value_w = 16 + label_w, 400.0, 140.0
+    width = plot_x + plot_w + value_w
+    top = 64.0
+    heights = [max(26.0, 15.0 * len(lines) + 11) for lines in labels]
+    plot_h = sum(heights)
+    height = top + plot_h + 46
+    axis = _axis([v for b in bars for v in (b.main, b.upper, b.lo, b.hi) if v is not None])
+    body = [_text(16, 24, title, 15, weight="bold")]
+    # Legend.
+    lx = 16.0
+    body.append(f'<rect x="{_f(lx)}" y="36" width="14" height="10" fill="{MEDIAN}"/>')
+    body.append(_text(lx + 19, 45, legend[0], 11))
+    lx += 30 + 6.6 * len(legend[0])
+    if any(b.upper is not None for b in bars):
+        body.append(f'<rect x="{_f(lx)}" y="36" width="14" height="10" fill="{UPPER}"/>')
+        body.append(_text(lx + 19, 45, legend[1], 11))
+        lx += 30 + 6.6 * len(legend[1])
+    if any(b.lo is not None and b.hi is not None for b in bars):
+        body.append(f'<line x1="{_f(lx)}" y1="41" x2="{_f(lx + 16)}" y2="41" stroke="{INK}" stroke-width="1.2"/>')
+        body.append(_text(lx + 21, 45, spread, 11))
+    body.append(_text(plot_x + plot_w + 10, top - 6, f"{legend[0]}" + (f" / {legend[1]}" if any(
+        b.upper is not None for b in bars) else ""), 11, fill="#555555"))
+    scale_note = "log scale" if axis.log else ""
+    # Grid and ticks.
+    for t in axis.ticks:
+        x = axis.at(t, plot_x, plot_w)
+        body.append(f'<line x1="{_f(x)}" y1="{_f(top)}" x2="{_f(x)}" y2="{_f(top + plot_h)}" stroke="{GRID}"/>')
+        body.append(_text(x, top + plot_h + 16, _tick(t), 11, "middle"))
+    body.append(f'<line x1="{_f(plot_x)}" y1="{_f(top)}" x2="{_f(plot_x)}" y2="{_f(top + plot_h)}" stroke="{INK}"/>')
+    body.append(_text(plot_x + plot_w / 2, top + plot_h + 34, f"{unit}{', ' + scale_note if scale_note else ''}", 11,
+                      "middle"))
+    y = top
+    for b, lines, h in zip(bars, labels, heights):
+        mid = y + h / 2
+        for i, line in enumerate(lines):
+            body.append(_text(plot_x - 8, mid + 4 + 15 * (i - (len(lines) - 1) / 2), line, 12, "end"))
+        x0 = axis.at(axis.lo, plot_x, plot_w)
+        if b.upper is not None:
+            body.append(f'<rect x="{_f(x0)}" y="{_f(mid - 7)}" width="{_f(axis.at(b.upper, plot_x, plot_w) - x0)}" '
+                        f'height="14" fill="{UPPER}"/>')
+        if b.main is not None:
+            body.append(f'<rect x="{_f(x0)}" y="{_f(mid - 7)}" width="{_f(axis.at(b.main, plot_x, plot_w) - x0)}" '
+                        f'height="14" fill="{MEDIAN}"/>')
+        if b.lo is not None and b.hi is not None:
+            a, z = axis.at(b.lo, plot_x, plot_w), axis.at(b.hi, plot_x, plot_w)
+            body.append(f'<line x1="{_f(a)}" y1="{_f(mid)}" x2="{_f(z)}" y2="{_f(mid)}" stroke="{INK}" stroke-width="1.2"/>')
+            for x in (a, z):
+                body.append(f'<line x1="{_f(x)}" y1="{_f(mid - 5)}" x2="{_f(x)}" y2="{_f(mid + 5)}" stroke="{INK}" '
+                            'stroke-width="1.2"/>')
+        value = _ms(b.main) + ("" if b.upper is None else f" / {_ms(b.upper)}")
+        body.append(_text(plot_x + plot_w + 10, mid + 4, value, 11))
+        y += h
+    return _svg(width, height, body, title)
+
+
+def line_chart(title: str, series: list[tuple[str, list[tuple[float, float, float | None]]]],
+               x_label: str, y_label: str) -> str:
+    """``series``: (name, [(x, median, p95 or None)]); the p95 is a whisker above the point."""
+    plot_x, plot_y, plot_w, plot_h = 72.0, 48.0, 440.0, 260.0
+    legend_w = 20 + 6.6 * max(len(name) for name, _ in series) + 16
+    width = plot_x + plot_w + 24 + legend_w
+    height = plot_y + plot_h + 52
+    xs = [p[0] for _, pts in series for p in pts]
+    x_axis = _axis(xs, log_over=3.9)
+    if not x_axis.log:
+        x_axis = _Axis(0.0, x_axis.hi, False, x_axis.ticks)
+    else:
+        x_axis = _Axis(min(xs) / 1.25, max(xs) * 1.25, True, sorted(set(xs)))
+    y_axis = _axis([v for _, pts in series for p in pts for v in (p[1], p[2]) if v is not None], log_over=30.0)
+    body = [_text(16, 24, title, 15, weight="bold")]
+    for t in y_axis.ticks:
+        y = plot_y + plot_h - (y_axis.at(t, 0, plot_h))
+        body.append(f'<line x1="{_f(plot_x)}" y1="{_f(y)}" x2="{_f(plot_x + plot_w)}" y2="{_f(y)}" stroke="{GRID}"/>')
+        body.append(_text(plot_x - 6, y + 4, _tick(t), 11, "end"))
+    for t in x_axis.ticks:
+        x = x_axis.at(t, plot_x, plot_w)
+        body.append(f'<line x1="{_f(x)}" y1="{_f(plot_y)}" x2="{_f(x)}" y2="{_f(plot_y + plot_h)}" stroke="{GRID}"/>')
+        body.append(_text(x, plot_y + plot_h + 16, _tick(t), 11, "middle"))
+    body.append(f'<polyline points="{_f(plot_x)},{_f(plot_y)} {_f(plot_x)},{_f(plot_y + plot_h)} '
+                f'{_f(plot_x + plot_w)},{_f(plot_y + plot_h)}" fill="none" stroke="{INK}"/>')
+    body.append(_text(plot_x + plot_w / 2, plot_y + plot_h + 36, x_label + (", log scale" if x_axis.log else ""), 11,
+                      "middle"))
+    body.append(f'<text x="16" y="{_f(plot_y + plot_h / 2)}" font-size="11" text-anchor="middle" fill="{INK}" '
+                f'transform="rotate(-90 16 {_f(plot_y + plot_h / 2)})">'
+                f'{html.escape(y_label + (", log scale" if y_axis.log else ""))}</text>')
+    for i, (name, pts) in enumerate(series):
+        colour = SERIES[i % len(SERIES)]
+        placed = [(x_axis.at(x, plot_x, plot_w), plot_y + plot_h - y_axis.at(m, 0, plot_h),
+                   None if p is None else plot_y + plot_h - y_axis.at(p, 0, plot_h)) for x, m, p in sorted(pts)]
+        if len(placed) > 1:
+            body.append(f'<polyline points="{" ".join(f"{_f(x)},{_f(y)}" for x, y, _ in placed)}" fill="none" '
+                        f'stroke="{colour}" stroke-width="2"/>')
+        for x, y, p in placed:
+            if p is not None:
+                body.append(f'<line x1="{_f(x)}" y1="{_f(y)}" x2="{_f(x)}" y2="{_f(p)}" stroke="{colour}" '
+                            'stroke-width="1.2"/>')
+                body.append(f'<line x1="{_f(x - 4)}" y1="{_f(p)}" x2="{_f(x + 4)}" y2="{_f(p)}" stroke="{colour}" '
+                            'stroke-width="1.2"/>')
+            body.append(f'<circle cx="{_f(x)}" cy="{_f(y)}" r="3.5" fill="{colour}"/>')
+        ly = plot_y + 10 + 20 * i
+        lx = plot_x + plot_w + 24
+        body.append(f'<line x1="{_f(lx)}" y1="{_f(ly)}" x2="{_f(lx + 16)}" y2="{_f(ly)}" stroke="{colour}" '
+                    'stroke-width="2"/>')
+        body.append(f'<circle cx="{_f(lx + 8)}" cy="{_f(ly)}" r="3.5" fill="{colour}"/>')
+        body.append(_text(lx + 22, ly + 4, name, 11))
+    ly = plot_y + 10 + 20 * len(series) + 6
+    body.append(_text(plot_x + plot_w + 24, ly + 4, "point: median; whisker: p95", 11, fill="#555555"))
+    return _svg(width, height, body, title)
+
+
+class Plots:
+    """Writes plots into one folder and answers the Markdown that shows each."""
+
+    def __init__(self, folder: Path, page: Path):
+        self.folder = folder
+        self.link = Path(os.path.relpath(folder, page.parent)).as_posix()
+        self.written: list[Path] = []
+
+    def _put(self, name: str, svg: str, alt: str) -> str:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f"{name}.svg"
+        path.write_text(svg)
+        self.written.append(path)
+        return f"![{alt}]({self.link}/{name}.svg)"
+
+    def bars(self, name: str, title: str, bars: list[Bar], **kw) -> str:
+        return self._put(name, bar_chart(title, bars, **kw), title)
+
+    def lines(self, name: str, title: str, series, x_label: str, y_label: str) -> str:
+        return self._put(name, line_chart(title, series, x_label, y_label), title)
+
+    def remove_others(self) -> list[Path]:
+        """Delete the plots of earlier runs that this run did not write."""
+        gone = []
+        if self.folder.is_dir():
+            for path in sorted(self.folder.glob("*.svg")):
+                if path not in self.written:
+                    path.unlink()
+                    gone.append(path)
+        return gone
+
+
+# -- one section per bench -------------------------------------------------------------
+
+def _table(head: list[str], align: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|",
+            *["| " + " | ".join(r) + " |" for r in rows]]
+
+
+def _desktopd(d: dict, plots: Plots) -> list[str]:
+    meta = d.get("meta", {})
+    rows = d.get("rows", [])
+    out = [f"A {meta.get('output', '?')} display; page: {meta.get('page', '?')}. {meta.get('iterations', '?')} "
+           f"samples per row, rows taken round robin; {meta.get('cpus', '?')} CPUs, load average "
+           f"{_load(meta.get('loadavg_before'))} before, {_load(meta.get('loadavg_after'))} after. Baseline: "
+           "`grim -t png` on the same output in the same run (**x grim**: the row's median over grim's).", ""]
+    grim = next((r.get("median_ms") for r in rows if r.get("key") == "grim_png"), None)
+    table = []
+    for r in rows:
+        x = "1.00" if r.get("key") == "grim_png" else (
+            "-" if r.get("ratio_to_grim") is None else f"{r['ratio_to_grim']:.2f}")
+        size = "-" if r.get("bytes_median") is None else f"{r['bytes_median'] / 1024:,.0f} KB"
+        table.append([r.get("row", r.get("key", "?")), _int(r.get("n")), _ms(r.get("median_ms")), _ms(r.get("p95_ms")),
+                      x, _ms(r.get("server_median_ms")), size])
+    out += _table(["row", "n", "median ms", "p95 ms", "x grim", "in desktopd ms", "size"],
+                  ["l", "r", "r", "r", "r", "r", "r"], table)
+    rss, start = d.get("rss", {}), d.get("rss_start", {})
+    out += ["", f"desktopd's resident memory: {_mb(start.get('rss_mb'))} right after start, {_mb(rss.get('rss_mb'))} "
+            f"after every row above (peak {_mb(rss.get('hwm_mb'))}). grim's median here: {_ms(grim)} ms.", ""]
+    if rows:
+        out += [plots.bars("desktopd-latency", "desktopd: screenshots and clicks",
+                           [Bar(r.get("row", "?"), r.get("median_ms"), r.get("p95_ms"), r.get("min_ms"), r.get("max_ms"))
+                            for r in rows]), ""]
+    encoders = d.get("encoders") or []
+    if encoders:
+        out += ["Encoders on the same captured frame, in the bench's process (**used** marks what desktopd uses):", ""]
+        out += _table(["step", "encoder", "median ms", "p95 ms", "size", "check", "used"],
+                      ["l", "l", "r", "r", "r", "l", "l"],
+                      [[e.get("section", ""), e.get("encoder", ""), _ms(e.get("median_ms")), _ms(e.get("p95_ms")),
+                        "-" if e.get("bytes") is None else f"{e['bytes'] / 1024:,.0f} KB", e.get("check", ""),
+                        "used" if e.get("chosen") else ""] for e in encoders])
+        out.append("")
+    return out
+
+
+def _timed_rows(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r.get("median_ms") is not None and "elements" in r]
+
+
+def _by_size(rows: list[dict], name: Callable[[dict], str]) -> list[tuple[str, list[tuple[float, float, float | None]]]]:
+    series: dict[str, list[tuple[float, float, float | None]]] = {}
+    for r in _timed_rows(rows):
+        series.setdefault(name(r), []).append((float(r["elements"]), r["median_ms"], r.get("p95_ms")))
+    return list(series.items())
+
+
+def _bridge(d: dict, plots: Plots) -> list[str]:
+    rows = d.get("rows", [])
+    sizes = ", ".join(f"{n:,}" for n in sorted({r["elements"] for r in rows}))
+    out = [f"Generated pages of {sizes} elements. Baseline (a): one awaited `DOM.getBoxModel` per AX node, the old bridge's method, on the same "
+           f"page in the same run. Load average before / after: {_load(d.get('load'))}. The bridge's resident memory "
+           f"after the run: {_mb(d.get('bridge_rss_mb'))}.", ""]
+    base = {r["elements"]: r["median_ms"] for r in _timed_rows(rows) if r.get("key") == "a"}
+    table = []
+    for r in _timed_rows(rows):
+        b = base.get(r["elements"])
+        x = "" if not b or r.get("key") == "a" else f"{b / r['median_ms']:.{0 if b / r['median_ms'] >= 10 else 1}f}x faster"
+        table.append([f"{r['elements']:,}", r.get("row", "?"), _ms(r["median_ms"]), _ms(r.get("p95_ms")), x,
+                      _int(r.get("ax_nodes")), r.get("paths") or ""])
+    out += _table(["elements", "row", "median ms", "p95 ms", "against (a)", "AX nodes", "made as"],
+                  ["r", "l", "r", "r", "r", "r", "l"], table)
+    out += ["", "AX nodes: as Chromium sends them for (a) and (b), as the bridge serves them for its rows. "
+            "Made as: how the bridge made its answers (`X-Deskbox-Layout`).", ""]
+    if rows:
+        out += [plots.lines("bridge-layout-vs-page-size", "Bridge /layout time vs page size",
+                            _by_size(rows, lambda r: r.get("row", "?")), "DOM elements on the page", "ms"), ""]
+        out += [plots.bars("bridge-latency", "Bridge /layout and the baselines",
+                           [Bar(f"{r['elements']:,} elements: {r.get('row', '?')}", r["median_ms"], r.get("p95_ms"),
+                                r.get("min_ms"), r.get("max_ms")) for r in _timed_rows(rows)]), ""]
+    c = d.get("clients")
+    if c:
+        py = c.get("pychrome")
+        out += [f"CDP clients on one page target: {_int(c.get('calls'))} small calls, and the full AX tree of "
+                f"{_int(c.get('ax_nodes'))} nodes.", ""]
+        table = [["asyncio + websockets (deskbox), AX as records", _ms(c["asyncio_sequential"]["median_ms"]),
+                  _ms(c.get("asyncio_pipelined_total_ms")), _ms(c["asyncio_ax_records"]["median_ms"])],
+                 ["asyncio + websockets, AX as dicts", "", "", _ms(c["asyncio_ax_dicts"]["median_ms"])]]
+        if py:
+            table.append(["pychrome (8 threads for the calls in flight)", _ms(py["sequential"]["median_ms"]),
+                          _ms(py.get("threads8_total_ms")), _ms(py["ax"]["median_ms"])])
+        else:
+            table.append(["pychrome", "not installed", "", ""])
+        out += _table(["client", "one call at a time, median ms", "all calls in flight, total ms",
+                       "getFullAXTree, median ms"], ["l", "r", "r", "r"], table)
+        out.append("")
+    return out
+
+
+def _scene(d: dict, plots: Plots) -> list[str]:
+    rows = d.get("rows", [])
+    out = ["A 1920x1080 session; gnome-calculator open beside the browser, measured once it had gone idle "
+           f"({d.get('calculator_idle_after_s', '?')} s after it was listed). Baseline: the bridge's own `/layout` "
+           f"of the same page, warm. Load average before / after: {_load(d.get('load'))}.", ""]
+    table = [[f"{r['elements']:,}", r.get("row", "?"), _ms(r["median_ms"]), _ms(r.get("p95_ms")),
+              "-" if r.get("x_baseline") is None else f"{r['x_baseline']:.2f}", _int(r.get("chars"))]
+             for r in _timed_rows(rows)]
+    out += _table(["elements", "row", "median ms", "p95 ms", "x baseline", "characters"],
+                  ["r", "l", "r", "r", "r", "r"], table)
+    out.append("")
+    for r in rows:
+        if "stages_ms" in r:
+            out.append(f"- {r['elements']:,} elements, agent-turn stages (medians, ms; they run concurrently): "
+                       + ", ".join(f"{k} {_ms(v)}" for k, v in r["stages_ms"].items()) + ".")
+        elif "count" in r:
+            out.append(f"- {r['elements']:,} elements: {r['count']:,} elements in the scene ({r.get('from_page', 0):,} "
+                       f"from the page, {r.get('native', 0):,} native).")
+    for n in sorted({r["elements"] for r in _timed_rows(rows)}):
+        chars = {r["row"]: r.get("chars") for r in _timed_rows(rows) if r["elements"] == n}
+        layout = next((v for k, v in chars.items() if k.startswith("bridge /layout")), None)
+        text = chars.get("scene/text agent-turn")
+        if layout and text:
+            out.append(f"- {n:,} elements: `/scene/text` is {layout / text:.0f} times smaller than the bridge's "
+                       f"`/layout` of the same page ({text:,} against {layout:,} characters).")
+    turn = next((r for r in _timed_rows(rows) if r["elements"] == 1000 and r["row"] == "scene agent-turn"), None)
+    if turn:
+        met = "met" if turn["median_ms"] <= SCENE_AGENT_TURN_1K_GOAL_MS else "missed"
+        out.append(f"- Goal: an agent-turn scene within {SCENE_AGENT_TURN_1K_GOAL_MS:.0f} ms at 1,000 elements: "
+                   f"{met} ({_ms(turn['median_ms'])} ms median).")
+    out.append("")
+    if _timed_rows(rows):
+        out += [plots.lines("scene-vs-page-size", "Scene time vs page size",
+                            _by_size(rows, lambda r: r.get("row", "?")), "DOM elements on the page", "ms"), ""]
+        out += [plots.bars("scene-latency", "Scene aggregator: agent-turn and the cheaper modes",
+                           [Bar(f"{r['elements']:,} elements: {r.get('row', '?')}", r["median_ms"], r.get("p95_ms"),
+                                r.get("min_ms"), r.get("max_ms")) for r in _timed_rows(rows)]), ""]
+    return out
+
+
+def _container(d: dict, plots: Plots) -> list[str]:
+    meta, img, start = d.get("meta", {}), d.get("image", {}), d.get("start", {})
+    idle, dense = d.get("idle", {}), d.get("density", {})
+    last = idle.get("last") or {}
+    cg = last.get("cgroup") or {}
+    pss = last.get("pss_by_process_mb") or {}
+    out = [f"{meta.get('podman', 'podman')}, {meta.get('cpus', '?')} cores, image `{meta.get('image', '?')}` "
+           f"({meta.get('image_id', '?')}); podman flags this machine needs: `{' '.join(meta.get('flags') or []) or 'none'}`. "
+           f"Load average before / after: {_load(d.get('load'))}.", ""]
+    runs = start.get("runs") or []
+    table = [["image size (`podman image inspect`, uncompressed)",
+              "-" if img.get("size_gb") is None else f"{img['size_gb']:.2f} GB ({img.get('layers', '?')} layers)"],
+             [f"`podman run` to all three services healthy, median of {len(runs)}",
+              "-" if start.get("median_healthy_s") is None else f"{start['median_healthy_s']:.1f} s"],
+             [f"one idle session after {idle.get('idle_s', '?')} s, cgroup memory",
+              f"{_mb(cg.get('usage_mb'))} (anonymous {_mb(cg.get('anon_mb'))}, page cache {_mb(cg.get('page_cache_mb'))})"],
+             ["the same, `podman stats`", last.get("podman_stats") or "-"],
+             ["the same, PSS of all its processes (the image's code pages included)",
+              _mb(sum(pss.values())) if pss else "-"],
+             ["the same, CPU", "-" if idle.get("cpu_percent_of_one_core") is None
+              else f"{idle['cpu_percent_of_one_core']} % of one core"],
+             ["idle sessions held, every one answering a fresh screenshot", _int(dense.get("held"))]]
+    out += _table(["measure", "value"], ["l", "r"], table)
+    if runs:
+        out += ["", "Start runs (s, `podman run` returned / all three health endpoints answered): "
+                + ", ".join(f"{r['podman_run_s']:.1f} / {r['healthy_s']:.1f}" for r in runs) + "."]
+    if pss:
+        out += ["", "PSS by process, MB: " + ", ".join(f"{k} {v}" for k, v in pss.items()) + "."]
+    steps = dense.get("steps") or []
+    if steps:
+        out += ["", "Density: sessions started one by one; after each, every running session is asked for a fresh "
+                "screenshot.", ""]
+        out += _table(["sessions", "newest start to healthy s", "screenshot median ms", "screenshot max ms",
+                       "cgroup memory, all sessions", "host MemAvailable", "load 1 min"],
+                      ["r"] * 7,
+                      [[str(s["sessions"]), f"{s['healthy_s']:.1f}", _ms(s.get("screenshot_median_ms")),
+                        _ms(s.get("screenshot_max_ms")), _mb(s.get("cgroup_usage_mb_total")),
+                        _mb(s.get("mem_available_mb")), f"{s.get('load1', 0):.2f}"] for s in steps])
+        out += ["", f"Stopped by: {dense.get('stopped_by', '?')}.", "",
+                plots.bars("container-density", "Fresh screenshots while idle sessions are added",
+                           [Bar(f"{s['sessions']} session{'s' if s['sessions'] != 1 else ''}",
+                                s.get("screenshot_median_ms"), s.get("screenshot_max_ms")) for s in steps],
+                           legend=("median", "slowest"))]
+    out.append("")
+    return out
+
+
+def _reset(d: dict, plots: Plots) -> list[str]:
+    meta, bare, cont, dense = d.get("meta", {}), d.get("bare"), d.get("container"), d.get("density")
+    out = [f"{meta.get('cpus', '?')} cores, {meta.get('podman', 'podman')}, a 1920x1080 display. Load average "
+           f"before / after: {_load(d.get('load'))}. Before every reset Chromium had three tabs and a GTK app was on "
+           "screen; the first round of each kind is a warm-up, left out. Baseline: what OSWorld's docker provider "
+           "does between tasks, `podman rm -f` and `podman run` until the session answers healthy.", ""]
+    base = (cont or {}).get("recreate_ms", {}).get("median")
+    rows, bars = [], []
+    for label, part in (("reset, bare machine (`deskbox up`), until healthy", bare),
+                        ("reset in a container, until healthy", cont)):
+        if part and part.get("reset_ms", {}).get("n"):
+            r = part["reset_ms"]
+            rows.append([label, _s(r["median"]), _s(r["p95"]), str(r["n"]),
+                         f"{r['median'] / base:.2f}x" if base else "-"])
+            bars.append(Bar(label.replace("`", ""), r["median"], r["p95"], r.get("min"), r.get("max")))
+    if base:
+        rc = cont["recreate_ms"]
+        rows.append(["**baseline: `podman rm -f` + `podman run` until healthy**", _s(rc["median"]), _s(rc["p95"]),
+                     str(rc["n"]), "1x"])
+        bars.append(Bar("baseline: podman rm -f + podman run until healthy", rc["median"], rc["p95"], rc.get("min"),
+                        rc.get("max")))
+    out += _table(["between two tasks", "median", "p95", "n", "against the baseline"], ["l", "r", "r", "r", "r"], rows)
+    out.append("")
+    for label, part in (("Bare machine", bare), ("Container", cont)):
+        if part:
+            own = part.get("session_reset_ms") or {}
+            out.append(f"- {label}: of a reset, `deskbox up`'s own part (end the apps, put the home back, start the "
+                       f"browser) has a median of {_s(own.get('median'))}; the rest is the scene reading the new "
+                       f"browser until it is healthy. Every reset answered healthy: "
+                       f"{'yes' if part.get('all_healthy') else '**no**'}.")
+    if cont:
+        idle, after = cont.get("idle_memory") or {}, cont.get("memory_after_resets") or {}
+        n = len([r for r in cont.get("rounds", [])])
+        out.append(f"- One idle session in a container: {_mb(idle.get('usage_mb'))} of cgroup memory; "
+                   f"{_mb(after.get('usage_mb'))} after {n} resets.")
+        if cont.get("first_start_s") is not None:
+            out.append(f"- The container's first start, `podman run` to healthy: {cont['first_start_s']:.1f} s.")
+    out.append("")
+    if bars:
+        out += [plots.bars("reset-latency", "Between two tasks: reset against recreating the container", bars,
+                           unit="ms"), ""]
+    steps = (dense or {}).get("steps") or []
+    if steps:
+        out += [f"Density: every session resets every {dense.get('reset_every_s', '?'):g} s (staggered) while a "
+                "client per session asks for a fresh 1920x1080 screenshot about once a second; a level holds while "
+                f"their p95 is within {dense.get('limit_ms', 0):.0f} ms and none failed.", ""]
+        out += _table(["sessions", "screenshot median ms", "p95 ms", "p95 ms with no reset in flight", "failed",
+                       "resets (unhealthy)", "reset median", "cgroup memory, all sessions", "holds"],
+                      ["r"] * 8 + ["l"],
+                      [[str(s["sessions"]), _ms(s["screenshots"]["median"]), _ms(s["screenshots"]["p95"]),
+                        _ms(s["screenshots_no_reset_in_flight"]["p95"]), str(s.get("screenshot_errors", 0)),
+                        f"{s.get('resets', 0)} ({s.get('resets_unhealthy', 0)})", _s(s["reset_ms"]["median"]),
+                        _mb(s.get("cgroup_total_mb")), "yes" if s.get("held") else "**no**"] for s in steps])
+        out += ["", f"Sessions held: {dense.get('held', '?')}. Stopped: {dense.get('stopped_by', '?')}.", "",
+                plots.bars("reset-density", "Fresh screenshots while every session resets every "
+                           f"{dense.get('reset_every_s', 0):g} s",
+                           [Bar(f"{s['sessions']} session{'s' if s['sessions'] != 1 else ''}",
+                                s["screenshots"]["median"], s["screenshots"]["p95"], s["screenshots"].get("min"),
+                                s["screenshots"].get("max")) for s in steps]), ""]
+    return out
+
+
+def _osworld(d: dict, plots: Plots) -> list[str]:
+    labels = {"open_file_txt": "`/setup/open_file` of a .txt on the Desktop until its window is focused",
+              "chrome_setup_after_reset": "a Chrome task's setup (google-chrome with a debugging port, socat, two "
+                                          "tabs, activate_window) right after a reset",
+              "chrome_setup_fresh_session": "**baseline**: the same setup in a session just started"}
+    out = ["A 1920x1080 OSWorld-mode session, through OSWorld's own `SetupController` (desktop-env, unmodified).", ""]
+    rows = [[labels.get(k, k), _s(v.get("median_ms")), _s(v.get("p95_ms")), _int(v.get("n"))]
+            for k, v in d.items() if isinstance(v, dict) and "median_ms" in v]
+    out += _table(["", "median", "p95", "n"], ["l", "r", "r", "r"], rows)
+    after, fresh = d.get("chrome_setup_after_reset", {}), d.get("chrome_setup_fresh_session", {})
+    if after.get("median_ms") and fresh.get("median_ms"):
+        ratio = after["median_ms"] / fresh["median_ms"]
+        noise = "within" if abs(ratio - 1) <= NOISE else "beyond"
+        out += ["", f"After a reset the setup takes {ratio:.2f} times as long as in a new session ({noise} the "
+                f"{NOISE * 100:.0f} % these machines' noise spans)."]
+    out += ["", plots.bars("osworld-latency", "OSWorld task setup",
+                           [Bar(re.sub(r"[`*]", "", labels.get(k, k)), v["median_ms"], v.get("p95_ms"))
+                            for k, v in d.items() if isinstance(v, dict) and "median_ms" in v]), ""]
+    return out
+
+
+def _apps(d: dict, plots: Plots) -> list[str]:
+    rows = d.get("scene") or []
+    out = ["A bare `deskbox up` at 1920x1080, Chromium on a generated 1,000-element page; then LibreOffice Calc "
+           "beside it on a sheet of 10,000 filled cells.", ""]
+    out += _table(["row", "n", "median ms", "p95 ms", "x baseline"], ["l", "r", "r", "r", "r"],
+                  [[r.get("row", "?"), _int(r.get("n")), _ms(r.get("median_ms")), _ms(r.get("p95_ms")),
+                    "1x" if r.get("x_baseline") is None else f"{r['x_baseline']:.1f}x"] for r in rows])
+    out.append("")
+    calc = next((r for r in rows if "cells_in_scene" in r), None)
+    if calc:
+        out.append(f"- Cells of the sheet in the Scene: {calc['cells_in_scene']:,}.")
+    with_calc = [r for r in rows if "Calc" in r.get("row", "")]
+    if with_calc:
+        met = [r for r in with_calc if r["median_ms"] <= APPS_GOAL_MS and r["p95_ms"] <= APPS_GOAL_MS]
+        out.append(f"- Goal: median and p95 within {APPS_GOAL_MS:.0f} ms with Calc beside the browser: met by "
+                   f"{len(met)} of {len(with_calc)} rows.")
+    for r in with_calc:
+        if r.get("stages_ms"):
+            out.append(f"- {r['row']}: agent-turn stages (medians, ms): "
+                       + ", ".join(f"{k} {_ms(v)}" for k, v in r["stages_ms"].items()) + ".")
+    images, memory = d.get("images"), d.get("memory")
+    if images:
+        out.append("- Image sizes (`podman image inspect`): "
+                   + ", ".join(f"{k} {v / 1e9:.2f} GB" if v else f"{k} not built" for k, v in images.items()) + ".")
+    else:
+        out.append("- Image sizes: not measured in this run (`python -m bench.apps` without `--no-container`, "
+                   "after `make image` and `make image-apps`).")
+    if memory:
+        out.append(f"- The apps image in OSWorld mode, cgroup memory: idle {_mb(memory.get('idle_mb'))}, with a "
+                   f"Writer document open {_mb(memory.get('writer_open_mb'))}.")
+    else:
+        out.append("- The apps session's memory: not measured in this run (as above, with `deskbox-apps` built).")
+    out.append("")
+    if rows:
+        out += [plots.bars("apps-latency", "Agent-turn Scene with LibreOffice Calc beside Chromium",
+                           [Bar(r.get("row", "?"), r.get("median_ms"), r.get("p95_ms"), r.get("min_ms"),
+                                r.get("max_ms")) for r in rows]), ""]
+    return out
+
+
+SOAK_LABELS = {"screenshot": "screenshot (JPEG, the screen changing)", "scene agent-turn": "scene, agent-turn",
+               "bridge /layout": "bridge `/layout`", "act click": "`/act` click", "act type": "`/act` set_value"}
+
+
+def _soak(d: dict, plots: Plots) -> list[str]:
+    eps, rss = d.get("endpoints") or {}, d.get("rss") or {}
+    out = [f"One 1920x1080 session on a page that changes every second, {d.get('rate', '?'):g} requests a second in "
+           f"turn for {d.get('minutes', 0):g} minutes ({_int(d.get('requests'))} requests). Load average before / "
+           f"after: {_load(d.get('load_before'))} / {_load(d.get('load_after'))}.", ""]
+    out += _table(["endpoint", "n", "p50 ms", "p95 ms", "errors"], ["l", "r", "r", "r", "r"],
+                  [[SOAK_LABELS.get(k, k), _int(v.get("n")), _ms(v.get("p50_ms")), _ms(v.get("p95_ms")),
+                    _int(v.get("errors"))] for k, v in eps.items()])
+    out.append("")
+    out += _table(["service", "resident memory, first tenth", "last tenth", "growth"], ["l", "r", "r", "r"],
+                  [[k, f"{v['first_mb']} MB", f"{v['last_mb']} MB", f"{v['growth_pct']} %"] for k, v in rss.items()])
+    errors = sum(v.get("errors", 0) for v in eps.values())
+    worst = max(rss.items(), key=lambda kv: kv[1]["growth_pct"], default=None)
+    if worst:
+        met = "met" if errors == 0 and worst[1]["growth_pct"] <= SOAK_GROWTH_GOAL_PCT else "missed"
+        out += ["", f"Errors: {errors}. The largest growth: {worst[0]}'s {worst[1]['growth_pct']} %. Goals (no "
+                f"errors, no service growing by more than {SOAK_GROWTH_GOAL_PCT:.0f} %): {met}."]
+    out += ["", plots.bars("soak-latency", f"Soak, {d.get('minutes', 0):g} minutes: latency per endpoint",
+                           [Bar(re.sub(r"`", "", SOAK_LABELS.get(k, k)), v.get("p50_ms"), v.get("p95_ms"))
+                            for k, v in eps.items()]), ""]
+    return out
+
+
+@dataclass(frozen=True)
+class Bench:
+    """One bench: where its results are, how to run it, and how its section is written."""
+
+    name: str  # bench/results/<name>.json
+    title: str
+    command: str
+    in_make_bench: bool
+    render: Callable[[dict, Plots], list[str]]
+    earlier: str | None = None  # the heading of its hand-recorded figures, if any
+
+
+BENCHES = [
+    Bench("desktopd", "desktopd: screenshots, clicks, memory, encoders", "python -m bench", True, _desktopd,
+          "Earlier: desktopd"),
+    Bench("bridge", "CDP bridge: /layout", "python -m bench.bridge", True, _bridge, "Earlier: CDP bridge /layout"),
+    Bench("scene", "Scene aggregator: agent-turn latency and prompt size", "python -m bench.scene", True, _scene,
+          "Earlier: scene aggregator"),
+    Bench("container", "Container: image, start, idle memory, density", "python -m bench.container", True, _container,
+          "Earlier: container"),
+    Bench("reset", "Sessions: reset against recreating the container, memory, density", "python -m bench.reset", True,
+          _reset, None),
+    Bench("osworld", "OSWorld task setup", "python -m bench.osworld", True, _osworld, None),
+    Bench("apps", "Apps: LibreOffice Calc beside the browser", "python -m bench.apps", True, _apps,
+          "Earlier: apps image and Calc"),
+    Bench("soak", "Soak: one session under mixed load", "make soak", False, _soak, "Earlier: soak and chaos"),
+]
+
+
+# -- the page --------------------------------------------------------------------------
+
+def _slug(heading: str) -> str:
+    text = re.sub(r"[`*]", "", heading).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def _when(data: dict, path: Path) -> str:
+    when = (data.get("meta") or {}).get("when") if isinstance(data.get("meta"), dict) else None
+    if when:
+        return f"run {when}"
+    day = time.strftime("%Y-%m-%d", time.gmtime(path.stat().st_mtime))
+    return f"results file written {day} (the results record no date)"
+
+
+def _kept_tail(out: Path) -> list[str]:
+    if out.exists():
+        text = out.read_text()
+        if MARKER in text:
+            rest = text.split(MARKER, 1)[1]
+            return [MARKER, *rest.removeprefix("\n").rstrip("\n").splitlines()]
+    return [MARKER, "", EARLIER_HEADING, "", "Nothing recorded by hand."]
+
+
+def render(results: Path, out: Path, plots_dir: Path) -> tuple[str, Plots]:
+    """The page's text, with its plots written into ``plots_dir``."""
+    plots = Plots(plots_dir, out)
+    tail = _kept_tail(out)
+    earlier = {line[4:].strip() for line in tail if line.startswith("### ")}
+    loaded: dict[str, tuple[dict, Path]] = {}
+    for bench in BENCHES:
+        path = results / f"{bench.name}.json"
+        if path.exists():
+            loaded[bench.name] = (json.loads(path.read_text()), path)
+    lines = [
+        "# Measurements",
+        "",
+        "<!-- Generated by `python -m bench.measurements` (the last step of `make bench`) from bench/results/*.json. "
+        "Edit bench/measurements.py, or the hand-recorded section at the end, not the generated part. -->",
+        "",
+        "Every figure deskbox reports about itself is on this page, made from the results the benches write "
+        "(`make bench`, `make soak`), so that no page quotes a figure that has gone stale: the other pages link "
+        "here. A bench with no results in this run says so, with the command that measures it. The benches run on "
+        "shared, noisy machines: read a figure against the baseline measured beside it in the same run, and "
+        f"treat differences within about {NOISE * 100:.0f} % as noise. Timings are never asserted in tests.",
+        "",
+    ]
+    table = []
+    for bench in BENCHES:
+        got = loaded.get(bench.name)
+        status = _when(*got) if got else "**not measured in this run**"
+        cmd = f"`{bench.command}`" + (" (in `make bench`)" if bench.in_make_bench else "")
+        table.append([f"[{bench.title}](#{_slug(bench.title)})", cmd, status])
+    lines += _table(["bench", "command", "results"], ["l", "l", "l"], table)
+    lines.append("")
+    for bench in BENCHES:
+        lines += [f"## {bench.title}", ""]
+        got = loaded.get(bench.name)
+        if got:
+            data, path = got
+            lines += [f"`{bench.command}`, {_when(data, path)}.", ""]
+            lines += bench.render(data, plots)
+        else:
+            lines += [f"**Not measured in this run**: there is no bench/results/{bench.name}.json. "
+                      f"`{bench.command}` measures it" + (" (part of `make bench`)." if bench.in_make_bench else "."), ""]
+        if bench.earlier and bench.earlier in earlier:
+            lines += [f"Figures from earlier runs, recorded by hand: [{bench.earlier}](#{_slug(bench.earlier)}).", ""]
+    while lines and lines[-1] == "":
+        lines.pop()
+    lines += ["", *tail]
+    return "\n".join(lines) + "\n", plots
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.measurements", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--results", type=Path, default=RESULTS, help="where the benches wrote their JSON")
+    p.add_argument("--out", type=Path, default=OUT, help="the page to write")
+    p.add_argument("--plots", type=Path, default=PLOTS, help="the folder of its SVG plots")
+    args = p.parse_args(argv)
+    text, plots = render(args.results, args.out, args.plots)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    gone = plots.remove_others()
+    print(f"bench.measurements: wrote {args.out} and {len(plots.written)} plots in {args.plots}"
+          + (f"; removed {len(gone)} stale plots" if gone else ""), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
