@@ -385,6 +385,26 @@ def vcl_body_offset(app: str, role: str, box: Box | None, parent_box: Box | None
     return None
 
 
+def band_of(box: Box, region: Box) -> tuple[float, float] | None:
+    """The horizontal band of ``box`` that ``region`` (same space) crosses, as (top,
+    height) fractions of the box's height; None when they do not overlap. A band carries
+    a change from one space to another whose boxes differ only by an affine map (a
+    sheet's display box and the app's own box for it): ``band_span`` maps it back."""
+    x, y, w, h = box
+    rx, ry, rw, rh = region
+    if h <= 0 or min(x + w, rx + rw) <= max(x, rx) or min(y + h, ry + rh) <= max(y, ry):
+        return None
+    top, bottom = max(y, ry), min(y + h, ry + rh)
+    return (top - y) / h, (bottom - top) / h
+
+
+def band_span(box: Box, band: tuple[float, float]) -> tuple[float, float]:
+    """A band of ``box`` (``band_of``) as (top, bottom) in the box's own space."""
+    _, y, _, h = box
+    top, height = band
+    return y + top * h, y + (top + height) * h
+
+
 def popup_origin(anchor: Box) -> Point:
     """Where a popup (a menu of the menu bar, a toolbar's drop-down) opens, in the
     coordinates of the box that dropped it: at that box's bottom-left (measured with

@@ -8,6 +8,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from ..geometry import band_span
 from .selection import _reads_text, _Selection
 from .tree import (
     _A11Y,
@@ -463,8 +464,7 @@ class AtspiReader:
                     places[rows[r], cols[c]] = (cx, ry, cw, rh)
         known_text = {}
         if kept is not None:
-            _, y, _, h = box
-            spans = [(y + top * h, y + (top + height) * h) for top, height in bands]
+            spans = [band_span(box, band) for band in bands]
             known_text = {(k.row, k.col): k.text for k in kept if places.get((k.row, k.col)) == k.extents
                           and not any(k.extents[1] < bottom and k.extents[1] + k.extents[3] > top
                                       for top, bottom in spans)}

@@ -22,13 +22,13 @@ from PIL import Image
 
 from ..common.errors import Unavailable
 from ..common.logging import get_logger
-from ..geometry import Rect, native_to_display, page_placement, visible_part
+from ..geometry import Rect, band_of, native_to_display, page_placement, visible_part
 from .elements import Element, native_elements, page_elements
 from .fill import OPAQUE_MIN, Opaque, opaque_boxes
 from .frames import FrameSignature, changed_regions, signature
 from .id_store import IdStore
 from .ids import IdRegistry
-from .placing import changed_pids, region_of, touches, window_for_tab, windows_for_native
+from .placing import changed_pids, region_of, window_for_tab, windows_for_native
 from .scene_json import Mode, OcrItem, Scene, apps_of
 from .sources import Bridge, Desktop, Frame, Tree, Window
 
@@ -366,12 +366,8 @@ class SceneEngine:
         for key, (display_id, box) in sheets.items():
             if box.h <= 0:
                 continue
-            bands = []
-            for r in self._unread.get(display_id, ()):
-                if touches(box, r):
-                    top, bottom = max(box.y, r[1]), min(box.y + box.h, r[1] + r[3])
-                    bands.append(((top - box.y) / box.h, (bottom - top) / box.h))
-            out[key] = bands
+            crossed = (band_of((box.x, box.y, box.w, box.h), r) for r in self._unread.get(display_id, ()))
+            out[key] = [band for band in crossed if band is not None]
         return out
 
     def _page_elements(self, tabs: list[dict], tree: Tree) -> tuple[list[Element], set[str], list[str]]:

@@ -9,12 +9,7 @@ from typing import Any
 from ..geometry import Rect, visible_part
 from .sources import Tree, Window
 
-__all__ = ["touches", "region_of", "changed_pids", "window_for_tab", "windows_for_native"]
-
-
-def touches(box: Rect, region: tuple[int, int, int, int]) -> bool:
-    x, y, w, h = region
-    return min(box.x + box.w, x + w) > max(box.x, x) and min(box.y + box.h, y + h) > max(box.y, y)
+__all__ = ["region_of", "changed_pids", "window_for_tab", "windows_for_native"]
 
 
 def region_of(box: Rect) -> tuple[int, int, int, int]:

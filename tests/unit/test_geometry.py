@@ -217,3 +217,16 @@ def test_a_measured_edge_a_float_error_off_the_grid_stays_on_it():
             x, _, w, _ = measured_to_snapshot((edge, 0.0, f32(64 / 64 / dpr), 1.0), dpr)
             assert round(x * dpr * 64, 6) == units, (dpr, units)
             assert round((x + w) * dpr * 64, 6) == units + 64, (dpr, units)
+
+
+def test_a_band_of_a_box_goes_to_another_space_of_the_same_box():
+    from services.geometry import band_of, band_span
+
+    # A change at display rows 640-760 over a sheet drawn at y 100-700 ...
+    band = band_of((0, 100, 800, 600), (790, 640, 20, 120))
+    assert band == (0.9, 0.1)
+    # ... is, in the app's own box for the sheet (here 26 px higher, half the size),
+    # the rows it reports at 344-374.
+    assert band_span((0, 74, 400, 300), band) == (344.0, 374.0)
+    assert band_of((0, 100, 800, 600), (850, 0, 100, 50)) is None  # beside, above
+    assert band_of((0, 100, 0, 0), (0, 100, 10, 10)) is None
