@@ -5,8 +5,8 @@ new scenes to subscribers.
 Modes: ``idle`` returns the last scene while the watcher has seen no change
 on any display; ``active`` re-reads what can have changed (the bridge always, since it
 keeps its own trees warm and answers unchanged pages from cache; AT-SPI and OCR only
-where frames changed since the last scene); ``agent-turn`` reads every page in full, and
-AT-SPI wherever a frame changed since AT-SPI last read it (see ``_unread_pids``).
+where frames changed since the last scene); ``agent-turn`` reads every page and every app
+in full, except the rows of a sheet no change crossed since AT-SPI last read it.
 
 What a Scene is and how it is written out lives in scene_json.py; which window each
 source's elements belong to, and which apps a changed region touches, in placing.py."""
@@ -37,7 +37,6 @@ __all__ = ["SceneEngine"]
 log = get_logger("deskbox.scene")
 
 WATCH_IDLE_S = 1.0
-NATIVE_KEPT_S = 30.0  # an app whose windows held still is walked again after this long anyway
 WATCH_ACTIVE_S = 0.25
 WATCH_ACTIVE_FOR_S = 5.0
 
@@ -65,7 +64,6 @@ class SceneEngine:
         self._ocr_cache: dict[int, list[OcrItem]] = {}
         # Regions that changed on each display since AT-SPI was last read (see _unread_pids).
         self._unread: dict[int, list[tuple[int, int, int, int]]] = {}
-        self._read_at: dict[int, float] = {}  # pid -> when AT-SPI last read its app (monotonic)
         self._watch_sigs: dict[int, FrameSignature] = {}
         self._signed: dict[int, tuple[Frame, FrameSignature]] = {}  # display -> last frame signed
         self._task: asyncio.Task | None = None
@@ -122,7 +120,7 @@ class SceneEngine:
             self.last = None
             self.by_id = {}
             self._native_cache = None
-            self._unread, self._read_at = {}, {}
+            self._unread = {}
             self._ocr_cache = {}
             self._watch_sigs = {}
             self._signed = {}
@@ -208,14 +206,12 @@ class SceneEngine:
                 unread[:] = [(0, 0, f.width, f.height)]
         native_pids: frozenset[int] | None = None  # None: every app was walked
         if native_task is None and self.atspi is not None:
-            # An agent-turn walks every app whose windows changed since AT-SPI last read
-            # them (or that was read too long ago); otherwise, those whose windows changed
-            # since the previous scene. A sheet whose pixels did not change keeps the
-            # cells last read (each costs LibreOffice a call).
-            native_pids = self._unread_pids(tree) if full else (changed_pids(tree, changed) if any_change
-                                                                   else frozenset())
-            if full and native_pids == frozenset():
-                self._unread = {}  # what changed touches no app's window
+            # An agent-turn walks every app (an app's tree can lag its pixels: Writer
+            # lists an inserted chart after it has drawn it); otherwise, those whose
+            # windows changed since the previous scene. Of a sheet, only the rows a change
+            # crossed since AT-SPI last read it are read again (each cell costs
+            # LibreOffice a call).
+            native_pids = None if full else (changed_pids(tree, changed) if any_change else frozenset())
             if native_pids is None or native_pids:
                 native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot(native_pids,
                                                                                        self._sheet_bands(sheets))))
@@ -256,9 +252,6 @@ class SceneEngine:
                     fresh = [n for n in self._native_cache if n.pid not in native_pids and n.pid in alive] + fresh
                 self._native_cache = fresh
                 self._unread = {}
-                walked_at = time.monotonic()
-                for pid in native_pids if native_pids is not None else {w.pid for w in tree.windows}:
-                    self._read_at[pid] = walked_at
             except Exception as exc:  # AT-SPI is best effort: the scene still has the rest
                 native_failed = True
                 sources["atspi"] = f"{type(exc).__name__}: {exc}"
@@ -341,21 +334,6 @@ class SceneEngine:
                       and "#" in e.key[1]}
         return {e.key[1]: (e.display_id, e.bbox) for e in self.last.ax
                 if e.source == "atspi" and e.role == "table" and e.key[1] in with_cells and e.bbox is not None}
-
-    def _unread_pids(self, tree: Tree) -> frozenset[int] | None:
-        """The processes an agent-turn walks: those owning a window that a region changed
-        since AT-SPI was last read touches, that left nothing in the last read, or that
-        were read more than ``NATIVE_KEPT_S`` ago; None (all of them) when a window's
-        process is unknown. An app is drawn from its tree: a window whose every pixel held
-        still (each 64 px tile's checksum, ``frames``) shows the tree last read."""
-        if any(w.pid is None for w in tree.windows):
-            return None
-        now = time.monotonic()
-        read = {n.pid for n in self._native_cache or ()}
-        stale = {w.pid for w in tree.windows
-                 if w.pid not in read or now - self._read_at.get(w.pid, float("-inf")) > NATIVE_KEPT_S}
-        self._read_at = {pid: t for pid, t in self._read_at.items() if any(w.pid == pid for w in tree.windows)}
-        return changed_pids(tree, self._unread) | stale
 
     def _sheet_bands(self, sheets: dict[str, tuple[int, Rect]]) -> dict[str, list[tuple[float, float]]]:
         """Per sheet, the horizontal bands of it that changed since AT-SPI last read it,

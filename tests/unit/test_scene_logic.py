@@ -219,33 +219,3 @@ def test_a_sheets_changed_bands_are_the_changed_regions_across_its_box():
     assert engine._sheet_bands(sheets) == {":1.2/t1": [(0.9, 0.1)], ":1.3/t3": []}
     engine._unread = {1: [(0, 0, 1920, 1080)]}  # the whole of the other display
     assert engine._sheet_bands(sheets) == {":1.2/t1": [], ":1.3/t3": [(0.0, 1.0)]}
-
-
-# -- which apps an agent-turn walks ------------------------------------------------------
-
-
-def test_an_agent_turn_walks_the_apps_whose_windows_changed_are_new_or_were_read_long_ago():
-    from types import SimpleNamespace
-
-    from services.scene import engine as scene_engine
-    from services.scene.engine import SceneEngine
-    from services.scene.sources import Tree
-
-    def window(wid: str, pid: int | None, x: int) -> Window:
-        return Window(id=wid, app_id="app", pid=pid, title=wid, bounds=Rect(x, 0, 100, 100), display_id=0,
-                      focused=False)
-
-    engine = SceneEngine(desktop=None, bridge=None)
-    tree = Tree(displays=[], windows=[window("w1", 1, 0), window("w2", 2, 200), window("w3", 3, 400)], focused=None)
-    engine._native_cache = [SimpleNamespace(pid=1), SimpleNamespace(pid=2)]  # pid 3 left nothing
-    now = scene_engine.time.monotonic()
-    engine._read_at = {1: now, 2: now, 9: now}
-    engine._unread = {0: [(250, 50, 10, 10)]}  # inside w2
-    assert engine._unread_pids(tree) == {2, 3}
-    assert 9 not in engine._read_at  # a process without windows is forgotten
-    engine._unread = {}
-    engine._read_at[1] = now - scene_engine.NATIVE_KEPT_S - 1
-    assert engine._unread_pids(tree) == {1, 3}
-    # A window whose process is unknown cannot be matched to its app: every app is walked.
-    tree.windows.append(window("w4", None, 600))
-    assert engine._unread_pids(tree) is None
