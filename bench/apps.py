@@ -10,7 +10,7 @@ bench/results/apps.json and apps.md. Rows, in one run:
 - **scene agent-turn, Chromium + Calc**: the same, with Calc beside it on a sheet of
   10,000 filled cells (100 x 100), its window tiled next to the browser's. Goal
   (issue 14): median and p95 <= 250 ms. Three rows: the sheet unchanged between turns
-  (Calc's last read is kept), a value typed into a cell before each turn (what an
+  (its cells are kept), a value typed into a cell before each turn (what an
   agent does most), and the sheet scrolled a page before each turn (every cell in view
   is read again).
 - **image sizes**: ``podman image inspect`` of deskbox and deskbox-apps.
@@ -226,7 +226,7 @@ def markdown(result: dict) -> str:
     calc = next((r for r in result["scene"] if "cells_in_scene" in r), None)
     if calc:
         lines += ["", f"Cells in the Scene: {calc['cells_in_scene']}. Goal: median and p95 <= {GOAL_MS} ms. "
-                  "An app whose windows did not change keeps its last read; of a sheet, only the rows a change crossed are read again."]
+                  "Every app is walked each agent-turn; of a sheet, only the rows a change crossed are read again."]
     for r in result["scene"]:
         if "Calc" in r["row"]:
             lines += ["", f"{r['row']}: agent-turn stages (median ms): "
