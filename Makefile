@@ -20,6 +20,7 @@ bench: deps
 	.venv/bin/python -m bench.container
 	.venv/bin/python -m bench.reset
 	.venv/bin/python -m bench.osworld
+	.venv/bin/python -m bench.accessibility
 	.venv/bin/python -m bench.apps
 	.venv/bin/python -m bench.measurements
 

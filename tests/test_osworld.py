@@ -19,6 +19,8 @@ import pytest
 from lxml.cssselect import CSSSelector
 from PIL import Image
 
+from bench.accessibility import parity
+from services.osworld import accessibility
 from tests.support import ROOT, PageServer, Process, Response, Session, free_port, http, wait_until
 
 pytestmark = pytest.mark.desktop
@@ -201,6 +203,79 @@ def test_a_gtk_buttons_screen_box_is_where_a_click_reaches_it(session, osworld):
 
 
 # -- commands --------------------------------------------------------------------------
+
+
+def test_the_tree_is_the_one_the_libatspi_walk_reads_for_chromium_a_gtk3_and_a_gtk4_app(session, fixture_page):
+    # OSWorld's graders select nodes by role, name, states, attributes and text: the
+    # scene's reader must give /accessibility what the libatspi walk the server ran
+    # before gives, node for node (bench.atspi_libatspi, kept as the bench's baseline).
+    fixture = Process(session, ["/usr/bin/python3", str(GTK_APP), "--title", "parity gtk fixture"])
+    calc = Process(session, ["gnome-calculator"])
+    try:
+        fixture.wait_for(event="ready", timeout=20)
+
+        seen: list[object] = []
+
+        def both_read():
+            trees = _full_trees(session)
+            apps = [{(a["name"], a["pid"]) for a in trees[k]["apps"]} for k in ("reader", "libatspi")]
+            # (GTK 4 fills its keypad in after its window shows.)
+            keys = sum(n["role"] == "push button" and [k["text"] for k in n["children"]] == ["7"]
+                       for n in _nodes(trees["reader"]))
+            seen[:] = [apps, keys, fixture.pid, calc.pid]
+            pids = {pid for _, pid in apps[0] & apps[1]}
+            return trees if {fixture.pid, calc.pid} <= pids and keys else None
+
+        try:
+            trees = wait_until(both_read, 30, 0.5, what="the fixture and the calculator in both trees")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last seen (apps, keys, pids): {seen}") from None
+        old = accessibility.build_xml(trees["libatspi"], [])
+        new = accessibility.build_xml(trees["reader"], [])
+        found = parity(old, new, show=20)
+        assert found["only_in_old"] == found["only_in_new"] == found["attributes_differing"] == 0, found
+        root = lxml.etree.fromstring(new.encode())
+        # Each kind of thing a node carries is there, not only the names:
+        # GTK 4.8's label text (it answers "" to the usual request for all of it),
+        assert root.xpath('//application[@name="gnome-calculator"]//push-button/label[text()="7"]')
+        # states in OSWorld's spelling, object attributes, and actions with their key binding.
+        alpha = root.xpath('//frame[@name="parity gtk fixture"]//push-button[@name="Alpha"]')[0]
+        assert alpha.get(f"{{{NS['st']}}}focusable") == "true" and alpha.get(f"{{{NS['act']}}}click_kb") is not None
+        assert root.xpath("//document-web")[0].get(f"{{{NS['attr']}}}tag") is not None
+    finally:
+        fixture.stop()
+        calc.stop()
+
+
+def test_after_a_navigation_the_tree_shows_the_new_page_not_the_old(session, osworld, fixture_page, pages):
+    # atk-bridge keeps every object it handed out, and its cache still lists the old
+    # page under the document's parent: the tree must come from the page on screen.
+    def buttons():
+        root = osworld.accessibility_tree()
+        return {b.get("name") for b in root.xpath('//application[@name="Google Chrome"]//document-web//push-button')}
+
+    assert "Press me" in wait_until(lambda: buttons() or None, 15, 0.3, what="the fixture's buttons")
+    resp = http("POST", session.bridge + "/navigate", {"url": pages.url("input.html")})
+    assert resp.status == 200, resp.body
+    shown = wait_until(lambda: (lambda b: b if "Submit" in b else None)(buttons()), 15, 0.3,
+                       what="the new page's button")
+    assert "Press me" not in shown
+
+
+def _full_trees(session: Session) -> dict:
+    proc = session.launch([sys.executable, str(ROOT / "tests" / "apps" / "full_trees.py")], cwd=str(ROOT),
+                          env=session.app_env(PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode(errors="replace")[-3000:]
+    return json.loads(out)
+
+
+def _nodes(tree: dict):
+    stack = list(tree["apps"])
+    while stack:
+        node = stack.pop()
+        yield node
+        stack += node["children"]
 
 
 def test_execute_with_pyautogui_clicks_the_fixture_button(session, osworld, fixture_page, pages):

@@ -102,14 +102,22 @@ Walk cost
     (median 30; 217 objects visited, 60 kept), where libatspi's one-call-at-a-time
     walk of the same apps took 100-280 ms. ``snapshot(pids=...)`` walks only the apps whose windows
     changed; ``python -m services.atspi --repeat N`` prints a session's figures.
-    A Calc sheet's visible cells are read by row and column (``_sheet_cells``), and
+    A Calc sheet's visible cells are read by row and column (``sheets``), and
     kept from the previous snapshot for the rows whose pixels the caller says held still.
+    A call is a future answered by a callback (``AtspiReader._send``), at most
+    ``MAX_IN_FLIGHT`` on the wire, the rest queued in order: half the CPU of
+    dbus-fast's coroutine form behind a semaphore.
 
-The package sits below the services (as ``services.cdp`` does): the scene aggregator
-reads native apps with it. Its modules: ``tree`` (what a node is, the objects read from
+The full read
+    ``full_tree()`` reads every node of every app with everything it has (states,
+    object attributes, text, value, actions): what OSWorld's ``/accessibility`` is
+    made of (``full``). The same connections, caches and timeouts; nothing pruned.
+
+The package sits below the services (as ``services.cdp`` does). Its modules: ``tree`` (what a node is, the objects read from
 an app, AT-SPI's names and numbers), ``selection`` (which objects become nodes: pure,
-no D-Bus), ``reader`` (the D-Bus reader), ``worker`` and ``source`` (the reader in a
-process of its own, and its asyncio client).
+no D-Bus), ``reader`` (the D-Bus reader), ``sheets`` (a sheet's visible cells), ``full``
+(the full read), ``worker`` and ``source`` (the reader in a process of its own, and its
+asyncio client). The scene aggregator and the OSWorld server both read through it.
 """
 
 from .reader import AtspiReader

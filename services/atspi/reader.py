@@ -5,11 +5,16 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import deque
 from collections.abc import Collection, Mapping, Sequence
+from functools import partial
 from typing import Any
 
-from ..geometry import band_span
+from dbus_fast import Message, MessageType
+
+from .full import FULL_APP_TIMEOUT_S, _FullRead
 from .selection import _reads_text, _Selection
+from .sheets import _Sheets
 from .tree import (
     _A11Y,
     _ACCESSIBLE,
@@ -27,15 +32,14 @@ from .tree import (
     _VISIBLE,
     _WINDOW_COORDS,
     APP_TIMEOUT_S,
-    MAX_CACHED_CELLS,
     MAX_IN_FLIGHT,
-    MAX_SHEET_CELLS,
     AtspiError,
     NativeNode,
     NoSuchAction,
     _action_index,
     _App,
     _Cell,
+    _DBusError,
     _Names,
     _Needs,
     _Obj,
@@ -69,28 +73,22 @@ class AtspiReader:
         # What an object never changes while it lives (its actions; role and interfaces
         # when they do not come from a cache) is asked once.
         self._actions: dict[str, tuple[str, ...]] = {}
+        # The full read's: key -> (name, description, key binding) per action.
+        self._action_details: dict[str, tuple[tuple[str, str, str], ...]] = {}
         self._static: dict[str, tuple[int, frozenset[str]]] = {}  # key -> role, interfaces
         self._toolkits: dict[str, str] = {}  # key -> the toolkit its attributes name
         self._hidden: set[str] = set()  # keys of objects neither showing nor visible last time
         # What the last walk of each app read level by level: asked at once next time.
         self._shapes: dict[str, _Needs] = {}
         self._known: dict[str, int] = {}  # key -> pid, as of the latest snapshot
-        # A sheet's cells, by (row, column): the object LibreOffice made for each when
-        # it was first asked. LibreOffice makes a new object at every GetAccessibleAt and
-        # atk-bridge keeps every one it has handed out, for as long as the app lives:
-        # asking again each turn would cost a call a cell and grow the app by some
-        # 1,300 objects a turn on a full-screen sheet. An object keeps reading its
-        # cell's current content (measured, LibreOffice 7.4). Sheet key -> cells.
-        self._cells: dict[str, dict[tuple[int, int], str]] = {}
-        # What each sheet's visible cells read, and the sheet's box then (see snapshot).
-        self._sheet_read: dict[str, tuple[tuple[int, int, int, int] | None, list[_Cell]]] = {}
+        self._sheets = _Sheets(self._call)
         self._sheet_bands: Mapping[str, Sequence[tuple[float, float]]] = {}
-        self._cells_kept = 0
         # Calls in flight at once. dbus-fast writes a burst of calls without waiting for
         # the socket to drain and fails with EAGAIN when its buffer fills (seen with
         # LibreOffice: some 1,400 objects); a few hundred in flight lose nothing of
-        # the pipelining.
-        self._in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
+        # the pipelining. The others wait in order (see _send).
+        self._flying = 0
+        self._waiting: deque[tuple[Any, asyncio.Future, Any]] = deque()
         self.last_walk: dict[str, float | int] = {}
 
     async def open(self) -> None:
@@ -130,16 +128,10 @@ class AtspiReader:
         its neighbours), and the other rows' cells are taken from the previous read when
         the sheet's box is the same (what a sheet's cells show is drawn in its box; the
         caller watches the pixels). A sheet it does not name is read whole."""
-        self._sheet_bands, self._cells_kept = dict(sheet_bands or {}), 0
+        self._sheet_bands, self._sheets.kept = dict(sheet_bands or {}), 0
         started = time.perf_counter()
-        try:
-            refs = await self._within(self._call(_REGISTRY, _ROOT, _ACCESSIBLE, "GetChildren"), "the registry")
-        except (_DBusError, _AppUnresponsive) as exc:
-            raise AtspiError(f"the accessibility registry did not list the apps: {exc}") from exc
-        buses = [bus for bus, _ in refs[0]]
-        apps = await asyncio.gather(*(self._within(self._app(bus), bus) for bus in buses), return_exceptions=True)
-        self._apps = {a.bus: a for a in apps if isinstance(a, _App)}
-        chosen = [a for a in apps if isinstance(a, _App) and (pids is None or a.pid in pids)]
+        apps = await self._list_apps()
+        chosen = [a for a in apps if pids is None or a.pid in pids]
         walks = await asyncio.gather(*(self._within(self._walk(a, prune_documents), a.name) for a in chosen),
                                      return_exceptions=True)
         out: list[NativeNode] = []
@@ -161,18 +153,9 @@ class AtspiReader:
             # Keys of the apps not walked this time stay actionable.
             known = {**{k: p for k, p in self._known.items() if p not in walked}, **known}
         self._known = known
-        live_buses = set(self._apps)
-        for bus in [b for b in self._direct if b not in live_buses]:
-            self._drop_direct(bus)
-        self._shapes = {b: v for b, v in self._shapes.items() if b in live_buses}
-        self._actions = {k: v for k, v in self._actions.items() if k.split("/", 1)[0] in live_buses}
-        self._static = {k: v for k, v in self._static.items() if k.split("/", 1)[0] in live_buses}
-        self._toolkits = {k: v for k, v in self._toolkits.items() if k.split("/", 1)[0] in live_buses}
-        self._hidden = {k for k in self._hidden if k.split("/", 1)[0] in live_buses}
-        self._cells = {k: v for k, v in self._cells.items() if k.split("/", 1)[0] in live_buses}
-        self._sheet_read = {k: v for k, v in self._sheet_read.items() if k.split("/", 1)[0] in live_buses}
+        self._forget_gone_apps()
         stats["seconds"] = time.perf_counter() - started
-        stats["cells_kept"] = self._cells_kept
+        stats["cells_kept"] = self._sheets.kept
         self.last_walk = stats
         return out
 
@@ -210,7 +193,51 @@ class AtspiReader:
             raise NoSuchAction(key, action, names)
         return bool((await self._call(bus, path, _A11Y + "Action", "DoAction", "i", [index]))[0])
 
+    async def full_tree(self, *, app_timeout: float = FULL_APP_TIMEOUT_S) -> dict[str, Any]:
+        """Every application's whole tree, every node with all it has: what OSWorld's
+        accessibility tree is made of (``services.atspi.full``). An app that does not
+        answer within ``app_timeout`` is left out and named in ``left_out``."""
+        started = time.perf_counter()
+        apps = await self._list_apps()
+        read = _FullRead(self)
+        trees = await asyncio.gather(*(self._within(read.app(a), a.name, app_timeout) for a in apps),
+                                     return_exceptions=True)
+        out, left_out, ms = [], [], {}
+        for app, tree in zip(apps, trees):
+            if isinstance(tree, BaseException):
+                if not isinstance(tree, (_AppUnresponsive, _DBusError)):
+                    raise tree
+                left_out.append(f"{app.name or '?'} (pid {app.pid}): {tree}")
+                continue
+            out.append(tree)
+            ms[f"{app.name or '?'}:{app.pid}"] = read.ms.get(app.bus, 0.0)
+        self._forget_gone_apps()
+        return {"apps": out, "nodes": read.count, "left_out": left_out,
+                "walk": {"seconds": time.perf_counter() - started, "app_ms": ms}}
+
     # -- internals ----------------------------------------------------------------------
+
+    async def _list_apps(self) -> list[_App]:
+        """The registry's applications, in its order (those that answer)."""
+        try:
+            refs = await self._within(self._call(_REGISTRY, _ROOT, _ACCESSIBLE, "GetChildren"), "the registry")
+        except (_DBusError, _AppUnresponsive) as exc:
+            raise AtspiError(f"the accessibility registry did not list the apps: {exc}") from exc
+        buses = [bus for bus, _ in refs[0]]
+        apps = await asyncio.gather(*(self._within(self._app(bus), bus) for bus in buses), return_exceptions=True)
+        self._apps = {a.bus: a for a in apps if isinstance(a, _App)}
+        return [a for a in apps if isinstance(a, _App)]
+
+    def _forget_gone_apps(self) -> None:
+        """Drop what is kept of apps no longer on the bus (their connections, caches)."""
+        live = set(self._apps)
+        for bus in [b for b in self._direct if b not in live]:
+            self._drop_direct(bus)
+        self._shapes = {b: v for b, v in self._shapes.items() if b in live}
+        for name in ("_actions", "_action_details", "_static", "_toolkits"):
+            setattr(self, name, {k: v for k, v in getattr(self, name).items() if k.split("/", 1)[0] in live})
+        self._sheets.forget_gone_apps(live)
+        self._hidden = {k for k in self._hidden if k.split("/", 1)[0] in live}
 
     async def _app(self, bus: str) -> _App:
         app = self._apps.get(bus)
@@ -287,15 +314,8 @@ class AtspiReader:
             await asyncio.gather(*(obj(kid) for kid in tree.asked[path]
                                    if kid not in tree.objects and kid not in needs.objects))
 
-        async def props_of(path: str) -> list[Any]:
-            """Properties.GetAll's reply for the Accessible interface (asked one by one
-            of an app that cannot answer GetAll)."""
-            if app.get_all:
-                return await self._call(bus, path, _PROPERTIES, "GetAll", "s", [_ACCESSIBLE])
-            names = ("Name", "Description", "ChildCount", "Parent")
-            replies = await asyncio.gather(*(self._call(bus, path, _PROPERTIES, "Get", "ss", [_ACCESSIBLE, n])
-                                             for n in names))
-            return [{n: r[0] for n, r in zip(names, replies)}]
+        def props_of(path: str) -> Any:
+            return self._props_of(app, path)
 
         async def obj(path: str) -> None:
             key = bus + path
@@ -352,7 +372,7 @@ class AtspiReader:
             o = tree.objects[path]
             role = self._names.role(o.role)
             if _reads_text(o, role):
-                text = (await self._call(bus, path, _A11Y + "Text", "GetText", "ii", [0, -1]))[0]
+                text = (await self._call(bus, path, _A11Y + "Text", "GetText", "ii", [0, app.text_end]))[0]
                 values[path] = text[:_MAX_VALUE_CHARS]
             else:
                 number = await self._prop(bus, path, _A11Y + "Value", "CurrentValue")
@@ -363,16 +383,7 @@ class AtspiReader:
             toolkits[path] = self._toolkits[bus + path] = attributes.get("toolkit", "")
 
         async def sheet(path: str) -> None:
-            box = extents.get(path)
-            last = self._sheet_read.get(bus + path)
-            bands = self._sheet_bands.get(bus + path)
-            kept = last[1] if last is not None and last[0] == box and bands is not None else None
-            if kept is not None and not bands:
-                sheets[path] = kept
-                self._cells_kept += len(kept)
-                return
-            sheets[path] = await self._sheet_cells(bus, path, box, kept, bands or ())
-            self._sheet_read[bus + path] = (box, sheets[path])
+            sheets[path] = await self._sheets.read(bus, path, extents.get(path), self._sheet_bands.get(bus + path))
 
         jobs = [*map(children, needs.children), *map(obj, needs.objects), *map(box, needs.extents),
                 *map(acts, needs.actions), *map(value, needs.values), *map(toolkit, needs.toolkits),
@@ -401,78 +412,15 @@ class AtspiReader:
         for path in needs.children:
             tree.gone.update(p for p in tree.asked[path] if p not in tree.objects)
 
-    async def _sheet_cells(self, bus: str, path: str, box: tuple[int, int, int, int] | None,
-                           kept: list[_Cell] | None = None, bands: Sequence[tuple[float, float]] = ()) -> list[_Cell]:
-        """The cells of a sheet's visible part. The visible part is bounded by the cells
-        under its top-left and bottom-right corners; each row's height and column's
-        width come from the first column's and row's cells, and a cell's object is made
-        once (``_cells``), so a cell costs one call a turn (its text) rather than five.
-        With ``kept`` (the previous read of the same box), a cell of a row no band
-        crosses keeps its text when its box is the one read then."""
-        if box is None:
-            return []
-        x, y, w, h = box
-        table = _A11Y + "Table"
-
-        async def cell_at_point(px: int, py: int) -> tuple[int, int] | None:
-            ref = (await self._call(bus, path, _A11Y + "Component", "GetAccessibleAtPoint", "iiu",
-                                    [px, py, _WINDOW_COORDS]))[0]
-            if not ref or not ref[1] or ref[1] == "/org/a11y/atspi/null":
-                return None
-            index = (await self._call(bus, ref[1], _ACCESSIBLE, "GetIndexInParent"))[0]
-            row, col = await asyncio.gather(self._call(bus, path, table, "GetRowAtIndex", "i", [index]),
-                                            self._call(bus, path, table, "GetColumnAtIndex", "i", [index]))
-            return row[0], col[0]
-
-        first, last = await asyncio.gather(cell_at_point(x + 1, y + 1), cell_at_point(x + w - 2, y + h - 2))
-        if first is None or last is None or last[0] < first[0] or last[1] < first[1]:
-            return []
-        rows = range(first[0], last[0] + 1)
-        cols = range(first[1], last[1] + 1)
-        while len(rows) * len(cols) > MAX_SHEET_CELLS and len(rows) > 1:
-            rows = rows[:-1]
-
-        known = self._cells.setdefault(bus + path, {})
-        if len(known) > MAX_CACHED_CELLS:
-            known.clear()
-
-        async def read(ref: str, box: bool) -> tuple[str, Any]:
-            if box:
-                return "", (await self._call(bus, ref, _A11Y + "Component", "GetExtents", "u", [_WINDOW_COORDS]))[0]
-            return (await self._call(bus, ref, _A11Y + "Text", "GetText", "ii", [0, -1]))[0], None
-
-        async def cell(row: int, col: int, *, box: bool = False) -> tuple[str, Any]:
-            ref = known.get((row, col))
-            if ref is not None:
-                try:
-                    return await read(ref, box)
-                except _DBusError:
-                    pass  # gone (rows deleted, the sheet rebuilt): asked for afresh
-            ref = known[row, col] = (await self._call(bus, path, table, "GetAccessibleAt", "ii", [row, col]))[0][1]
-            return await read(ref, box)
-
-        # Geometry: the first visible row gives the columns, the first visible column the rows.
-        col_boxes, row_boxes = await asyncio.gather(
-            asyncio.gather(*(cell(rows[0], c, box=True) for c in cols)),
-            asyncio.gather(*(cell(r, cols[0], box=True) for r in rows)))
-        places = {}
-        for r in range(len(rows)):
-            for c in range(len(cols)):
-                if col_boxes[c][1] is not None and row_boxes[r][1] is not None:
-                    cx, _, cw, _ = col_boxes[c][1]
-                    _, ry, _, rh = row_boxes[r][1]
-                    places[rows[r], cols[c]] = (cx, ry, cw, rh)
-        known_text = {}
-        if kept is not None:
-            spans = [band_span(box, band) for band in bands]
-            known_text = {(k.row, k.col): k.text for k in kept if places.get((k.row, k.col)) == k.extents
-                          and not any(k.extents[1] < bottom and k.extents[1] + k.extents[3] > top
-                                      for top, bottom in spans)}
-        wanted = [place for place in places if place not in known_text]
-        texts = dict(zip(wanted, await asyncio.gather(*(cell(r, c) for r, c in wanted))))
-        self._cells_kept += len(known_text)
-        return [_Cell(row=r, col=c, text=(known_text[r, c] if (r, c) in known_text else texts[r, c][0])[:_MAX_VALUE_CHARS],
-                      extents=place) for (r, c), place in places.items()]
+    async def _props_of(self, app: _App, path: str) -> list[Any]:
+        """Properties.GetAll's reply for the Accessible interface (asked one by one of
+        an app that cannot answer GetAll)."""
+        if app.get_all:
+            return await self._call(app.bus, path, _PROPERTIES, "GetAll", "s", [_ACCESSIBLE])
+        names = ("Name", "Description", "ChildCount", "Parent")
+        replies = await asyncio.gather(*(self._call(app.bus, path, _PROPERTIES, "Get", "ss", [_ACCESSIBLE, n])
+                                         for n in names))
+        return [{n: r[0] for n, r in zip(names, replies)}]
 
     async def _action_names(self, bus: str, path: str) -> tuple[str, ...]:
         # Unlocalized names, one call each (GetActions gives localized ones, or none
@@ -490,23 +438,50 @@ class AtspiReader:
 
     async def _call(self, bus: str, path: str, interface: str, member: str, signature: str = "",
                     body: list[Any] | None = None) -> list[Any]:
+        return await self._send(bus, path, interface, member, signature, body)
+
+    def _send(self, bus: str, path: str, interface: str, member: str, signature: str = "",
+              body: list[Any] | None = None) -> asyncio.Future:
+        """One call, as a future of its reply's body (``_DBusError`` for an error reply
+        or a lost connection). A future rather than a coroutine: gathering thousands of
+        them costs no task each, and the reply comes through a callback (dbus-fast's
+        coroutine API, a semaphore and a task a call cost twice the CPU: 60 against
+        27-33 us a call, measured with Chromium). Sent on the app's own socket when it
+        has one, on the accessibility bus otherwise."""
         if self._bus is None:
             raise AtspiError("the reader is not open")
-        direct = self._direct.get(bus)
-        async with self._in_flight:
-            if direct is None:
-                return await self._call_on(self._bus, bus, path, interface, member, signature, body)
-            return await self._direct_call(direct, bus, path, interface, member, signature, body)
+        future = asyncio.get_running_loop().create_future()
+        msg = Message(destination=bus, path=path, interface=interface, member=member, signature=signature,
+                      body=body or [])
+        self._waiting.append((self._direct.get(bus), future, msg))
+        self._pump()
+        return future
 
-    async def _direct_call(self, direct: Any, bus: str, path: str, interface: str, member: str, signature: str,
-                           body: list[Any] | None) -> list[Any]:
-        try:
-            return await self._call_on(direct, bus, path, interface, member, signature, body)
-        except _DBusError:
-            raise
-        except Exception as exc:  # the app's socket went away with the app
-            self._drop_direct(bus)
-            raise _DBusError(f"{bus}: its connection closed ({exc!r})") from exc
+    def _pump(self) -> None:
+        while self._waiting and self._flying < MAX_IN_FLIGHT:
+            direct, future, msg = self._waiting.popleft()
+            if future.done():  # cancelled (an app's walk timed out)
+                continue
+            conn = direct if direct is not None and self._direct.get(msg.destination) is direct else self._bus
+            self._flying += 1
+            done = partial(self._replied, future, msg.destination, conn if conn is direct else None)
+            try:
+                conn._call(msg, done)  # (dbus-fast's callback form of MessageBus.call)
+            except Exception as exc:  # the connection is closed
+                done(None, exc)
+
+    def _replied(self, future: asyncio.Future, bus: str, direct: Any, reply: Any, err: Exception | None) -> None:
+        self._flying -= 1
+        if not future.done():
+            if err is not None or reply is None:
+                if direct is not None and self._direct.get(bus) is direct:
+                    self._drop_direct(bus)  # the app's socket went away with the app
+                future.set_exception(_DBusError(f"{bus}: its connection closed ({err!r})"))
+            elif reply.message_type == MessageType.ERROR:
+                future.set_exception(_DBusError(f"{reply.error_name}: {reply.body[0] if reply.body else ''}"))
+            else:
+                future.set_result(reply.body)
+        self._pump()
 
     async def _connect_direct(self, bus: str) -> None:
         from dbus_fast.aio import MessageBus
@@ -527,13 +502,14 @@ class AtspiReader:
         if conn is not None:
             conn.disconnect()
 
-    async def _within(self, awaitable: Any, what: str) -> Any:
+    async def _within(self, awaitable: Any, what: str, timeout: float | None = None) -> Any:
         """``awaitable``, or _AppUnresponsive after the timeout. Applied to a whole app's
         walk (not to each call: a timer per call costs more than the call)."""
+        timeout = self._timeout if timeout is None else timeout
         try:
-            return await asyncio.wait_for(awaitable, self._timeout)
+            return await asyncio.wait_for(awaitable, timeout)
         except asyncio.TimeoutError:
-            raise _AppUnresponsive(f"{what} did not answer within {self._timeout:g} s") from None
+            raise _AppUnresponsive(f"{what} did not answer within {timeout:g} s") from None
 
     @staticmethod
     async def _call_on(conn: Any, bus: str, path: str, interface: str, member: str, signature: str = "",
@@ -547,42 +523,5 @@ class AtspiReader:
         return reply.body
 
 
-class _DBusError(Exception):
-    """An app answered a call with an error (most often: the object is gone)."""
-
-
 async def _none() -> None:
     return None
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m services.atspi``: print what AT-SPI sees in this session (as
-    JSON lines, one per node), the walk's figures last. Run it as the session user
-    with the session's DBUS_SESSION_BUS_ADDRESS."""
-    import argparse
-    import json
-    import sys
-
-    parser = argparse.ArgumentParser(prog="python -m services.atspi", description=main.__doc__)
-    parser.add_argument("--documents", action="store_true", help="also walk Chromium's page content")
-    parser.add_argument("--repeat", type=int, default=1, help="walk this many times (timings)")
-    args = parser.parse_args(argv)
-
-    async def run() -> None:
-        reader = AtspiReader()
-        await reader.open()
-        try:
-            nodes: list[NativeNode] = []
-            for _ in range(args.repeat):
-                nodes = await reader.snapshot(prune_documents=not args.documents)
-                sys.stderr.write(json.dumps(reader.last_walk) + "\n")
-            for node in nodes:
-                sys.stdout.write(json.dumps(dict(node.__dict__), ensure_ascii=False) + "\n")
-        finally:
-            await reader.close()
-
-    asyncio.run(run())
-
-
-if __name__ == "__main__":
-    main()

@@ -39,17 +39,18 @@ class NativeSource:
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=_LINE_LIMIT)
         return self._proc
 
-    async def _call(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _call(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        timeout = self._timeout if timeout is None else timeout
         async with self._lock:
             proc = await self._worker()
             assert proc.stdin is not None and proc.stdout is not None
             try:
                 proc.stdin.write((json.dumps(request) + "\n").encode())
                 await proc.stdin.drain()
-                line = await asyncio.wait_for(proc.stdout.readline(), self._timeout)
+                line = await asyncio.wait_for(proc.stdout.readline(), timeout)
             except asyncio.TimeoutError:
                 self._kill()
-                raise NativeSourceBusy(f"AT-SPI did not answer within {self._timeout:g} s") from None
+                raise NativeSourceBusy(f"AT-SPI did not answer within {timeout:g} s") from None
             except (BrokenPipeError, ConnectionResetError) as exc:
                 self._kill()
                 raise NativeSourceBusy(f"the AT-SPI worker died: {exc}") from exc
@@ -72,6 +73,15 @@ class NativeSource:
                                   "sheet_bands": {k: [list(b) for b in v] for k, v in (sheet_bands or {}).items()}})
         self.last_walk = reply.get("walk") or {}
         return [_node(n) for n in reply["nodes"]]
+
+    async def tree(self, app_timeout: float, timeout: float) -> dict[str, Any]:
+        """Every app's whole tree (``services.atspi.full``): an app that takes longer
+        than ``app_timeout`` is left out (named in ``left_out``); the whole read waits
+        at most ``timeout``."""
+        reply = await self._call({"op": "tree", "app_timeout": app_timeout}, timeout)
+        if "apps" not in reply:
+            raise NativeSourceBusy(f"the AT-SPI worker could not read the tree: {reply.get('error')}")
+        return reply
 
     async def act(self, key: str, action: str) -> bool:
         reply = await self._call({"op": "act", "key": key, "action": action})

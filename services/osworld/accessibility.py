@@ -1,5 +1,6 @@
 """OSWorld's accessibility tree (``GET /accessibility`` -> ``{"AT": "<xml>"}``), built
-from a full AT-SPI walk (``atspi_walk``, in a worker process with a timeout).
+from the scene's AT-SPI reader's full read (``services.atspi.full``: every node of
+every app, in the reader's worker process, with a timeout).
 
 The XML is what OSWorld's in-VM server writes on Ubuntu, so its graders' selectors
 and XPaths work unchanged:
@@ -27,15 +28,14 @@ Where deskbox differs from a VM, on purpose:
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from ..atspi.source import NativeSource, NativeSourceBusy
+from ..atspi.tree import AtspiError
+from ..common.logging import get_logger
 from ..geometry import (
     SURFACE_MARGIN_MAX,
     Rect,
@@ -45,9 +45,8 @@ from ..geometry import (
     surface_window,
     vcl_body_offset,
 )
-from .commands import CommandTimeout, run
 
-__all__ = ["NAMESPACES", "Window", "build_xml", "walk", "terminal_output", "WalkFailed"]
+__all__ = ["NAMESPACES", "Window", "build_xml", "placed_windows", "walk", "terminal_output", "WalkFailed"]
 
 NAMESPACES = {
     "st": "https://accessibility.ubuntu.example.org/ns/state",
@@ -62,8 +61,11 @@ NAMESPACES = {
 for _prefix, _uri in NAMESPACES.items():
     ET.register_namespace(_prefix, _uri)
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# An app that does not answer its whole tree within APP_TIMEOUT_S is left out; the
+# worker is given WALK_TIMEOUT_S in all.
+APP_TIMEOUT_S = 10.0
 WALK_TIMEOUT_S = 30.0
+_log = get_logger("deskbox.osworld")
 CHROMIUM_APP = "Chromium"
 # How deep below a frame the boxes that tell where the visible window lies are looked
 # for (Chromium's root view is three levels down), and how much smaller than the frame
@@ -88,19 +90,26 @@ class Window:
     scale: float
 
 
-async def walk(timeout: float = WALK_TIMEOUT_S) -> dict[str, Any]:
-    """Every application's AT-SPI tree, read by a worker process (killed on timeout)."""
+def placed_windows(displays: list[dict[str, Any]], windows: list[dict[str, Any]]) -> list[Window]:
+    """desktopd's windows (``/api/v1/tree``) that are on a display, as ``Window``."""
+    scales = {d["id"]: d["scale"] for d in displays}
+    return [Window(pid=w.get("pid"), title=w.get("title") or "", bounds=Rect(*w["bounds"]),
+                   scale=scales.get(w["display_id"], 1.0))
+            for w in windows if w.get("bounds") and w.get("display_id") in scales]
+
+
+async def walk(source: NativeSource, timeout: float = WALK_TIMEOUT_S) -> dict[str, Any]:
+    """Every application's whole AT-SPI tree, read by the scene's reader
+    (``services.atspi.full``) in its worker process. An app that does not answer
+    within ``APP_TIMEOUT_S`` is left out (and logged); a worker that does not answer
+    within ``timeout`` is killed, and the next walk starts a new one."""
     try:
-        done = await run([sys.executable, "-m", "services.osworld.atspi_walk"], timeout=timeout,
-                         cwd=str(PROJECT_ROOT), env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
-    except CommandTimeout as exc:
-        raise WalkFailed(f"the AT-SPI walk took longer than {timeout:g} s") from exc
-    if done.returncode != 0:
-        raise WalkFailed(f"the AT-SPI walk failed: {done.stderr.strip()[-2000:]}")
-    try:
-        return json.loads(done.stdout)
-    except json.JSONDecodeError as exc:
-        raise WalkFailed(f"the AT-SPI walk printed no JSON: {exc}") from exc
+        tree = await source.tree(app_timeout=APP_TIMEOUT_S, timeout=timeout)
+    except (NativeSourceBusy, AtspiError) as exc:
+        raise WalkFailed(f"the AT-SPI walk failed: {exc}") from exc
+    if tree.get("left_out"):
+        _log.warning("apps left out of the accessibility tree", apps=tree["left_out"])
+    return tree
 
 
 def _clean(text: str) -> str:

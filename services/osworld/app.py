@@ -25,19 +25,19 @@ from pathlib import Path
 
 from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
+from ..atspi.source import NativeSource
 from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, Unavailable
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.session_api import SessionControl
 from ..common.web import auth_middleware, error_middleware, json_ok, read_body
-from ..geometry import Rect
 from . import accessibility, commands, files, windows
 from .base import (
+    ATSPI,
     CONFIG,
     CONTROL,
     HTTP,
     RECORDER,
     STARTED,
-    WALK_LOCK,
     WORK,
     OsworldConfig,
     desktopd,
@@ -87,7 +87,9 @@ def create_app(config: OsworldConfig) -> web.Application:
     if config.recording_max_s:
         app[RECORDER].max_duration_s = config.recording_max_s
     app[RELAYS] = Relays(config.cdp_port or 0)
-    app[WALK_LOCK] = asyncio.Lock()
+    # The scene's AT-SPI reader, in a worker process of its own that lives as long as
+    # the server (its connections and caches too): one read at a time, as graders poll.
+    app[ATSPI] = NativeSource(timeout=accessibility.WALK_TIMEOUT_S)
     app[CONTROL] = SessionControl(config.control)
 
     async def http_ctx(app: web.Application):
@@ -106,7 +108,11 @@ def create_app(config: OsworldConfig) -> web.Application:
         yield
         await app[RELAYS].close()
 
-    app.cleanup_ctx.extend([http_ctx, recorder_ctx, relays_ctx])
+    async def atspi_ctx(app: web.Application):
+        yield
+        await app[ATSPI].close()
+
+    app.cleanup_ctx.extend([http_ctx, recorder_ctx, relays_ctx, atspi_ctx])
     add_routes(app, ROUTES)
     return app
 
@@ -125,17 +131,9 @@ async def screenshot(request: web.Request) -> web.Response:
 
 
 async def _accessibility_xml(request: web.Request) -> str:
-    displays, windows = await window_tree(request)
-    scales = {d["id"]: d["scale"] for d in displays}
-    placed = [
-        accessibility.Window(pid=w.get("pid"), title=w.get("title") or "",
-                             bounds=Rect(*w["bounds"]), scale=scales.get(w["display_id"], 1.0))
-        for w in windows if w.get("bounds") and w.get("display_id") in scales
-    ]
+    placed = accessibility.placed_windows(*await window_tree(request))
     try:
-        # One walk at a time: each is a process reading every app, and graders poll.
-        async with request.app[WALK_LOCK]:
-            tree = await accessibility.walk()
+        tree = await accessibility.walk(request.app[ATSPI])
     except accessibility.WalkFailed as exc:
         raise Unavailable(str(exc)) from exc
     return accessibility.build_xml(tree, placed, request.app[CONFIG].browser_name)

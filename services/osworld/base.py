@@ -14,13 +14,14 @@ from typing import Any
 
 from aiohttp import ClientSession, web
 
+from ..atspi.source import NativeSource
 from ..common.errors import ActionFailed, NotFoundError, Unavailable
 from ..common.session_api import SessionControl
 from ..common.web import validate
 from .recording import Recorder
 
 __all__ = [
-    "OsworldConfig", "CONFIG", "HTTP", "RECORDER", "WORK", "STARTED", "WALK_LOCK", "CONTROL",
+    "OsworldConfig", "CONFIG", "HTTP", "RECORDER", "WORK", "STARTED", "ATSPI", "CONTROL",
     "osworld_error", "desktopd", "windows", "form", "local_path", "home", "session_env",
 ]
 
@@ -42,7 +43,7 @@ HTTP = web.AppKey("http", ClientSession)
 RECORDER = web.AppKey("recorder", Recorder)
 WORK = web.AppKey("work", Path)
 STARTED = web.AppKey("started", float)
-WALK_LOCK = web.AppKey("walk_lock", asyncio.Lock)
+ATSPI = web.AppKey("atspi", NativeSource)
 CONTROL = web.AppKey("control", SessionControl)
 
 

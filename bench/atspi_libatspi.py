@@ -1,18 +1,12 @@
-"""A full AT-SPI walk of every application, printed as one JSON document on stdout:
-what OSWorld's accessibility tree is made of, read with libatspi (pyatspi) the way
-OSWorld's own server reads it (every node, depth up to 50, up to 1,024 children each).
+"""The baseline of ``bench.accessibility``: the libatspi walk OSWorld's server used to
+read, kept here to measure the scene's reader (``services.atspi.full``) against it.
+A full AT-SPI walk of every application, printed as one JSON document on stdout, read
+with libatspi (pyatspi) the way OSWorld's own server reads it: every node, depth up to
+50, up to 1,024 children each, one synchronous call at a time.
 
 Run as the session user with the session's ``DBUS_SESSION_BUS_ADDRESS`` (AT-SPI
-answers only readers of the apps' own uid): ``python -m services.osworld.atspi_walk``.
-The service runs it in a process of its own with a timeout, so that an app that hangs
-libatspi's synchronous calls costs one killed process, not a stuck server.
-
-Each node: ``role``, ``name``, ``states`` (OSWorld's spelling: ``STATE_MULTI_LINE`` ->
-``multi_line``), ``attrs``, ``extents`` (AT-SPI WINDOW coordinates: layout px relative
-to the app's top-level surface, or null), ``text``, ``value`` (``value``, ``min``,
-``max``, ``step``), ``actions`` (name -> [description, key binding]), ``image``,
-``selection``, ``children``; applications also carry ``pid``.
-"""
+answers only readers of the apps' own uid): ``python -m bench.atspi_libatspi``. Its
+nodes have the full read's shape (``services.atspi.full``)."""
 
 from __future__ import annotations
 
