@@ -250,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     try:
-        result: dict = {"scene": asyncio.run(scene_rows(args.iterations))}
+        result: dict = {"meta": {"when": time.strftime("%Y-%m-%d %H:%M:%S %z"), "goal_ms": GOAL_MS},
+                        "scene": asyncio.run(scene_rows(args.iterations))}
     except (SessionFailed, RuntimeError) as exc:
         print(f"bench.apps: {exc}", file=sys.stderr)
         return 1

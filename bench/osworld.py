@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             fresh.stop()
     server.shutdown()
-    result = {"open_file_txt": _summary(open_ms), "chrome_setup_after_reset": _summary(reset_setup),
+    result = {"meta": {"when": time.strftime("%Y-%m-%d %H:%M:%S %z")}, "open_file_txt": _summary(open_ms), "chrome_setup_after_reset": _summary(reset_setup),
               "chrome_setup_fresh_session": _summary(fresh_setup)}
     ratio = result["chrome_setup_after_reset"]["median_ms"] / result["chrome_setup_fresh_session"]["median_ms"]
     lines = ["# OSWorld task setup", "",

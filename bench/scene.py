@@ -214,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench.scene: the session did not start: {exc}", file=sys.stderr)
         return 1
     result["load"] = f"{load_before[0]:.2f} / {os.getloadavg()[0]:.2f}"
+    result.setdefault("meta", {}).update(when=time.strftime("%Y-%m-%d %H:%M:%S %z"),
+                                         agent_turn_1k_goal_ms=TARGET_AGENT_TURN_1K_MS)
     write_results(args.results, "scene", result, markdown(result))
     return 0
 

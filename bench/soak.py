@@ -24,6 +24,7 @@ from bench.page import free_port, serve_html
 from services.session.spawn import SessionFailed, SpawnedSession
 
 RESULTS = Path(__file__).resolve().parent / "results"
+GROWTH_GOAL_PCT = 10.0  # a service's RSS, last tenth of the run against the first
 SERVICES = ("desktopd", "bridge", "scene", "chromium")
 
 PAGE = b"""<!doctype html><meta charset=utf-8><title>soak</title>
@@ -159,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         return round(sorted(values)[min(int(len(values) * q), len(values) - 1)], 1) if values else None
 
     result = {
+        "meta": {"when": time.strftime("%Y-%m-%d %H:%M:%S %z"), "growth_goal_pct": GROWTH_GOAL_PCT},
         "minutes": args.minutes, "rate": args.rate, "requests": i, "load_before": load_before,
         "load_after": os.getloadavg(),
         "endpoints": {k: {"n": len(v), "p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95), "errors": len(errors[k]),
@@ -167,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     lines = ["# Soak", "", f"{args.minutes:g} minutes at {args.rate:g} requests/s ({i} requests), one 1920x1080 "
              f"session on a page that changes every second. Load before/after: {load_before[0]:.2f} / "
-             f"{result['load_after'][0]:.2f}. Goals: 0 errors, RSS growth <= 10 %.", "",
+             f"{result['load_after'][0]:.2f}. Goals: 0 errors, RSS growth <= {GROWTH_GOAL_PCT:g} %.", "",
              "| endpoint | n | p50 ms | p95 ms | errors |", "|---|---:|---:|---:|---:|"]
     for k, v in result["endpoints"].items():
         lines.append(f"| {k} | {v['n']} | {v['p50_ms']} | {v['p95_ms']} | {v['errors']} |")
