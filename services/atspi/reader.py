@@ -289,9 +289,10 @@ class AtspiReader:
             # it is asked at once, and the passes below fetch only what changed.
             await self._fetch(app, tree, _Needs(children=set(shape.children), objects=set(shape.objects),
                                                 extents=set(shape.extents)), extents, actions, values, toolkits, sheets)
+        settled: dict = {}
         for _ in range(_MAX_ROUNDS):
             selection = _Selection(app, tree, self._names, prune_documents, extents, actions, values, toolkits,
-                                   sheets)
+                                   sheets, settled)
             nodes = selection.run()
             needs = selection.needs
             if not needs:

@@ -49,8 +49,14 @@ class _Selection:
     def __init__(self, app: _App, tree: _Tree, names: _Names, prune_documents: bool,
                  extents: dict[str, tuple[int, int, int, int] | None], actions: dict[str, tuple[str, ...]],
                  values: dict[str, str | None], toolkits: dict[str, str] | None = None,
-                 sheets: dict[str, list[_Cell]] | None = None) -> None:
+                 sheets: dict[str, list[_Cell]] | None = None, settled: dict | None = None) -> None:
         self.app, self.tree, self.names = app, tree, names
+        # Subtrees an earlier pass of the same walk found whole (nothing missing): their
+        # nodes, the spans they added and the objects they visited, by the visit's
+        # arguments. An app read level by level takes a pass per level (LibreOffice:
+        # 21), and passing again over what is settled cost half the walk's CPU (measured).
+        self.settled = settled if settled is not None else {}
+        self._pending = 0  # nodes left out of this pass until their box is read
         self.prune_documents = prune_documents
         self.extents, self.actions, self.values = extents, actions, values
         self.toolkits = toolkits if toolkits is not None else {}
@@ -164,7 +170,8 @@ class _Selection:
             body += self._visit(child, 2, title, title, extents, spans, extents, None)
         if not title and not body:
             return []  # an unnamed frame with nothing on it: Chromium's hidden popups
-        if self.app.name == "soffice":
+        if self.app.name == "soffice" and not self.needs:
+            # (A pass with something missing is not the last: what it gives is not kept.)
             body = _calc_cells(body)
         node = self._node(frame, self.names.role(frame.role), title, None, extents, title, 1, tuple(spans))
         return [node, *body]
@@ -180,6 +187,27 @@ class _Selection:
         Wayland and X11: a popup is a surface of its own), which opens below the menu
         bar's menu (measured with LibreOffice's menu bar; a submenu's popup, to the
         right of its item, is not placed)."""
+        key = (obj.path, depth, frame_title, parent_name, frame_extents, parent_box, offset, popup, parent_role,
+               self._origin)
+        found = self.settled.get(key)
+        if found is not None:
+            nodes, added, visited = found
+            spans += added
+            self.visited += visited
+            return nodes
+        before = (self.needs.size(), self._pending)
+        spans_before, visited_before = len(spans), self.visited
+        out = self._visit_unsettled(obj, depth, frame_title, parent_name, frame_extents, spans, parent_box, offset,
+                                    popup, parent_role)
+        if (self.needs.size(), self._pending) == before:
+            self.settled[key] = (out, spans[spans_before:], self.visited - visited_before)
+        return out
+
+    def _visit_unsettled(self, obj: _Obj, depth: int, frame_title: str, parent_name: str,
+                         frame_extents: tuple[int, int, int, int] | None,
+                         spans: list[tuple[int, int, int, int]], parent_box: tuple[int, int, int, int] | None,
+                         offset: tuple[int, int] | None, popup: tuple[int, int] | None,
+                         parent_role: str) -> list[NativeNode]:
         self.visited += 1
         if not obj.on_screen and not (self.app.name == "soffice" and obj.name == _CALC_INPUT_LINE):
             # (Calc's formula bar says it is defunct, and nothing else, while its
@@ -228,6 +256,7 @@ class _Selection:
         # While its box is being asked for, a node's value and actions are asked for
         # too (it will most likely be kept), and its children are walked in case.
         pending = obj.path in self.needs.extents or pending_toolkit
+        self._pending += pending
         if keep and (pending or (extents is not None and extents[2] > 0 and extents[3] > 0)):
             node = self._node(obj, role, name, self._value(obj, role), extents, frame_title, depth)
             if not pending:

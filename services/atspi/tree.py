@@ -253,6 +253,10 @@ class _Needs:
         return bool(self.children or self.objects or self.extents or self.actions or self.values or self.toolkits
                     or self.sheets)
 
+    def size(self) -> int:
+        return (len(self.children) + len(self.objects) + len(self.extents) + len(self.actions) + len(self.values)
+                + len(self.toolkits) + len(self.sheets))
+
 
 @dataclass(frozen=True, slots=True)
 class _Cell:

@@ -327,3 +327,36 @@ def test_an_unnamed_libreoffice_drop_down_is_placed_below_the_button_its_frame_h
     # A named one's frame is put at the popup's place too, not moved twice.
     table = [node("window", "Table", (0, 0, 163, 296), 1), node("frame", "Table", (613, 36, 163, 296), 4)]
     assert [n.extents for n in _place_drop_downs([main, table])[1]] == [(613, 63, 163, 296)] * 2
+
+
+def test_subtrees_settled_in_an_earlier_pass_give_the_same_nodes_without_being_walked_again():
+    # Read level by level, an app takes a pass per level; a subtree that had all it
+    # needed is taken from the earlier pass, spans included.
+    objects = window(
+        obj("/left", "/p", 0, "panel", "Left", kids=2),
+        obj("/a", "/left", 0, "push button", "A"),
+        obj("/b", "/left", 1, "push button", "B"),
+        obj("/right", "/p", 1, "panel", "Right", kids=1),
+        obj("/c", "/right", 0, "push button", "C"),
+    )
+    tree = _Tree({o.path: o for o in objects})
+    first_boxes = {p: box for p, box in boxes(objects).items() if p != "/c"}
+    settled: dict = {}
+    first = _Selection(gtk_app(), tree, NAMES, True, first_boxes, {}, {}, settled=settled)
+    first.run()
+    assert first.needs.extents == {"/c"}
+    assert any(key[0] == "/left" for key in settled) and not any(key[0] == "/right" for key in settled)
+    walked = []
+
+    class Watched(_Selection):
+        def _visit_unsettled(self, obj, *args):
+            walked.append(obj.path)
+            return super()._visit_unsettled(obj, *args)
+
+    again = Watched(gtk_app(), tree, NAMES, True, boxes(objects), {}, {}, settled=settled)
+    fresh = _Selection(gtk_app(), _Tree({o.path: o for o in objects}), NAMES, True, boxes(objects), {}, {})
+    nodes = fresh.run()
+    assert again.run() == nodes and not again.needs
+    assert again.visited == fresh.visited
+    assert "/c" in walked and not {"/left", "/a", "/b"} & set(walked)
+    assert [n.name for n in nodes] == ["Win", "Left", "A", "B", "Right", "C"]
