@@ -6,11 +6,12 @@ connections and caches, and the shape of a node. It must not know about XML, win
 or display pixels: a node's box is AT-SPI's WINDOW coordinates, as the snapshot's are.
 
 A node is a dict: ``role`` (libatspi's name: ``push button``), ``name``, ``states``
-(OSWorld's spelling: ``multi_line``), ``attrs`` (object attributes), ``extents`` (for
-a node both visible and showing; null when off screen), ``text``, ``value``
-(``value``, ``min``, ``max``, ``step``, or null without the Value interface),
-``actions`` (name -> [description, key binding]), ``image`` and ``selection``
-(whether it has those interfaces) and ``children``; an application also has ``pid``.
+(OSWorld's spelling: ``multi_line``) and ``children`` always; ``attrs`` (object
+attributes), ``extents`` (for a node both visible and showing, and on screen),
+``text``, ``value`` (``value``, ``min``, ``max``, ``step``: a node with the Value
+interface), ``actions`` (name -> [description, key binding]), ``image`` and
+``selection`` (true: it has those interfaces) when it has them (the rest is left out
+to keep the worker's reply short); an application also has ``pid``.
 
 Unlike the snapshot nothing is pruned, and every node is read, as OSWorld's own
 server walks (depth up to ``MAX_DEPTH``, at most ``MAX_WIDTH`` children a node), with
@@ -89,8 +90,7 @@ class _FullRead:
     async def node(self, app: _App, tree: _Tree, path: str, depth: int, *, in_sheet: bool,
                    origin: tuple[int, int] | None) -> dict[str, Any]:
         self.count += 1
-        out: dict[str, Any] = {"role": "", "name": "", "states": [], "attrs": {}, "extents": None, "text": "",
-                               "value": None, "actions": {}, "image": False, "selection": False, "children": []}
+        out: dict[str, Any] = {"role": "", "name": "", "states": [], "children": []}
         r, bus = self.r, app.bus
         obj = tree.objects.get(path)
         # (Futures, not coroutines: thousands of calls gathered cost no task each.)
@@ -117,8 +117,9 @@ class _FullRead:
         out["role"] = names.role(obj.role)
         out["name"] = obj.name
         out["states"] = names.state_keys_of(obj.states)
-        out["image"] = "Image" in obj.interfaces
-        out["selection"] = "Selection" in obj.interfaces
+        for key, iface in (("image", "Image"), ("selection", "Selection")):
+            if iface in obj.interfaces:
+                out[key] = True
         in_sheet = in_sheet or out["role"] == "document spreadsheet"
         shown = obj.has(_SHOWING) and obj.has(_VISIBLE) and "Component" in obj.interfaces
         coords = _DESKTOP_COORDS if app.desktop_coords else _WINDOW_COORDS
@@ -145,7 +146,7 @@ class _FullRead:
         # Awaited one by one: by now most have their answer, and a future that has costs
         # nothing to await (a gather would schedule a callback for each).
         found = await _result(attrs)
-        if found is not None:
+        if found is not None and found[0]:
             out["attrs"] = {str(k): str(v) for k, v in found[0].items() if k}
         extents = _box(await _result(box))
         if extents is not None:
@@ -153,7 +154,7 @@ class _FullRead:
                 extents = (extents[0] - origin[0], extents[1] - origin[1], extents[2], extents[3])
             out["extents"] = list(extents)
         found = await _result(text)
-        if found is not None:
+        if found is not None and found[0]:
             out["text"] = found[0]
         if values:
             out["value"] = {}

@@ -54,6 +54,10 @@ class NativeSource:
             except (BrokenPipeError, ConnectionResetError) as exc:
                 self._kill()
                 raise NativeSourceBusy(f"the AT-SPI worker died: {exc}") from exc
+            except asyncio.CancelledError:
+                # Its reply would be read as the next request's: the worker goes.
+                self._kill()
+                raise
             if not line:
                 self._kill()
                 raise NativeSourceBusy("the AT-SPI worker exited (see the service log)")

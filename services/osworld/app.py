@@ -131,12 +131,15 @@ async def screenshot(request: web.Request) -> web.Response:
 
 
 async def _accessibility_xml(request: web.Request) -> str:
-    placed = accessibility.placed_windows(*await window_tree(request))
-    try:
-        tree = await accessibility.walk(request.app[ATSPI])
-    except accessibility.WalkFailed as exc:
-        raise Unavailable(str(exc)) from exc
-    return accessibility.build_xml(tree, placed, request.app[CONFIG].browser_name)
+    # desktopd's windows and the AT-SPI read do not wait for each other.
+    windows, tree = await asyncio.gather(window_tree(request), accessibility.walk(request.app[ATSPI]),
+                                         return_exceptions=True)
+    if isinstance(tree, accessibility.WalkFailed):
+        raise Unavailable(str(tree)) from tree
+    for result in (windows, tree):
+        if isinstance(result, BaseException):
+            raise result
+    return accessibility.build_xml(tree, accessibility.placed_windows(*windows), request.app[CONFIG].browser_name)
 
 
 async def accessibility_tree(request: web.Request) -> web.Response:
