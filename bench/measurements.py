@@ -684,6 +684,8 @@ def _soak(d: dict, plots: Plots) -> list[str]:
     if worst and goal:
         met = "met" if errors == 0 and worst[1]["growth_pct"] <= goal else "missed"
         out[-1] += f" Goals (no errors, no service growing by more than {goal:.0f} %): {met}."
+    elif worst:
+        out[-1] += " (These results predate the goals being recorded with them: see `bench/soak.py`.)"
     out += ["", plots.bars("soak-latency", f"Soak, {d.get('minutes', 0):g} minutes: latency per endpoint",
                            [Bar(re.sub(r"`", "", SOAK_LABELS.get(k, k)), v.get("p50_ms"), v.get("p95_ms"))
                             for k, v in eps.items()]), ""]
