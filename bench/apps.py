@@ -226,7 +226,8 @@ def markdown(result: dict) -> str:
     calc = next((r for r in result["scene"] if "cells_in_scene" in r), None)
     if calc:
         lines += ["", f"Cells in the Scene: {calc['cells_in_scene']}. Goal: median and p95 <= {GOAL_MS} ms. "
-                  "Every app is walked each agent-turn; of a sheet, only the rows a change crossed are read again."]
+                  "An agent-turn walks every app but LibreOffice when its windows held still and it sent no "
+                  "AT-SPI event since its last walk; of a sheet, only the rows a change crossed are read again."]
     for r in result["scene"]:
         if "Calc" in r["row"]:
             lines += ["", f"{r['row']}: agent-turn stages (median ms): "

@@ -179,6 +179,19 @@ def test_open_file_of_a_spreadsheet_opens_calc_focused_with_its_menus_in_the_sce
         wait_until(lambda: "focused" in ((h5() or {}).get("states") or ()), 15, 0.3, what="H5 active")
         session.keyboard(action="type", text=text + "\n")
         wait_until(lambda text=text: (h5() or {}).get("value") == text, 15, 0.3, what=f"H5 reading {text!r}")
+    # Held still (no pixel of its window changed, no AT-SPI event from LibreOffice), Calc
+    # is not walked again: an agent-turn gives its last walk, cells and all; what is
+    # typed next is read at the next turn.
+    def kept() -> dict | None:
+        s = http("GET", session.scene + "/api/v1/scene?mode=agent-turn").json()
+        return s if "atspi_walk:soffice" not in s["timings_ms"] and s["sources"]["atspi"] is None else None
+
+    s = wait_until(kept, 15, 0.3, what="an agent-turn that gives Calc's last walk")
+    assert {"B2", "C3", "H5"} <= {e["name"] for e in s["ax"] if e["role"] == "cell" and e["window_id"] == window["id"]}
+    session.keyboard(action="type", text="after a kept turn\n")  # into H6
+    wait_until(lambda: any(e["role"] == "cell" and e["name"] == "H6" and e.get("value") == "after a kept turn"
+                           for e in http("GET", session.scene + "/api/v1/scene?mode=agent-turn").json()["ax"]),
+               15, 0.3, what="H6 read after the kept turns")
     # OSWorld's /accessibility lists the sheet's visible cells as OSWorld's server does,
     # found by a grader's selector, at the box the Scene gives (display pixels).
     import lxml.etree

@@ -12,6 +12,7 @@ from typing import Any
 
 from dbus_fast import Message, MessageType
 
+from .events import _EVENT_APPS, _Events
 from .full import FULL_APP_TIMEOUT_S, _FullRead
 from .selection import _reads_text, _Selection
 from .sheets import _Sheets
@@ -90,6 +91,11 @@ class AtspiReader:
         self._flying = 0
         self._waiting: deque[tuple[Any, asyncio.Future, Any]] = deque()
         self.last_walk: dict[str, float | int] = {}
+        # Apps whose last walk a snapshot may give again while they hold still (see
+        # _keepable): bus name -> that walk's nodes and objects visited; the apps that
+        # sent an AT-SPI event since their last walk; those whose events are listened to.
+        self._last: dict[str, tuple[list[NativeNode], int]] = {}
+        self._events = _Events()
 
     async def open(self) -> None:
         from dbus_fast.aio import MessageBus
@@ -115,7 +121,8 @@ class AtspiReader:
     # -- public -----------------------------------------------------------------------
 
     async def snapshot(self, *, prune_documents: bool = True, pids: Collection[int] | None = None,
-                       sheet_bands: Mapping[str, Sequence[tuple[float, float]]] | None = None) -> list[NativeNode]:
+                       sheet_bands: Mapping[str, Sequence[tuple[float, float]]] | None = None,
+                       still: Collection[int] = ()) -> list[NativeNode]:
         """Every application's on-screen nodes, in tree order (see the module docstring
         for what is kept); with ``pids``, only those processes' apps. An app that does
         not answer within the call timeout is left out of this snapshot. ``last_walk``
@@ -127,22 +134,39 @@ class AtspiReader:
         the rows a band crosses are read again, whole (a cell's text may overflow into
         its neighbours), and the other rows' cells are taken from the previous read when
         the sheet's box is the same (what a sheet's cells show is drawn in its box; the
-        caller watches the pixels). A sheet it does not name is read whole."""
+        caller watches the pixels). A sheet it does not name is read whole.
+
+        ``still``: processes whose windows the caller saw hold still since the previous
+        snapshot. Such an app, if it is one whose AT-SPI events are listened to
+        (``_EVENT_APPS``) and it sent none since its last walk, and no band of its
+        sheets changed, gives that walk again (``last_walk["kept:<name>:<pid>"]``)."""
         self._sheet_bands, self._sheets.kept = dict(sheet_bands or {}), 0
         started = time.perf_counter()
         apps = await self._list_apps()
         chosen = [a for a in apps if pids is None or a.pid in pids]
-        walks = await asyncio.gather(*(self._within(self._walk(a, prune_documents), a.name) for a in chosen),
+        if self._bus is not None:
+            await self._events.listen_to(self._bus, self._call, [a.bus for a in chosen if a.name in _EVENT_APPS])
+        kept = {a.bus: self._last[a.bus] for a in chosen if a.pid in still and self._keepable(a)}
+        walks = await asyncio.gather(*(_given(kept[a.bus]) if a.bus in kept
+                                       else self._within(self._walk(a, prune_documents), a.name) for a in chosen),
                                      return_exceptions=True)
         out: list[NativeNode] = []
         stats: dict[str, float | int] = {"visited": 0, "kept": 0}
         walked: set[int] = set()
         for app, walk in zip(chosen, walks):
+            if app.bus in kept and not isinstance(walk, BaseException):
+                out += walk[0]
+                stats["kept"] += len(walk[0])
+                stats[f"kept:{app.name or '?'}:{app.pid}"] = 1
+                walked.add(app.pid)
+                continue
             if isinstance(walk, BaseException):
                 if not isinstance(walk, (_AppUnresponsive, _DBusError)):
                     raise walk
                 continue
             nodes, visited, ms = walk
+            if self._events.heard(app.bus):
+                self._last[app.bus] = (nodes, visited)
             walked.add(app.pid)
             out += nodes
             stats["visited"] += visited
@@ -217,6 +241,12 @@ class AtspiReader:
 
     # -- internals ----------------------------------------------------------------------
 
+    def _keepable(self, app: _App) -> bool:
+        if not self._events.still(app.bus) or app.bus not in self._last:
+            return False
+        # Each of its sheets named, with nothing changed in it.
+        return all(len(self._sheet_bands.get(key, (None,))) == 0 for key in self._sheets.keys_of(app.bus))
+
     async def _list_apps(self) -> list[_App]:
         """The registry's applications, in its order (those that answer)."""
         try:
@@ -238,6 +268,8 @@ class AtspiReader:
             setattr(self, name, {k: v for k, v in getattr(self, name).items() if k.split("/", 1)[0] in live})
         self._sheets.forget_gone_apps(live)
         self._hidden = {k for k in self._hidden if k.split("/", 1)[0] in live}
+        self._last = {b: v for b, v in self._last.items() if b in live}
+        self._events.forget_gone_apps(live)
 
     async def _app(self, bus: str) -> _App:
         app = self._apps.get(bus)
@@ -266,6 +298,9 @@ class AtspiReader:
 
     async def _walk(self, app: _App, prune_documents: bool) -> tuple[list[NativeNode], int, float]:
         t0 = time.perf_counter()
+        # (An event while it is read marks it again: the next snapshot walks it.)
+        self._events.walked(app.bus)
+        self._last.pop(app.bus, None)
         items: list[Any] = []
         if app.cache:
             try:
@@ -526,3 +561,7 @@ class AtspiReader:
 
 async def _none() -> None:
     return None
+
+
+async def _given(walk: tuple[list[NativeNode], int]) -> tuple[list[NativeNode], int, float]:
+    return walk[0], walk[1], 0.0

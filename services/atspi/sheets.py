@@ -40,6 +40,10 @@ class _Sheets:
         self._read: dict[str, tuple[_Box | None, list[_Cell]]] = {}
         self.kept = 0  # cells taken from an earlier read, since the count was reset
 
+    def keys_of(self, bus: str) -> list[str]:
+        """The sheets of that app read so far (their tables' keys)."""
+        return [key for key in self._read if key.startswith(bus + "/")]
+
     def forget_gone_apps(self, live: Collection[str]) -> None:
         self._objects = {k: v for k, v in self._objects.items() if k.split("/", 1)[0] in live}
         self._read = {k: v for k, v in self._read.items() if k.split("/", 1)[0] in live}

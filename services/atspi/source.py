@@ -69,10 +69,12 @@ class NativeSource:
         self._proc = None
 
     async def snapshot(self, pids: frozenset[int] | None = None,
-                       sheet_bands: Mapping[str, Sequence[tuple[float, float]]] | None = None) -> list[NativeNode]:
+                       sheet_bands: Mapping[str, Sequence[tuple[float, float]]] | None = None,
+                       still: frozenset[int] = frozenset()) -> list[NativeNode]:
         """Every app's nodes; with ``pids``, only those processes' apps; ``sheet_bands``:
-        what changed of each sheet on screen (``AtspiReader.snapshot``)."""
-        reply = await self._call({"op": "snapshot", "prune_documents": True,
+        what changed of each sheet on screen; ``still``: processes whose windows held
+        still since the previous snapshot (``AtspiReader.snapshot``)."""
+        reply = await self._call({"op": "snapshot", "prune_documents": True, "still": sorted(still),
                                   "pids": sorted(pids) if pids is not None else None,
                                   "sheet_bands": {k: [list(b) for b in v] for k, v in (sheet_bands or {}).items()}})
         self.last_walk = reply.get("walk") or {}

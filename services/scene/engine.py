@@ -206,15 +206,19 @@ class SceneEngine:
                 unread[:] = [(0, 0, f.width, f.height)]
         native_pids: frozenset[int] | None = None  # None: every app was walked
         if native_task is None and self.atspi is not None:
-            # An agent-turn walks every app (an app's tree can lag its pixels: Writer
-            # lists an inserted chart after it has drawn it); otherwise, those whose
+            # An agent-turn asks for every app (an app's tree can lag its pixels: Writer
+            # lists an inserted chart after it has drawn it; the reader keeps only an app
+            # whose AT-SPI events say it did not change); otherwise, those whose
             # windows changed since the previous scene. Of a sheet, only the rows a change
             # crossed since AT-SPI last read it are read again (each cell costs
             # LibreOffice a call).
             native_pids = None if full else (changed_pids(tree, changed) if any_change else frozenset())
+            # Apps whose windows held still since AT-SPI was last read: the reader gives
+            # again the last walk of one whose AT-SPI events say it did not change.
+            still = frozenset(w.pid for w in tree.windows if w.pid is not None) - changed_pids(tree, self._unread)
             if native_pids is None or native_pids:
-                native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot(native_pids,
-                                                                                       self._sheet_bands(sheets))))
+                native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot(
+                    native_pids, self._sheet_bands(sheets), still=still)))
         ocr_task = None
         if self.ocr is not None and self.ocr.enabled:
             ocr_task = asyncio.ensure_future(timed("ocr", self._ocr(frames, changed)))
