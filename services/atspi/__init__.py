@@ -116,8 +116,9 @@ The full read
 The package sits below the services (as ``services.cdp`` does). Its modules: ``tree`` (what a node is, the objects read from
 an app, AT-SPI's names and numbers), ``selection`` (which objects become nodes: pure,
 no D-Bus), ``reader`` (the D-Bus reader), ``sheets`` (a sheet's visible cells), ``full``
-(the full read), ``worker`` and ``source`` (the reader in a process of its own, and its
-asyncio client). The scene aggregator and the OSWorld server both read through it.
+(the full read), ``events`` (which apps sent AT-SPI events since their last walk: a
+snapshot gives LibreOffice's last walk again while it holds still and sends none),
+``worker`` and ``source`` (the reader in a process of its own, and its asyncio client). The scene aggregator and the OSWorld server both read through it.
 """
 
 from .reader import AtspiReader
