@@ -92,8 +92,8 @@ class AtspiReader:
         self._waiting: deque[tuple[Any, asyncio.Future, Any]] = deque()
         self.last_walk: dict[str, float | int] = {}
         # Apps whose last walk a snapshot may give again while they hold still (see
-        # _keepable): bus name -> that walk's nodes and objects visited; the apps that
-        # sent an AT-SPI event since their last walk; those whose events are listened to.
+        # _keepable): bus name -> that walk's nodes and objects visited. Which of them
+        # sent AT-SPI events since is _events' to say.
         self._last: dict[str, tuple[list[NativeNode], int]] = {}
         self._events = _Events()
 
