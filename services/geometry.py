@@ -265,6 +265,14 @@ def offset_box(box: Box, offset: Point) -> Box:
     return box[0] + offset[0], box[1] + offset[1], box[2], box[3]
 
 
+def frame_relative(box: Box, frame_origin: Point) -> Box:
+    """An AT-SPI box in DESKTOP coordinates -> relative to its top-level frame, given the
+    frame's own DESKTOP position: what WINDOW coordinates would say. For Qt 5, whose
+    WINDOW coordinates are garbage under Xwayland while its DESKTOP ones (the X root
+    window's) follow the window (measured with VLC 3)."""
+    return box[0] - frame_origin[0], box[1] - frame_origin[1], box[2], box[3]
+
+
 def document_to_viewport(box: Box, scroll: Point) -> Box:
     """A top-document box -> viewport-relative, given the top document's scroll offset."""
     return box[0] - scroll[0], box[1] - scroll[1], box[2], box[3]

@@ -32,6 +32,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..geometry import frame_relative
 from .tree import (
     _A11Y,
     _ACCESSIBLE,
@@ -151,7 +152,7 @@ class _FullRead:
         extents = _box(await _result(box))
         if extents is not None:
             if origin is not None:
-                extents = (extents[0] - origin[0], extents[1] - origin[1], extents[2], extents[3])
+                extents = frame_relative(extents, origin)
             out["extents"] = list(extents)
         found = await _result(text)
         if found is not None and found[0]:

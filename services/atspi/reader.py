@@ -350,16 +350,13 @@ class AtspiReader:
             await asyncio.gather(*(obj(kid) for kid in tree.asked[path]
                                    if kid not in tree.objects and kid not in needs.objects))
 
-        def props_of(path: str) -> Any:
-            return self._props_of(app, path)
-
         async def obj(path: str) -> None:
             key = bus + path
             static = self._static.get(key)
             props: Any = None
             if static is None:
                 props, state, role, ifaces = await asyncio.gather(
-                    props_of(path),
+                    self._props_of(app, path),
                     self._call(bus, path, _ACCESSIBLE, "GetState"),
                     self._call(bus, path, _ACCESSIBLE, "GetRole"),
                     self._call(bus, path, _ACCESSIBLE, "GetInterfaces"),
@@ -373,7 +370,7 @@ class AtspiReader:
                 state = await self._call(bus, path, _ACCESSIBLE, "GetState")
             else:
                 props, state = await asyncio.gather(
-                    props_of(path),
+                    self._props_of(app, path),
                     self._call(bus, path, _ACCESSIBLE, "GetState"),
                 )
             lo, hi = state[0]
@@ -382,7 +379,7 @@ class AtspiReader:
             # (Calc's Input line says it is defunct, and nothing else: its name tells.)
             calc_line = app.name == "soffice" and states == 1 << _DEFUNCT
             if props is None and (shown or calc_line):
-                props = await props_of(path)
+                props = await self._props_of(app, path)
             if shown:
                 self._hidden.discard(key)
             else:
@@ -557,10 +554,6 @@ class AtspiReader:
         if reply.message_type == MessageType.ERROR:
             raise _DBusError(f"{reply.error_name}: {reply.body[0] if reply.body else ''}")
         return reply.body
-
-
-async def _none() -> None:
-    return None
 
 
 async def _given(walk: tuple[list[NativeNode], int]) -> tuple[list[NativeNode], int, float]:

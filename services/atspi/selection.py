@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..geometry import native_vcl_box, offset_box, popup_origin, vcl_body_offset
+from ..geometry import frame_relative, native_vcl_box, offset_box, popup_origin, vcl_body_offset
 from .tree import (
     _CALC_FORMULA_BAR,
     _CALC_INPUT_LINE,
@@ -105,8 +105,7 @@ class _Selection:
             self.needs.extents.add(obj.path)
             return None
         if found is not None and self.app.desktop_coords:
-            x, y, w, h = found  # type: ignore[misc]
-            return x - self._origin[0], y - self._origin[1], w, h
+            return frame_relative(found, self._origin)  # type: ignore[arg-type]
         return found  # type: ignore[return-value]
 
     def _sheet(self, table: _Obj, depth: int, frame_title: str, offset: tuple[int, int] | None) -> list[NativeNode]:

@@ -13,6 +13,7 @@ from services.geometry import (
     display_at_layout_point,
     document_to_viewport,
     frame_document_offset,
+    frame_relative,
     layout_extent,
     layout_rect_to_device,
     layout_to_device,
@@ -230,3 +231,10 @@ def test_a_band_of_a_box_goes_to_another_space_of_the_same_box():
     assert band_span((0, 74, 400, 300), band) == (344.0, 374.0)
     assert band_of((0, 100, 800, 600), (850, 0, 100, 50)) is None  # beside, above
     assert band_of((0, 100, 0, 0), (0, 100, 10, 10)) is None
+
+
+def test_a_desktop_box_made_relative_to_its_frame_is_what_window_coordinates_say():
+    # Qt 5 under Xwayland: a toolbar button at (503, 224) on the X root, its frame at
+    # (500, 200): 3 px in, 24 px down in the frame.
+    assert frame_relative((503, 224, 32, 28), (500, 200)) == (3, 24, 32, 28)
+    assert frame_relative((0, 0, 10, 10), (0, 0)) == (0, 0, 10, 10)
