@@ -10,7 +10,7 @@ up: deps
 	.venv/bin/deskbox up $(ARGS)
 
 test: deps
-	.venv/bin/ruff check services tests bench
+	.venv/bin/ruff check deskbox tests bench
 	.venv/bin/python -m pytest -p no:cacheprovider $(ARGS)
 
 bench: deps

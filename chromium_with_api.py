@@ -3,10 +3,10 @@
 
 Launches Chromium (native Wayland when WAYLAND_DISPLAY is set, X11 otherwise) with one
 tab per URL and serves its accessibility trees with boxes on 127.0.0.1:8122. The logic
-lives in services/bridge; see layout_schema.jsonc for the response contract.
+lives in deskbox/bridge; see layout_schema.jsonc for the response contract.
 """
 
-from services.bridge.__main__ import main
+from deskbox.bridge.__main__ import main
 
 if __name__ == "__main__":
     main()

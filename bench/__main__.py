@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _encoder_settings() -> dict:
-    from services.desktopd import encode
+    from deskbox.desktopd import encode
 
     return {
         "png": {"writer": "deskbox (filter NONE)", "deflate": getattr(encode._deflate, "__name__", "?"),

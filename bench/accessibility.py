@@ -7,7 +7,7 @@ mode at 1920x1080 with gnome-calculator (a GTK app) open and Chromium on a gener
 page of 100 elements, then of 1,000. Rows per page, medians and p95 of ``--rounds`` each:
 
 - **GET /accessibility**: the OSWorld server's answer over HTTP, as graders ask for it
-  (the scene's reader, ``services.atspi.full``, and the XML); goal <= 300 ms;
+  (the scene's reader, ``deskbox.atspi.full``, and the XML); goal <= 300 ms;
 - **reader + XML** and **libatspi walk + XML (baseline)**: the two ways of reading the
   same apps, alternated in one process running as the session user (AT-SPI answers
   only the apps' own uid): the reader's worker (kept between reads, as the server
@@ -31,7 +31,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from services.session.spawn import SessionFailed, SpawnedSession
+from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 from .bridge import serve_generated_pages
 from .page import free_port
@@ -77,8 +77,8 @@ def parity(old: str, new: str, show: int = 8) -> dict:
 
 
 async def drive(rounds: int, desktopd: str) -> dict:
-    from services.atspi.source import NativeSource
-    from services.osworld.accessibility import build_xml, placed_windows
+    from deskbox.atspi.source import NativeSource
+    from deskbox.osworld.accessibility import build_xml, placed_windows
 
     with urllib.request.urlopen(desktopd + "/api/v1/tree", timeout=30) as resp:
         tree = json.load(resp)

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from aiohttp import ClientSession, ClientTimeout
 
-from services.session.spawn import SessionFailed, SpawnedSession
+from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 from .bridge import serve_generated_pages
 from .page import free_port

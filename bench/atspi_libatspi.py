@@ -1,12 +1,12 @@
 """The baseline of ``bench.accessibility``: the libatspi walk OSWorld's server used to
-read, kept here to measure the scene's reader (``services.atspi.full``) against it.
+read, kept here to measure the scene's reader (``deskbox.atspi.full``) against it.
 A full AT-SPI walk of every application, printed as one JSON document on stdout, read
 with libatspi (pyatspi) the way OSWorld's own server reads it: every node, depth up to
 50, up to 1,024 children each, one synchronous call at a time.
 
 Run as the session user with the session's ``DBUS_SESSION_BUS_ADDRESS`` (AT-SPI
 answers only readers of the apps' own uid): ``python -m bench.atspi_libatspi``. Its
-nodes have the full read's shape (``services.atspi.full``)."""
+nodes have the full read's shape (``deskbox.atspi.full``)."""
 
 from __future__ import annotations
 

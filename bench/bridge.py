@@ -36,9 +36,9 @@ from pathlib import Path
 
 from aiohttp import ClientSession, ClientTimeout, web
 
-from services.bridge.axtree import decode_nodes
-from services.cdp import CDPConnection
-from services.session.spawn import SessionFailed, SpawnedSession
+from deskbox.bridge.axtree import decode_nodes
+from deskbox.cdp import CDPConnection
+from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 from .report import write_results
 from .stats import summarize

@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 from PIL import Image
 
-from services.desktopd import encode as desktopd_encode
+from deskbox.desktopd import encode as desktopd_encode
 
 from .stats import summarize
 

@@ -45,8 +45,8 @@ class PipelineProbe:
     STEPS = ("step_capture", "step_convert", "step_png", "step_jpeg")
 
     def __init__(self, session: BenchSession, output_name: str) -> None:
-        from services.desktopd.backends.wayland.client import WaylandClient
-        from services.desktopd.backends.wayland.screencopy import Screencopy
+        from deskbox.desktopd.backends.wayland.client import WaylandClient
+        from deskbox.desktopd.backends.wayland.screencopy import Screencopy
 
         self.client = WaylandClient(str(Path(session.state["runtime_dir"]) / "wayland-1"))
         self.client.connect()
@@ -58,7 +58,7 @@ class PipelineProbe:
             raise RuntimeError(f"no Wayland output {output_name}")
 
     async def run(self, rows: dict[str, Samples]) -> None:
-        from services.desktopd.encode import encode
+        from deskbox.desktopd.encode import encode
 
         loop = asyncio.get_running_loop()
         t0 = time.perf_counter()

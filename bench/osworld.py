@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 
 from bench.page import free_port, serve_html
-from services.session.spawn import SpawnedSession
+from deskbox.session.spawn import SpawnedSession
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[1]

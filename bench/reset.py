@@ -10,7 +10,7 @@ bench/results/reset.json and reset.md. Reported, not asserted.
   seen on screen; then ``POST /api/v1/session/reset`` until it answers (healthy). The
   first round is a warm-up, left out of the figures.
 - **(b) reset in a container vs recreating it**: the same rounds in a container of the
-  image (services.provider.podman; the app started with ``podman exec`` as the session
+  image (deskbox.provider.podman; the app started with ``podman exec`` as the session
   user), timed until the session answers healthy; against the **baseline**, what
   OSWorld's docker provider does for a revert: ``podman rm -f`` and ``podman run`` until
   the scene answers its health (the provider's readiness; in OSWorld mode it also waits
@@ -46,7 +46,7 @@ import urllib.request
 from pathlib import Path
 
 from bench.page import free_port
-from services.session.spawn import SessionFailed, SpawnedSession
+from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 __all__ = ["main"]
 
@@ -205,7 +205,7 @@ class _ContainerDesk(_Desk):
     """The app is started with ``podman exec`` as the session user, with the session's
     environment (from the state file ``deskbox up`` writes in the container)."""
 
-    def __init__(self, env, backend) -> None:  # services.provider.Environment, PodmanBackend
+    def __init__(self, env, backend) -> None:  # deskbox.provider.Environment, PodmanBackend
         super().__init__(env.url("desktopd"), env.url("bridge"), env.url("scene"))
         self.env, self.backend = env, backend
         self.app: str | None = None
@@ -288,8 +288,8 @@ def _cgroup_mb(backend, name: str) -> dict | None:
 
 
 def container_resets(image: str, rounds: int, recreates: int, idle_s: float) -> dict:
-    from services.provider import EnvironmentSpec
-    from services.provider.podman import PodmanBackend
+    from deskbox.provider import EnvironmentSpec
+    from deskbox.provider.podman import PodmanBackend
 
     backend = PodmanBackend(name_prefix=f"deskbox-bench-session-{os.getpid()}-")
     # Without OSWorld's server: the same for reset and recreate, and out of reach of a
@@ -404,8 +404,8 @@ class _Load:
 
 
 def density(image: str, max_sessions: int, window_s: float, keep_going: bool = False) -> dict:
-    from services.provider import EnvironmentSpec
-    from services.provider.podman import PodmanBackend
+    from deskbox.provider import EnvironmentSpec
+    from deskbox.provider.podman import PodmanBackend
 
     backend = PodmanBackend(name_prefix=f"deskbox-bench-dense-{os.getpid()}-")
     spec = EnvironmentSpec(image=image, outputs=[OUTPUT], osworld=False)

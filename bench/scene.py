@@ -30,7 +30,7 @@ from pathlib import Path
 
 from aiohttp import ClientSession, ClientTimeout
 
-from services.session.spawn import SessionFailed, SpawnedSession
+from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 from .bridge import serve_generated_pages
 from .report import write_results

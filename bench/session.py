@@ -1,10 +1,10 @@
-"""The bench's session: `deskbox up` on its own ports, through services.session.spawn."""
+"""The bench's session: `deskbox up` on its own ports, through deskbox.session.spawn."""
 
 from __future__ import annotations
 
 import os
 
-from services.session.spawn import SessionFailed, SpawnedSession
+from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 __all__ = ["BenchSession", "SessionFailed"]
 

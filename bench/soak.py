@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 
 from bench.page import free_port, serve_html
-from services.session.spawn import SessionFailed, SpawnedSession
+from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GROWTH_GOAL_PCT = 10.0  # a service's RSS, last tenth of the run against the first

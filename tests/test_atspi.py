@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from services.atspi import NativeNode, visible_window
+from deskbox.atspi import NativeNode, visible_window
 from tests.support import ROOT, PageServer, Process, Session, http, wait_until
 
 pytestmark = pytest.mark.desktop
@@ -110,7 +110,7 @@ def frame_of(nodes: list[NativeNode], node: NativeNode) -> NativeNode:
 
 
 def to_device(session: Session, nodes: list[NativeNode], node: NativeNode) -> tuple[float, float, float, float]:
-    """The formula in services/atspi/__init__.py's docstring: a node's extents -> display-
+    """The formula in deskbox/atspi/__init__.py's docstring: a node's extents -> display-
     local device pixels, from Sway's content rect of its window and the display scale."""
     window = window_of(session, node.pid)
     scale = display_scale(session, window)

@@ -398,9 +398,9 @@ def test_a_tab_closed_during_a_layout_fails_alone(browser, pages, frames):
 
 
 def test_the_page_watch_script_records_what_changed_and_calls_its_binding_once_until_rearmed(browser):
-    """services/bridge/page/watch.js on its own in Chromium: under a key and a binding of
+    """deskbox/bridge/page/watch.js on its own in Chromium: under a key and a binding of
     the test's (the bridge's own copy runs in the page too, under its key)."""
-    from services.bridge import pagecalls
+    from deskbox.bridge import pagecalls
 
     script = (pagecalls._page_script("watch.js").replace("Symbol.for('deskbox.changes')", "Symbol.for('deskbox.test')")
               .replace("__BINDING__", "__deskboxTestChanged"))

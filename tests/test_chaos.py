@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from services.session import processes
+from deskbox.session import processes
 from tests.support import PageServer, Session, http, wait_until
 
 pytestmark = pytest.mark.desktop

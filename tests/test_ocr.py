@@ -11,9 +11,9 @@ import time
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from services.scene.frames import changed_regions, signature_of
-from services.scene.marks import draw_marks, layout_marks
-from services.scene.ocr import OcrChain, OcrWord, TesseractProvider, _lines, _parse_tsv
+from deskbox.scene.frames import changed_regions, signature_of
+from deskbox.scene.marks import draw_marks, layout_marks
+from deskbox.scene.ocr import OcrChain, OcrWord, TesseractProvider, _lines, _parse_tsv
 from tests.conftest import open_fixture
 from tests.support import css_to_device, wait_until
 

@@ -20,7 +20,7 @@ from lxml.cssselect import CSSSelector
 from PIL import Image
 
 from bench.accessibility import parity
-from services.osworld import accessibility
+from deskbox.osworld import accessibility
 from tests.support import ROOT, PageServer, Process, Response, Session, free_port, http, wait_until
 
 pytestmark = pytest.mark.desktop

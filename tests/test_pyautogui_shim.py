@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from services.session.lifecycle import SHIMS_DIR
+from deskbox.session.lifecycle import SHIMS_DIR
 from tests.conftest import open_fixture
 from tests.support import css_to_device, free_port, http, wait_until
 from tests.test_x11_backend import XvfbDesktop, _stop

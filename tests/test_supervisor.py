@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from services.session import processes
-from services.session.supervisor import ChildSpec, Supervisor
+from deskbox.session import processes
+from deskbox.session.supervisor import ChildSpec, Supervisor
 from tests.support import free_port
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

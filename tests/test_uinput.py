@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from services.desktopd.backends.uinput import evdev_key_for
-from services.desktopd.keys import UnknownKey, keysym_for_char, parse_key
+from deskbox.desktopd.backends.uinput import evdev_key_for
+from deskbox.desktopd.keys import UnknownKey, keysym_for_char, parse_key
 from tests.support import ROOT, free_port
 
 
@@ -27,7 +27,7 @@ def test_us_layout_characters_map_to_evdev_keys_with_shift():
 def test_desktopd_with_uinput_input_refuses_clearly_without_dev_uinput():
     assert not os.path.exists("/dev/uinput"), "this machine has uinput: extend this test to drive it"
     result = subprocess.run(
-        [sys.executable, "-m", "services.desktopd", "--input", "uinput", "--listen", f"127.0.0.1:{free_port()}"],
+        [sys.executable, "-m", "deskbox.desktopd", "--input", "uinput", "--listen", f"127.0.0.1:{free_port()}"],
         cwd=ROOT, capture_output=True, text=True, timeout=30,
     )
     assert result.returncode == 1

@@ -74,7 +74,7 @@ class XvfbDesktop:
         env = {**os.environ, "DISPLAY": self.display}
         with open(self.tmp / "desktopd.log", "wb") as log:
             self.desktopd = subprocess.Popen(
-                [sys.executable, "-m", "services.desktopd", "--backend", "x11", "--listen", f"127.0.0.1:{self.port}"],
+                [sys.executable, "-m", "deskbox.desktopd", "--backend", "x11", "--listen", f"127.0.0.1:{self.port}"],
                 cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
             )
 
@@ -327,7 +327,7 @@ def test_desktopd_refuses_to_start_without_an_x_server():
     number = next(n for n in range(80, 90) if display_is_free(n))
     port = free_port()
     proc = subprocess.run(
-        [sys.executable, "-m", "services.desktopd", "--backend", "x11", "--listen", f"127.0.0.1:{port}"],
+        [sys.executable, "-m", "deskbox.desktopd", "--backend", "x11", "--listen", f"127.0.0.1:{port}"],
         cwd=ROOT, env={**os.environ, "DISPLAY": f":{number}"}, capture_output=True, text=True, timeout=30,
     )
     assert proc.returncode != 0

@@ -1,5 +1,5 @@
 """Prints, as one JSON line, every app's whole AT-SPI tree read twice at once-ish: by
-the scene's reader (``services.atspi.full``) and by the libatspi walk OSWorld's server
+the scene's reader (``deskbox.atspi.full``) and by the libatspi walk OSWorld's server
 used before (``bench.atspi_libatspi``). Run inside the session as its user (AT-SPI
 answers only the apps' own uid), from the project's root."""
 
@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from services.atspi.reader import AtspiReader
+from deskbox.atspi.reader import AtspiReader
 
 
 async def main() -> None:

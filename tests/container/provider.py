@@ -1,4 +1,4 @@
-"""`make container-test`, second part: the session providers (services/provider) against
+"""`make container-test`, second part: the session providers (deskbox/provider) against
 the built image, as a harness uses them.
 
     .venv/bin/python tests/container/provider.py [--image deskbox] [--no-kube] [--no-contexts]
@@ -55,16 +55,16 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from services.provider import (  # noqa: E402
+from deskbox.provider import (  # noqa: E402
     CONTAINER_PORTS,
     ContextInUse,
     Environment,
     EnvironmentSpec,
     SnapshotNotFound,
 )
-from services.provider import podman as podman_backend  # noqa: E402
-from services.provider.kubernetes import KubernetesBackend  # noqa: E402
-from services.provider.podman import PodmanBackend  # noqa: E402
+from deskbox.provider import podman as podman_backend  # noqa: E402
+from deskbox.provider.kubernetes import KubernetesBackend  # noqa: E402
+from deskbox.provider.podman import PodmanBackend  # noqa: E402
 
 OUTPUT = (1280, 800)
 
@@ -240,7 +240,7 @@ class Run:
             return float(result == rules["expected"])
 
         metrics.exact_match = exact_match
-        from services.provider import osworld
+        from deskbox.provider import osworld
 
         osworld.register()
         from desktop_env.desktop_env import DesktopEnv

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from aiohttp import web
 
-from services.session.spawn import SpawnedSession
+from deskbox.session.spawn import SpawnedSession
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "tests" / "pages"

@@ -1,8 +1,8 @@
 """The AT-SPI reader's selection: which objects become nodes, and what it asks the app
 for, over trees written here (no D-Bus)."""
 
-from services.atspi.selection import _calc_cells, _Selection
-from services.atspi.tree import _ROOT, NativeNode, _App, _Names, _Obj, _Tree
+from deskbox.atspi.selection import _calc_cells, _Selection
+from deskbox.atspi.tree import _ROOT, NativeNode, _App, _Names, _Obj, _Tree
 
 NAMES = _Names()
 ROLE = {name: number for number, name in NAMES.roles.items()}
@@ -121,7 +121,7 @@ def test_frame_spans_collect_near_full_size_containers_for_visible_window():
 
 
 def test_the_state_bits_read_are_libatspis():
-    from services.atspi import tree
+    from deskbox.atspi import tree
 
     assert {NAMES.states[n] for n in (tree._DEFUNCT, tree._EDITABLE, tree._FOCUSABLE, tree._FOCUSED, tree._SELECTED,
                                       tree._SHOWING, tree._VISIBLE, tree._MANAGES_DESCENDANTS)} == {
@@ -294,7 +294,7 @@ def test_an_open_menus_items_are_placed_in_its_popup_below_the_menu_bar():
 
 
 def test_a_libreoffice_drop_down_is_placed_below_the_toolbar_button_named_as_it():
-    from services.atspi.selection import _place_drop_downs
+    from deskbox.atspi.selection import _place_drop_downs
 
     def node(role, name, extents, depth):
         return NativeNode(key=f":1.9/{name}", pid=7, app="soffice", role=role, name=name, value=None, states=(),
@@ -309,7 +309,7 @@ def test_a_libreoffice_drop_down_is_placed_below_the_toolbar_button_named_as_it(
 
 
 def test_an_unnamed_libreoffice_drop_down_is_placed_below_the_button_its_frame_hangs_from():
-    from services.atspi.selection import _place_drop_downs
+    from deskbox.atspi.selection import _place_drop_downs
 
     def node(role, name, extents, depth):
         return NativeNode(key=f":1.9/{role}{name}", pid=7, app="soffice", role=role, name=name, value=None,

@@ -3,12 +3,12 @@ hand-made CDP replies."""
 
 import orjson
 
-from services.bridge.axtree import decode_nodes, partial_result, preorder
-from services.bridge.kept import Kept
-from services.bridge.layout import DocumentBoxes, box_json, index_snapshot
-from services.bridge.pagecalls import Measured, _read_changes
-from services.bridge.serialize import _node_json
-from services.bridge.warmpatch import _measured_docs
+from deskbox.bridge.axtree import decode_nodes, partial_result, preorder
+from deskbox.bridge.kept import Kept
+from deskbox.bridge.layout import DocumentBoxes, box_json, index_snapshot
+from deskbox.bridge.pagecalls import Measured, _read_changes
+from deskbox.bridge.serialize import _node_json
+from deskbox.bridge.warmpatch import _measured_docs
 
 STRINGS = ["http://a/", "F0", "F1", "http://a/child", "IFRAME", "BUTTON", "5px", "3px"]
 

@@ -5,9 +5,9 @@ logic; the actions themselves are checked on a real desktop in test_computer_ada
 import pytest
 from pydantic import ValidationError
 
-from services.common.errors import InvalidRequest
-from services.scene.computer import anthropic, gemini, openai
-from services.scene.computer.base import ScreenQuery, key_name, split_combo
+from deskbox.common.errors import InvalidRequest
+from deskbox.scene.computer import anthropic, gemini, openai
+from deskbox.scene.computer.base import ScreenQuery, key_name, split_combo
 
 
 def test_openai_and_gemini_key_names_become_desktopd_names():

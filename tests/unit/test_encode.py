@@ -6,7 +6,7 @@ import random
 import pytest
 from PIL import Image
 
-from services.desktopd.encode import encode, encode_png, encode_raw
+from deskbox.desktopd.encode import encode, encode_png, encode_raw
 
 
 def noisy(mode: str, size: tuple[int, int]) -> Image.Image:

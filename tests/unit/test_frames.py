@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from services.scene.frames import FrameSignature, changed_regions, hamming, signature, signature_of
+from deskbox.scene.frames import FrameSignature, changed_regions, hamming, signature, signature_of
 
 
 def frame(width: int, height: int, seed: int = 1) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 import struct
 
-from services.geometry import (
+from deskbox.geometry import (
     Display,
     Rect,
     absolute_motion,
@@ -84,7 +84,7 @@ def test_css_boxes_through_an_iframe_and_the_viewport():
 
 # -- page and native-app geometry on a display --------------------------------------
 
-from services.geometry import (  # noqa: E402
+from deskbox.geometry import (  # noqa: E402
     css_to_display,
     device_rect,
     native_to_display,
@@ -138,7 +138,7 @@ def test_a_client_drawn_margin_is_taken_out_of_native_extents():
 def test_chromium_page_content_extents_are_device_pixels_of_the_surface():
     # A link inside `document web` at surface (30, 200) layout px reports (60, 400, 40, 20)
     # on a scale-2 output; the window (margin 10 px) sits at x=1280 of the display.
-    from services.geometry import native_document_to_display
+    from deskbox.geometry import native_document_to_display
 
     box = native_document_to_display(Rect(1280, 0, 1280, 1600), 2.0, (60, 400, 40, 20), (10, 10, 640, 800))
     assert box == Rect(1280 + 20 * 2, 190 * 2, 40, 20)
@@ -148,7 +148,7 @@ def test_chromium_page_content_extents_are_device_pixels_of_the_surface():
 
 # -- provider adapters: declared sizes and Gemini's 0-999 grid ---------------------------
 
-from services.geometry import (  # noqa: E402
+from deskbox.geometry import (  # noqa: E402
     declared_region_to_display,
     declared_to_display,
     display_to_declared,
@@ -221,7 +221,7 @@ def test_a_measured_edge_a_float_error_off_the_grid_stays_on_it():
 
 
 def test_a_band_of_a_box_goes_to_another_space_of_the_same_box():
-    from services.geometry import band_of, band_span
+    from deskbox.geometry import band_of, band_span
 
     # A change at display rows 640-760 over a sheet drawn at y 100-700 ...
     band = band_of((0, 100, 800, 600), (790, 640, 20, 120))

@@ -2,10 +2,10 @@
 
 import pytest
 
-from services.desktopd.backends.base import KeyEvent
-from services.desktopd.backends.wayland import split_astral
-from services.desktopd.backends.wayland.keymap import KeymapFull, SlotKeymap
-from services.desktopd.keys import keysym_for_char
+from deskbox.desktopd.backends.base import KeyEvent
+from deskbox.desktopd.backends.wayland import split_astral
+from deskbox.desktopd.backends.wayland.keymap import KeymapFull, SlotKeymap
+from deskbox.desktopd.keys import keysym_for_char
 
 
 def test_base_keys_need_no_upload_and_know_their_shift_level():

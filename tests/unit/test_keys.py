@@ -2,7 +2,7 @@
 
 import pytest
 
-from services.desktopd.keys import UnknownKey, char_for_keysym, keysym_for_char, keysym_name, parse_combo, parse_key
+from deskbox.desktopd.keys import UnknownKey, char_for_keysym, keysym_for_char, keysym_name, parse_combo, parse_key
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from itertools import combinations
 
 from PIL import Image
 
-from services.scene import marks
-from services.scene.marks import PALETTE, draw_marks, font_size_for, layout_marks
+from deskbox.scene import marks
+from deskbox.scene.marks import PALETTE, draw_marks, font_size_for, layout_marks
 
 
 def overlap(a, b) -> bool:

@@ -9,7 +9,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from services.osworld.app import ROUTES
+from deskbox.osworld.app import ROUTES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "osworld.md"
 

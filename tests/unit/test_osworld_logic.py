@@ -11,15 +11,15 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from services.geometry import Rect
-from services.osworld import commands
-from services.osworld.accessibility import NAMESPACES, Window, build_xml, terminal_output
-from services.osworld.chrome import parse_args
-from services.session import users
-from services.session.cli import build_parser
-from services.session.home import Home
-from services.session.lifecycle import OSWORLD_CDP_PORT, Session
-from services.session.lifecycle import PROJECT_ROOT as ROOT_DIR
+from deskbox.geometry import Rect
+from deskbox.osworld import commands
+from deskbox.osworld.accessibility import NAMESPACES, Window, build_xml, terminal_output
+from deskbox.osworld.chrome import parse_args
+from deskbox.session import users
+from deskbox.session.cli import build_parser
+from deskbox.session.home import Home
+from deskbox.session.lifecycle import OSWORLD_CDP_PORT, Session
+from deskbox.session.lifecycle import PROJECT_ROOT as ROOT_DIR
 
 ST, CP, ATTR, ACT, VAL = (f"{{{NAMESPACES[k]}}}" for k in ("st", "cp", "attr", "act", "val"))
 SHOWN = ["visible", "showing", "enabled"]
@@ -91,7 +91,7 @@ def test_states_actions_values_and_text_are_written_as_osworld_writes_them():
 
 
 def test_libreoffices_vcl_widgets_are_placed_below_gtks_menu_bar_and_its_gtk_widgets_where_they_say():
-    """As LibreOffice 7.4's gtk3 plugin reports it (services.geometry.vcl_body_offset)."""
+    """As LibreOffice 7.4's gtk3 plugin reports it (deskbox.geometry.vcl_body_offset)."""
     bold = node("toggle button", "Bold", [664, 41, 33, 35])
     line = node("panel", "Input line", [294, 114, 1538, 19], children=[node("paragraph", "", [294, 114, 105, 19])])
     bar = node("scroll pane", "", [287, 111, 1552, 25], attrs={"toolkit": "gtk"}, children=[line])

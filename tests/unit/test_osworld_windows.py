@@ -3,8 +3,8 @@ Chromium answering to Google Chrome."""
 
 from __future__ import annotations
 
-from services.osworld.chrome import parse_args
-from services.osworld.windows import chrome_title, find
+from deskbox.osworld.chrome import parse_args
+from deskbox.osworld.windows import chrome_title, find
 
 CHROMIUM = {"id": "w1", "app_id": "chromium", "title": "Example Domain - Chromium"}
 CALC = {"id": "w2", "app_id": "libreoffice-calc", "title": "report.xlsx - LibreOffice Calc"}

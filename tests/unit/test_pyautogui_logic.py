@@ -9,12 +9,12 @@ from fractions import Fraction
 
 import pytest
 
-from services.desktopd.keys import parse_combo, parse_key
-from services.session.lifecycle import SHIMS_DIR
-from services.shims import pyautogui
-from services.shims.pyautogui import _args, _keys, _pointer, _tween, computer13
-from services.shims.pyautogui._desktopd import Screen
-from services.shims.pyautogui._errors import BadArgument, PyAutoGUIException, UnsupportedKey
+from deskbox.desktopd.keys import parse_combo, parse_key
+from deskbox.session.lifecycle import SHIMS_DIR
+from deskbox.shims import pyautogui
+from deskbox.shims.pyautogui import _args, _keys, _pointer, _tween, computer13
+from deskbox.shims.pyautogui._desktopd import Screen
+from deskbox.shims.pyautogui._errors import BadArgument, PyAutoGUIException, UnsupportedKey
 
 # -- keys ---------------------------------------------------------------------------------
 

@@ -3,13 +3,13 @@ the prompt text and its budget, and semantic references. No services run here.""
 
 from __future__ import annotations
 
-from services.geometry import Display, PagePlacement, Rect
-from services.scene.elements import page_elements
-from services.scene.ids import IdRegistry
-from services.scene.resolve import resolve
-from services.scene.scene_json import OcrItem, Scene
-from services.scene.sources import Window
-from services.scene.text import scene_text
+from deskbox.geometry import Display, PagePlacement, Rect
+from deskbox.scene.elements import page_elements
+from deskbox.scene.ids import IdRegistry
+from deskbox.scene.resolve import resolve
+from deskbox.scene.scene_json import OcrItem, Scene
+from deskbox.scene.sources import Window
+from deskbox.scene.text import scene_text
 
 # -- ids -------------------------------------------------------------------------------
 
@@ -190,7 +190,7 @@ def test_text_only_on_screen_resolves_through_ocr():
 
 
 def _atspi(key: str, role: str, bbox: Rect | None, display_id: int = 0):
-    from services.scene.elements import Element
+    from deskbox.scene.elements import Element
 
     return Element(key=("atspi", key), role=role, name="", value=None, bbox=bbox, display_id=display_id,
                    window_id="w1", source="atspi", states=[], actions=[], visibility="visible", clip=None)
@@ -199,7 +199,7 @@ def _atspi(key: str, role: str, bbox: Rect | None, display_id: int = 0):
 def test_a_sheets_changed_bands_are_the_changed_regions_across_its_box():
     from types import SimpleNamespace
 
-    from services.scene.engine import SceneEngine
+    from deskbox.scene.engine import SceneEngine
 
     engine = SceneEngine(desktop=None, bridge=None)  # type: ignore[arg-type]
     assert engine._sheets() == {}

@@ -4,9 +4,9 @@ import struct
 
 import pytest
 
-from services.common.net import parse_listen
-from services.session.cursor import CURSOR_NAMES, write_invisible_theme, xcursor_file
-from services.session.outputs import OutputSpec, parse_output, sway_output_lines
+from deskbox.common.net import parse_listen
+from deskbox.session.cursor import CURSOR_NAMES, write_invisible_theme, xcursor_file
+from deskbox.session.outputs import OutputSpec, parse_output, sway_output_lines
 
 
 def test_output_specs():

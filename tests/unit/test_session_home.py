@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from services.session.default_apps import BROWSER_ENTRY, home_files
-from services.session.home import MARKER, Home, HomeError, HomeInUse
+from deskbox.session.default_apps import BROWSER_ENTRY, home_files
+from deskbox.session.home import MARKER, Home, HomeError, HomeInUse
 
 UID, GID = os.getuid(), os.getgid()
 

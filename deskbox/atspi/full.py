@@ -1,0 +1,246 @@
+"""The full read: every node of an application's tree with all it has, the material of
+OSWorld's accessibility tree (``deskbox.osworld.accessibility`` renders it as XML).
+
+What it owns: walking one app's whole tree (``_FullRead.app``) through the reader's
+connections and caches, and the shape of a node. It must not know about XML, windows
+or display pixels: a node's box is AT-SPI's WINDOW coordinates, as the snapshot's are.
+
+A node is a dict: ``role`` (libatspi's name: ``push button``), ``name``, ``states``
+(OSWorld's spelling: ``multi_line``) and ``children`` always; ``attrs`` (object
+attributes), ``extents`` (for a node both visible and showing, and on screen),
+``text``, ``value`` (``value``, ``min``, ``max``, ``step``: a node with the Value
+interface), ``actions`` (name -> [description, key binding]), ``image`` and
+``selection`` (true: it has those interfaces) when it has them (the rest is left out
+to keep the worker's reply short); an application also has ``pid``.
+
+Unlike the snapshot nothing is pruned, and every node is read, as OSWorld's own
+server walks (depth up to ``MAX_DEPTH``, at most ``MAX_WIDTH`` children a node), with
+two exceptions it also makes: a spreadsheet's table lists only its visible cells,
+row by row (it reports every cell of the sheet), and the walk stops at ``MAX_NODES``.
+
+How it is fast: a node's calls go out together, and its children are read while its
+box, text, value and actions are still on their way, so a round trip is paid per tree
+level rather than per call. An app's cache (``Cache.GetItems``) gives the name, role,
+states and child count of every object it lists in one call, read when asked; a
+node it lists then costs its attributes, box, text, value and actions, and its
+children (asked, but of GTK 4, whose cache is whole). An object's role, interfaces and
+actions are asked once while it lives."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..geometry import frame_relative
+from .tree import (
+    _A11Y,
+    _ACCESSIBLE,
+    _CACHE_PATH,
+    _DESKTOP_COORDS,
+    _MANAGES_DESCENDANTS,
+    _OFFSCREEN,
+    _PROPERTIES,
+    _ROOT,
+    _SHOWING,
+    _VISIBLE,
+    _WINDOW_COORDS,
+    _App,
+    _DBusError,
+    _Obj,
+    _obj_from_item,
+    _Tree,
+    interface_set,
+)
+
+if TYPE_CHECKING:
+    from .reader import AtspiReader
+
+MAX_DEPTH = 50
+MAX_WIDTH = 1024
+MAX_NODES = 50_000
+# An app's whole tree is read at most this long (LibreOffice with a sheet on screen
+# takes about a second on a quiet machine).
+FULL_APP_TIMEOUT_S = 10.0
+_VALUE_KEYS = (("value", "CurrentValue"), ("min", "MinimumValue"), ("max", "MaximumValue"),
+               ("step", "MinimumIncrement"))
+
+
+class _FullRead:
+    """One full read of the session's apps; ``count`` nodes read, ``ms`` per app bus."""
+
+    def __init__(self, reader: AtspiReader) -> None:
+        self.r = reader
+        self.count = 0
+        self.ms: dict[str, float] = {}
+
+    async def app(self, app: _App) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        items: list[Any] = []
+        if app.cache or app.browser:
+            try:
+                items = (await self.r._call(app.bus, _CACHE_PATH, _A11Y + "Cache", "GetItems"))[0]
+            except _DBusError:
+                pass  # no cache (yet): every object is asked
+        tree = _Tree({o.path: o for o in map(_obj_from_item, items)})
+        node = await self.node(app, tree, _ROOT, 1, in_sheet=False, origin=None)
+        node["pid"] = app.pid
+        self.ms[app.bus] = round((time.perf_counter() - t0) * 1000, 2)
+        return node
+
+    async def node(self, app: _App, tree: _Tree, path: str, depth: int, *, in_sheet: bool,
+                   origin: tuple[int, int] | None) -> dict[str, Any]:
+        self.count += 1
+        out: dict[str, Any] = {"role": "", "name": "", "states": [], "children": []}
+        r, bus = self.r, app.bus
+        obj = tree.objects.get(path)
+        # (Futures, not coroutines: thousands of calls gathered cost no task each.)
+        attrs = r._send(bus, path, _ACCESSIBLE, "GetAttributes")
+        try:
+            if obj is None:
+                static = r._static.get(bus + path)
+                asked = [r._send(bus, path, _ACCESSIBLE, "GetState"),
+                         r._send(bus, path, _PROPERTIES, "GetAll", "s", [_ACCESSIBLE]) if app.get_all
+                         else asyncio.ensure_future(r._props_of(app, path))]
+                if static is None:
+                    asked += [r._send(bus, path, _ACCESSIBLE, "GetRole"), r._send(bus, path, _ACCESSIBLE, "GetInterfaces")]
+                found = await asyncio.gather(*asked, return_exceptions=True)
+                for result in found:
+                    if isinstance(result, BaseException):
+                        raise result
+                if static is None:
+                    static = r._static[bus + path] = (found[2][0], interface_set(found[3][0]))
+                obj = _obj_from_replies(bus, path, found[1], found[0], static)
+        except _DBusError:
+            attrs.cancel()
+            return out  # gone while it was read
+        names = r._names
+        out["role"] = names.role(obj.role)
+        out["name"] = obj.name
+        out["states"] = names.state_keys_of(obj.states)
+        for key, iface in (("image", "Image"), ("selection", "Selection")):
+            if iface in obj.interfaces:
+                out[key] = True
+        in_sheet = in_sheet or out["role"] == "document spreadsheet"
+        shown = obj.has(_SHOWING) and obj.has(_VISIBLE) and "Component" in obj.interfaces
+        coords = _DESKTOP_COORDS if app.desktop_coords else _WINDOW_COORDS
+        box = r._send(bus, path, _A11Y + "Component", "GetExtents", "u", [coords]) if shown else None
+        text = r._send(bus, path, _A11Y + "Text", "GetText", "ii", [0, app.text_end]) if "Text" in obj.interfaces else None
+        values = ([r._send(bus, path, _PROPERTIES, "Get", "ss", [_A11Y + "Value", name]) for _, name in _VALUE_KEYS]
+                  if "Value" in obj.interfaces else [])
+        actions: Any = None
+        if "Action" in obj.interfaces:
+            actions = r._action_details.get(bus + path) or asyncio.ensure_future(self._actions(bus, path))
+        if app.desktop_coords and depth == 2:
+            # A frame of an app whose boxes are DESKTOP coordinates (Qt): its box is the
+            # origin of its descendants' (as in the snapshot), so it is read first.
+            frame = _box(await _result(box))
+            origin = frame[:2] if frame else None
+        if depth < MAX_DEPTH:
+            if in_sheet and out["role"] == "table" and obj.has(_MANAGES_DESCENDANTS):
+                out["children"] = await self._cells(app, tree, path, _box(await _result(box)), depth)
+            else:
+                paths = await self._children(app, tree, obj)
+                room = max(0, MAX_NODES - self.count)
+                out["children"] = list(await asyncio.gather(*(
+                    self.node(app, tree, p, depth + 1, in_sheet=in_sheet, origin=origin) for p in paths[:room])))
+        # Awaited one by one: by now most have their answer, and a future that has costs
+        # nothing to await (a gather would schedule a callback for each).
+        found = await _result(attrs)
+        if found is not None and found[0]:
+            out["attrs"] = {str(k): str(v) for k, v in found[0].items() if k}
+        extents = _box(await _result(box))
+        if extents is not None:
+            if origin is not None:
+                extents = frame_relative(extents, origin)
+            out["extents"] = list(extents)
+        found = await _result(text)
+        if found is not None and found[0]:
+            out["text"] = found[0]
+        if values:
+            out["value"] = {}
+            for (key, _), future in zip(_VALUE_KEYS, values):
+                found = await _result(future)
+                if found is not None:
+                    out["value"][key] = str(found[0].value)
+        if isinstance(actions, asyncio.Future):
+            actions = await _result(actions)
+        if actions:
+            out["actions"] = {name: [desc, kb] for name, desc, kb in actions}
+        return out
+
+    async def _children(self, app: _App, tree: _Tree, obj: _Obj) -> list[str]:
+        # An object's children are asked of it: a cache's lists are not the truth.
+        # atk-bridge's (Chromium, GTK 3) lists an object only once it was handed to some
+        # client, and keeps those it handed out after they left the tree: after a
+        # navigation the document's parent still lists the old page there, with the
+        # same number of children (measured with Chromium). GTK 4.8's lists a few
+        # objects, the app's root among them with no children. Only a count read live
+        # is believed when it says none: GetAll's, and atk-bridge's cache's.
+        if obj.child_count <= 0 and not (app.gtk4 and obj.path in tree.objects):
+            return []
+        try:
+            if obj.child_count <= MAX_WIDTH:
+                refs = (await self.r._send(app.bus, obj.path, _ACCESSIBLE, "GetChildren"))[0]
+                return [p for b, p in refs if b == app.bus][:MAX_WIDTH]
+            refs = await asyncio.gather(*(self.r._send(app.bus, obj.path, _ACCESSIBLE, "GetChildAtIndex", "i", [i])
+                                          for i in range(MAX_WIDTH)), return_exceptions=True)
+            return [r[0][1] for r in refs if not isinstance(r, BaseException) and r[0][0] == app.bus]
+        except _DBusError:
+            return []
+
+    async def _cells(self, app: _App, tree: _Tree, path: str, box: tuple[int, int, int, int] | None,
+                     depth: int) -> list[dict[str, Any]]:
+        """A sheet's visible cells, row by row."""
+        try:
+            visible = await self.r._sheets.visible(app.bus, path, box)
+            if visible is None:
+                return []
+            rows, cols = visible
+            places = [(r, c) for r in rows for c in cols][:max(0, MAX_NODES - self.count)]
+            refs = await asyncio.gather(*(self.r._sheets.cell_ref(app.bus, path, r, c) for r, c in places))
+        except _DBusError:
+            return []
+        return list(await asyncio.gather(*(self.node(app, tree, ref, depth + 1, in_sheet=True, origin=None)
+                                           for ref in refs)))
+
+    async def _actions(self, bus: str, path: str) -> tuple[tuple[str, str, str], ...]:
+        key = bus + path
+        found = self.r._action_details.get(key)
+        if found is None:
+            action = _A11Y + "Action"
+            count = await self.r._prop(bus, path, action, "NActions") or 0
+            replies = await asyncio.gather(*(self.r._send(bus, path, action, member, "i", [i])
+                                             for i in range(count)
+                                             for member in ("GetName", "GetDescription", "GetKeyBinding")))
+            texts = [r[0] or "" for r in replies]
+            found = self.r._action_details[key] = tuple(zip(texts[0::3], texts[1::3], texts[2::3]))
+        return found
+
+
+async def _result(future: asyncio.Future | None) -> Any:
+    """A call's reply, or None when it was not made or the object answered an error."""
+    if future is None:
+        return None
+    try:
+        return await future
+    except _DBusError:
+        return None
+
+
+def _box(reply: Any) -> tuple[int, int, int, int] | None:
+    """A GetExtents reply as a box (None: an error, no call, or off screen)."""
+    if reply is None:
+        return None
+    x, y, w, h = reply[0]
+    return None if x == _OFFSCREEN or y == _OFFSCREEN else (x, y, w, h)
+
+
+def _obj_from_replies(bus: str, path: str, props: list[Any], state: list[Any],
+                      static: tuple[int, frozenset[str]]) -> _Obj:
+    p = {k: getattr(v, "value", v) for k, v in props[0].items()}
+    lo, hi = state[0]
+    parent_bus, parent = p.get("Parent", ("", ""))
+    return _Obj(path=path, parent=parent if parent_bus == bus else "", index=-1, child_count=p.get("ChildCount", 0),
+                interfaces=static[1], name=p.get("Name", ""), role=static[0], description=p.get("Description", ""),
+                states=lo | hi << 32)

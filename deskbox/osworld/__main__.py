@@ -1,0 +1,59 @@
+"""Run the OSWorld-compatible server: ``python -m deskbox.osworld --listen
+127.0.0.1:5000 --desktopd http://127.0.0.1:8080 --bridge http://127.0.0.1:8122
+--cdp-port 9333``. ``deskbox up --osworld`` starts it as the session user."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from aiohttp import web
+
+from ..common.logging import configure_logging, get_logger
+from ..common.net import parse_listen
+from .app import OsworldConfig, create_app
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m deskbox.osworld", description=__doc__)
+    parser.add_argument("--listen", default=os.environ.get("OSWORLD_LISTEN", "127.0.0.1:5000"),
+                        help="host:port to serve on (default 127.0.0.1:5000)")
+    parser.add_argument("--desktopd", default=os.environ.get("DESKTOPD_URL", "http://127.0.0.1:8080"),
+                        help="desktopd's base URL")
+    parser.add_argument("--bridge", default=os.environ.get("BRIDGE_URL"),
+                        help="the CDP bridge's base URL (google-chrome opens tabs through it)")
+    parser.add_argument("--cdp-port", type=int, default=None,
+                        help="Chromium's real DevTools port on loopback (google-chrome's "
+                             "--remote-debugging-port is relayed to it)")
+    parser.add_argument("--browser-name", default="Google Chrome",
+                        help="the name Chromium's application has in /accessibility")
+    parser.add_argument("--work-dir", default=None, help="where scripts and recordings are written")
+    parser.add_argument("--control", default=os.environ.get("DESKBOX_CONTROL"),
+                        help="deskbox up's control socket (starts the browser for google-chrome, sets the background)")
+    parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
+    args = parser.parse_args(argv)
+    configure_logging("osworld", args.log_level)
+    host, port = parse_listen(args.listen)
+    config = OsworldConfig(
+        desktopd=args.desktopd.rstrip("/"),
+        bridge=args.bridge.rstrip("/") if args.bridge else None,
+        cdp_port=args.cdp_port,
+        browser_name=args.browser_name,
+        token=os.environ.get("DESKBOX_TOKEN") or None,
+        work_dir=args.work_dir,
+        control=args.control,
+        recording_max_s=float(os.environ.get("DESKBOX_RECORDING_MAX_S") or 0) or None,
+    )
+    log = get_logger("deskbox.osworld")
+    try:
+        app = create_app(config)
+    except PermissionError as exc:
+        print(f"osworld: {exc}", file=sys.stderr)
+        sys.exit(1)
+    log.info("starting", url=f"http://{host}:{port}", desktopd=config.desktopd, bridge=config.bridge)
+    web.run_app(app, host=host, port=port, print=None, access_log=None, handle_signals=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,460 @@
+"""The OSWorld-compatible server: OSWorld's in-VM HTTP API (same paths, methods, body
+shapes and replies) over a deskbox session. Built in one factory, one handler per
+route, found through ``ROUTES``; the desktopd client, the recorder and the CDP relays
+are opened and closed in cleanup contexts.
+
+Errors: where OSWorld's server defines a reply (``500 {"status": "error", "message"}``
+from /execute, ``404 {"error": "File not found"}`` from /file ...) that reply is
+given, because OSWorld's controllers read it; everything else answers deskbox's
+``{"error": {"code", "message"}}`` (``deskbox.common.web``).
+
+Security: this app runs programs (/execute, /run_python, /run_bash_script, /setup/*).
+It exists only in a session started with ``--osworld``, runs as the session user
+(never root: ``create_app`` refuses), and asks for the bearer token when one is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from aiohttp import ClientError, ClientSession, ClientTimeout, web
+
+from ..atspi.source import NativeSource
+from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, Unavailable
+from ..common.openapi import Route, add_routes, openapi_document
+from ..common.session_api import SessionControl
+from ..common.web import auth_middleware, error_middleware, json_ok, read_body
+from . import accessibility, commands, files, windows
+from .base import (
+    ATSPI,
+    CONFIG,
+    CONTROL,
+    HTTP,
+    RECORDER,
+    STARTED,
+    WORK,
+    OsworldConfig,
+    desktopd,
+    form,
+    local_path,
+    osworld_error,
+    session_env,
+)
+from .base import windows as window_tree
+from .chrome import RelayError, Relays, parse_args
+from .models import (
+    ChromeRequest,
+    CommandRequest,
+    DownloadRequest,
+    LaunchRequest,
+    OpenFileRequest,
+    PathRequest,
+    RunBashRequest,
+    RunPythonRequest,
+    VerifiedCommandRequest,
+    WindowRequest,
+    WindowSizeForm,
+)
+from .recording import Recorder, RecordingError
+
+__all__ = ["create_app", "OsworldConfig", "__version__"]
+
+__version__ = "0.1.0"
+
+OPEN_PATHS = frozenset({"/health", "/openapi.json"})
+RELAYS = web.AppKey("relays", Relays)
+
+
+def create_app(config: OsworldConfig) -> web.Application:
+    if os.geteuid() == 0:
+        raise PermissionError("the OSWorld server runs commands: it must not run as root")
+    app = web.Application(
+        middlewares=[error_middleware, auth_middleware(config.token, OPEN_PATHS)],
+        client_max_size=16 * 1024 * 1024,
+    )
+    app[CONFIG] = config
+    app[STARTED] = time.time()
+    work = Path(config.work_dir) if config.work_dir else Path(tempfile.mkdtemp(prefix="deskbox-osworld-"))
+    work.mkdir(mode=0o700, parents=True, exist_ok=True)
+    app[WORK] = work
+    app[RECORDER] = Recorder(folder=str(work))
+    if config.recording_max_s:
+        app[RECORDER].max_duration_s = config.recording_max_s
+    app[RELAYS] = Relays(config.cdp_port or 0)
+    # The scene's AT-SPI reader, in a worker process of its own that lives as long as
+    # the server (its connections and caches too): one read at a time, as graders poll.
+    app[ATSPI] = NativeSource(timeout=accessibility.WALK_TIMEOUT_S)
+    app[CONTROL] = SessionControl(config.control)
+
+    async def http_ctx(app: web.Application):
+        headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
+        app[HTTP] = ClientSession(timeout=ClientTimeout(total=30), headers=headers)
+        await app[CONTROL].start()
+        yield
+        await app[CONTROL].close()
+        await app[HTTP].close()
+
+    async def recorder_ctx(app: web.Application):
+        yield
+        await app[RECORDER].close()
+
+    async def relays_ctx(app: web.Application):
+        yield
+        await app[RELAYS].close()
+
+    async def atspi_ctx(app: web.Application):
+        yield
+        await app[ATSPI].close()
+
+    app.cleanup_ctx.extend([http_ctx, recorder_ctx, relays_ctx, atspi_ctx])
+    add_routes(app, ROUTES)
+    return app
+
+
+# -- observation ------------------------------------------------------------------
+
+
+async def health(request: web.Request) -> web.Response:
+    return json_ok({"ok": True, "version": __version__, "pid": os.getpid(),
+                    "uptime_s": round(time.time() - request.app[STARTED], 1)})
+
+
+async def screenshot(request: web.Request) -> web.Response:
+    body = await desktopd(request, "GET", "/api/v1/screenshot", params={"display": "0", "cursor": "1"})
+    return web.Response(body=body, content_type="image/png", headers={"Cache-Control": "no-store"})
+
+
+async def _accessibility_xml(request: web.Request) -> str:
+    # desktopd's windows and the AT-SPI read do not wait for each other.
+    windows, tree = await asyncio.gather(window_tree(request), accessibility.walk(request.app[ATSPI]),
+                                         return_exceptions=True)
+    if isinstance(tree, accessibility.WalkFailed):
+        raise Unavailable(str(tree)) from tree
+    for result in (windows, tree):
+        if isinstance(result, BaseException):
+            raise result
+    return accessibility.build_xml(tree, accessibility.placed_windows(*windows), request.app[CONFIG].browser_name)
+
+
+async def accessibility_tree(request: web.Request) -> web.Response:
+    return json_ok({"AT": await _accessibility_xml(request)})
+
+
+async def terminal(request: web.Request) -> web.Response:
+    return json_ok({"output": accessibility.terminal_output(await _accessibility_xml(request)),
+                    "status": "success"})
+
+
+async def screen_size(request: web.Request) -> web.Response:
+    displays = (await desktopd(request, "GET", "/api/v1/displays"))["displays"]
+    if not displays:
+        raise Unavailable("desktopd reports no display")
+    width, height = displays[0]["size"]
+    return json_ok({"width": width, "height": height})
+
+
+async def window_size(request: web.Request) -> web.Response:
+    req = await form(request, WindowSizeForm)
+    _, all_windows = await window_tree(request)
+    wanted = req.app_class_name.lower()
+    for w in all_windows:
+        if (w.get("app_id") or "").lower() == wanted and w.get("bounds"):
+            return json_ok({"width": w["bounds"][2], "height": w["bounds"][3]})
+    raise NotFoundError(f"no window of app {req.app_class_name!r}", code="no_window")
+
+
+async def platform_name(request: web.Request) -> web.Response:
+    return web.Response(text=platform.system())
+
+
+async def cursor_position(request: web.Request) -> web.Response:
+    """``[x, y]`` as OSWorld's server answers (pyautogui's position). desktopd knows
+    where it put the pointer; before it has moved it, the pointer is at (0, 0)."""
+    reply = await desktopd(request, "GET", "/api/v1/pointer")
+    if reply.get("x") is None or reply.get("y") is None:
+        return json_ok([0, 0])
+    return json_ok([round(reply["x"]), round(reply["y"])])
+
+
+# -- programs ---------------------------------------------------------------------
+
+
+def _missing_program(argv: list[str], env: dict[str, str]) -> web.Response | None:
+    """404 naming the program when it is not installed (OSWorld's server would answer
+    500 with the OSError)."""
+    if shutil.which(argv[0], path=env.get("PATH")) is None:
+        return osworld_error(f"{argv[0]}: no such program in this session (not installed, or not on PATH)", 404)
+    return None
+
+
+async def _execute(request: web.Request, req: CommandRequest) -> tuple[dict | None, web.Response | None]:
+    """Run ``req``'s command as /execute does: OSWorld's reply, or the error to answer."""
+    env = session_env()
+    try:
+        argv = commands.prepare_argv(req.command, req.shell)
+        if (missing := _missing_program(argv, env)) is not None:
+            return None, missing
+        done = await commands.run(argv, timeout=req.timeout, env=env)
+    except commands.CommandTimeout as exc:
+        # OSWorld's reply for a timeout, with what the command had said so far.
+        return None, osworld_error(str(exc), output=exc.stdout, error=exc.stderr)
+    except (ValueError, OSError) as exc:
+        return None, osworld_error(str(exc))
+    return {"status": "success", "output": done.stdout, "error": done.stderr, "returncode": done.returncode}, None
+
+
+async def execute(request: web.Request) -> web.Response:
+    reply, failed = await _execute(request, await read_body(request, CommandRequest))
+    return failed if failed is not None else json_ok(reply)
+
+
+async def execute_with_verification(request: web.Request) -> web.Response:
+    req = await read_body(request, VerifiedCommandRequest)
+    started = time.monotonic()
+    reply, failed = await _execute(request, req)
+    if failed is not None:
+        return failed
+    assert reply is not None
+    env = session_env()
+    check = req.verification
+    if check is None or (check.window_exists is None and check.command_success is None):
+        return json_ok(reply)
+    while True:
+        ok = True
+        if check.window_exists is not None:
+            _, all_windows = await window_tree(request)
+            ok = windows.find(all_windows, check.window_exists, browser_name=request.app[CONFIG].browser_name) is not None
+        if ok and check.command_success is not None:
+            try:
+                ok = (await commands.run(["/bin/sh", "-c", check.command_success], timeout=5, env=env)).returncode == 0
+            except (OSError, commands.CommandTimeout):
+                ok = False
+        waited = round(time.monotonic() - started, 2)
+        if ok:
+            return json_ok({**reply, "verification": "passed", "wait_time": waited})
+        if waited >= req.max_wait_time:
+            return json_ok({**reply, "status": "verification_failed", "verification": "failed",
+                            "wait_time": waited}, status=500)
+        await asyncio.sleep(req.check_interval)
+
+
+async def download_file(request: web.Request) -> web.Response:
+    """Fetch a URL into a path of the session (three tries, as OSWorld's server makes)."""
+    req = await read_body(request, DownloadRequest)
+    dest = local_path(req.path)
+    last = ""
+    for _ in range(3):
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            size = 0
+            async with request.app[HTTP].get(req.url, timeout=ClientTimeout(total=300)) as resp:
+                resp.raise_for_status()
+                with open(dest, "wb") as out:
+                    async for chunk in resp.content.iter_chunked(1024 * 1024):
+                        size += len(chunk)
+                        if size > files.MAX_UPLOAD_BYTES:
+                            raise InvalidRequest(f"{req.url} is over {files.MAX_UPLOAD_BYTES} bytes", code="too_large")
+                        out.write(chunk)
+            return web.Response(text=f"File downloaded successfully: {size} bytes")
+        except PermissionError as exc:
+            return web.Response(text=f"Failed to download {req.url}: permission denied: {exc.filename}", status=403)
+        except (OSError, asyncio.TimeoutError, ClientError) as exc:
+            last = str(exc) or type(exc).__name__
+            dest.unlink(missing_ok=True)
+    return web.Response(text=f"Failed to download {req.url}. No retries left. Error: {last}", status=502)
+
+
+async def launch(request: web.Request) -> web.Response:
+    req = await read_body(request, LaunchRequest)
+    env = session_env()
+    try:
+        argv = commands.prepare_argv(req.command, req.shell)
+        if (missing := _missing_program(argv, env)) is not None:
+            return missing
+        await commands.launch(argv, env=env)
+    except (ValueError, OSError) as exc:
+        return osworld_error(str(exc))
+    shown = req.command if isinstance(req.command, str) else " ".join(req.command)
+    return json_ok({"status": "success", "message": f"{shown} launched successfully"})
+
+
+async def run_python(request: web.Request) -> web.Response:
+    req = await read_body(request, RunPythonRequest)
+    cwd = str(local_path(req.working_dir)) if req.working_dir else None
+    fd, name = tempfile.mkstemp(prefix="python_exec_", suffix=".py", dir=request.app[WORK])
+    with os.fdopen(fd, "w") as f:
+        f.write(req.code)
+    try:
+        done = await commands.run(["python3", name], timeout=req.timeout, cwd=cwd, env=session_env())
+    except commands.CommandTimeout as exc:
+        return osworld_error("Execution timeout: Code took too long to execute", error="TimeoutExpired",
+                             need_more=False, output=exc.stdout or None)
+    except OSError as exc:
+        return osworld_error(f"Execution error: {exc}", error=str(exc), need_more=False, output=None)
+    finally:
+        os.unlink(name)
+    error = done.stderr
+    if done.returncode != 0 and not error:
+        error = f"Process exited with code {done.returncode}"
+    message = "\n".join(p for p in (done.stdout, error) if p)
+    return json_ok({"status": "success" if done.returncode == 0 else "error", "message": message,
+                    "need_more": False, "output": done.stdout, "error": error, "return_code": done.returncode})
+
+
+async def run_bash_script(request: web.Request) -> web.Response:
+    req = await read_body(request, RunBashRequest)
+    cwd = None
+    if req.working_dir:
+        cwd = str(local_path(req.working_dir))
+        if not os.path.isdir(cwd):
+            return web.json_response({"status": "error", "output": f"Working directory does not exist: {cwd}",
+                                      "error": "", "returncode": -1}, status=400)
+    script = req.script if "#!/bin/bash" in req.script else "#!/bin/bash\n\n" + req.script
+    fd, name = tempfile.mkstemp(prefix="bash_script_", suffix=".sh", dir=request.app[WORK])
+    with os.fdopen(fd, "w") as f:
+        f.write(script)
+    try:
+        done = await commands.run(["/bin/bash", name], timeout=req.timeout, cwd=cwd, env=session_env(),
+                                  merge_stderr=True)
+    except commands.CommandTimeout as exc:
+        said = f"\n{exc.stdout}" if exc.stdout else ""
+        return web.json_response({"status": "error", "returncode": -1, "error": "",
+                                  "output": f"Script execution timed out after {req.timeout:g} seconds{said}"},
+                                 status=500)
+    except OSError as exc:
+        return web.json_response({"status": "error", "output": f"Failed to execute script: {exc}",
+                                  "error": "", "returncode": -1}, status=500)
+    finally:
+        os.unlink(name)
+    return json_ok({"status": "success" if done.returncode == 0 else "error", "output": done.stdout,
+                    "error": "", "returncode": done.returncode})
+
+
+# -- recording --------------------------------------------------------------------
+
+
+async def start_recording(request: web.Request) -> web.Response:
+    recorder = request.app[RECORDER]
+    if recorder.recording:
+        return osworld_error("Recording is already in progress.", status=409)
+    displays = (await desktopd(request, "GET", "/api/v1/displays"))["displays"]
+    try:
+        # The output is named: with several, wf-recorder would ask which on its stdin.
+        await recorder.start(displays[0]["name"] if displays else None)
+    except RecordingError as exc:
+        return osworld_error(str(exc))
+    return json_ok({"status": "success", "message": "Started recording."})
+
+
+async def end_recording(request: web.Request) -> web.StreamResponse:
+    recorder = request.app[RECORDER]
+    if not recorder.recording:
+        return osworld_error("No recording in progress to stop.", status=400)
+    try:
+        path = await recorder.stop()
+    except RecordingError as exc:
+        return osworld_error(str(exc))
+    body = await asyncio.to_thread(path.read_bytes)
+    path.unlink(missing_ok=True)
+    headers = {"Content-Disposition": 'attachment; filename="recording.mp4"'}
+    if recorder.limit:
+        headers["X-Deskbox-Recording-Limit"] = recorder.limit  # it was ended by its limit, finished
+    return web.Response(body=body, content_type="video/mp4", headers=headers)
+
+
+# -- the session's google-chrome wrapper --------------------------------------------
+
+
+async def chrome(request: web.Request) -> web.Response:
+    req = await read_body(request, ChromeRequest)
+    config = request.app[CONFIG]
+    try:
+        parsed = parse_args(req.args)
+    except ValueError as exc:
+        raise InvalidRequest(str(exc), code="validation_error") from exc
+    if config.bridge is None or config.cdp_port is None:
+        raise Unavailable("this session has no browser (started with --no-browser)")
+    relayed = None
+    if parsed.port is not None:
+        try:
+            await request.app[RELAYS].ensure(parsed.port)
+        except RelayError as exc:
+            raise ActionFailed(str(exc), code="port_in_use") from exc
+        relayed = parsed.port
+    # After `pkill chrome` the browser is not running: start it (on these URLs), as
+    # running google-chrome would.
+    started = (await request.app[CONTROL].call("POST", "/browser", {"urls": parsed.urls}))["started"]
+    tabs = [await _open_tab(request, url) for url in ([] if started else parsed.urls)]
+    return json_ok({"ok": True, "started": started, "debugging_port": relayed, "cdp_port": config.cdp_port,
+                    "tabs": tabs})
+
+
+# A browser that has just been started (by another google-chrome a moment ago) takes a
+# moment more to be read by the bridge: a new tab waits for it that long.
+BROWSER_COMING_S = 20.0
+
+
+async def _open_tab(request: web.Request, url: str) -> dict:
+    bridge = request.app[CONFIG].bridge
+    deadline = time.monotonic() + BROWSER_COMING_S
+    while True:
+        try:
+            async with request.app[HTTP].post(bridge + "/tabs", json={"action": "new", "url": url}) as resp:
+                body = await resp.json(content_type=None)
+        except (OSError, asyncio.TimeoutError) as exc:
+            raise Unavailable(f"the CDP bridge is not reachable: {exc}") from exc
+        if resp.status == 200:
+            return body
+        if resp.status != 503 or time.monotonic() > deadline:
+            raise ActionFailed(f"the bridge did not open {url!r}: {body}")
+        await asyncio.sleep(0.1)
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return json_ok(openapi_document("deskbox osworld", __version__, ROUTES))
+
+
+ROUTES = [
+    Route("GET", "/health", health, "Liveness"),
+    Route("GET", "/openapi.json", openapi, "This document"),
+    Route("GET", "/screenshot", screenshot, "PNG of the first display with the pointer drawn in", responses="image/png"),
+    Route("GET", "/accessibility", accessibility_tree, "OSWorld's AT-SPI XML tree: {\"AT\": xml}"),
+    Route("GET", "/terminal", terminal, "Text of the focused gnome-terminal"),
+    Route("POST", "/screen_size", screen_size, "The first display's size in pixels"),
+    Route("POST", "/window_size", window_size, "Size of an app's window (form app_class_name)"),
+    Route("POST", "/desktop_path", files.desktop_path, "~/Desktop, if it exists"),
+    Route("POST", "/wallpaper", files.wallpaper, "The background image", responses="image/png"),
+    Route("GET", "/wallpaper", files.wallpaper, "Same as POST /wallpaper", responses="image/png"),
+    Route("GET", "/platform", platform_name, "\"Linux\""),
+    Route("GET", "/cursor_position", cursor_position, "[x, y] of the pointer"),
+    Route("POST", "/list_directory", files.list_directory, "A folder's tree", body=PathRequest),
+    Route("POST", "/file", files.get_file, "A file's bytes (form file_path)", responses="application/octet-stream"),
+    Route("POST", "/setup/upload", files.upload, "Write a file (multipart file_path + file_data)"),
+    Route("POST", "/setup/change_wallpaper", files.change_wallpaper, "Set the background image", body=PathRequest),
+    Route("POST", "/execute", execute, "Run a command, wait up to 120 s", body=CommandRequest),
+    Route("POST", "/setup/execute", execute, "Same as /execute", body=CommandRequest),
+    Route("POST", "/execute_with_verification", execute_with_verification,
+          "Run a command, then wait for a window or a command to succeed", body=VerifiedCommandRequest),
+    Route("POST", "/setup/execute_with_verification", execute_with_verification,
+          "Same as /execute_with_verification", body=VerifiedCommandRequest),
+    Route("POST", "/setup/launch", launch, "Start a command, do not wait", body=LaunchRequest),
+    Route("POST", "/setup/download_file", download_file, "Fetch a URL into a file of the session",
+          body=DownloadRequest),
+    Route("POST", "/setup/open_file", windows.open_file, "Open a file with its default app and wait for its window",
+          body=OpenFileRequest),
+    Route("POST", "/setup/activate_window", windows.activate_window, "Focus a window by title or app",
+          body=WindowRequest),
+    Route("POST", "/setup/close_window", windows.close_window, "Close a window by title or app", body=WindowRequest),
+    Route("POST", "/run_python", run_python, "Run Python code", body=RunPythonRequest),
+    Route("POST", "/run_bash_script", run_bash_script, "Run a bash script", body=RunBashRequest),
+    Route("POST", "/start_recording", start_recording, "Start an mp4 recording of the screen"),
+    Route("POST", "/end_recording", end_recording, "Stop the recording and return the mp4", responses="video/mp4"),
+    Route("POST", "/deskbox/chrome", chrome, "For the session's google-chrome wrapper: open URLs (starting the "
+          "browser when it is not running), relay a debugging port", body=ChromeRequest),
+]

@@ -1,0 +1,365 @@
+"""Session providers: start deskbox sessions (one container or pod each) for a harness,
+reach them, reset them between tasks and take them down.
+
+What is whose:
+
+- **deskbox** (the image, ``deskbox up`` inside it) runs the session and answers its
+  HTTP APIs: the scene aggregator's ``/api/v1/session/*`` (reset, snapshots, lifetime),
+  desktopd, the bridge, and with ``DESKBOX_OSWORLD_SERVER=1`` OSWorld's server on 5000.
+- **This package** (runs on the harness's machine, never in the session) starts and
+  stops those containers, picks their host ports, waits until they are healthy and
+  calls the session API. It needs only the standard library (PyYAML for the
+  Kubernetes back end, which reads deploy/deskbox.yaml).
+- **OSWorld's desktop-env** (a test dependency, imported only by ``osworld.py``) drives
+  the session through the address this package gives it.
+
+Back ends:
+
+- ``podman.PodmanBackend``: one ``podman run`` container per environment, every port
+  published on 127.0.0.1 at a free host port.
+- ``kubernetes.KubernetesBackend``: one pod per environment from deploy/deskbox.yaml's
+  pod template, applied with ``kubectl`` on a cluster or ``podman kube play`` locally.
+
+Both return an ``Environment``: its ``address`` (host and port per service),
+``reset(snapshot)``, ``snapshot(name)``, ``extend(seconds)``, ``stop()``. ``osworld.py``
+puts either behind OSWorld's ``Provider`` interface (``DesktopEnv(provider_name="deskbox")``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ROOT",
+    "CONTAINER_PORTS",
+    "CONTAINER_CONTEXTS_DIR",
+    "SESSION_UID",
+    "ProviderError",
+    "ContextInUse",
+    "SnapshotNotFound",
+    "EnvironmentSpec",
+    "Environment",
+    "parse_target",
+    "Target",
+    "context_held",
+    "new_token",
+    "run_command",
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Container port of every service an environment publishes. "osworld" is OSWorld's
+# server (DESKBOX_OSWORLD_SERVER=1); "chromium" is the port OSWorld's Chrome tasks open
+# themselves inside the session (`socat tcp-listen:9222,fork tcp:localhost:1337` after
+# `google-chrome --remote-debugging-port=1337`), nothing listens there before; "vnc" is
+# reserved for a live view and "vlc" for VLC's HTTP interface (OSWorld's "vlc port").
+CONTAINER_PORTS: dict[str, int] = {
+    "osworld": 5000,
+    "chromium": 9222,
+    "vnc": 8006,
+    "vlc": 8090,
+    "scene": 8000,
+    "desktopd": 8080,
+    "bridge": 8122,
+}
+CONTAINER_CONTEXTS_DIR = "/var/lib/deskbox/contexts"
+SESSION_UID = 1000  # the image's user `user`; it owns the contexts it writes
+# What `deskbox up` says when a context is held by another live session (deskbox/session/contexts.py).
+CONTEXT_IN_USE_MARK = "is in use by another live session"
+
+
+class ProviderError(RuntimeError):
+    """An environment could not be started, reached, reset or stopped."""
+
+
+class ContextInUse(ProviderError):
+    """The persistent browser context asked for is held by another live session."""
+
+
+class SnapshotNotFound(ProviderError):
+    """The session has no snapshot of that name."""
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+@dataclass
+class EnvironmentSpec:
+    """What one environment runs. Every field becomes one of the image's environment
+    variables (scripts/container-entrypoint documents them)."""
+
+    image: str = "deskbox"
+    outputs: list[str] = field(default_factory=lambda: ["1920x1080"])  # DESKBOX_OUTPUTS
+    token: str | None = None  # DESKBOX_TOKEN: bearer token of every endpoint but health
+    osworld: bool = True  # DESKBOX_OSWORLD_SERVER=1: OSWorld's server on 5000
+    urls: list[str] = field(default_factory=list)  # DESKBOX_URLS
+    context: str | None = None  # DESKBOX_CONTEXT: start the browser on this persistent context
+    context_persist: bool = True  # DESKBOX_CONTEXT_PERSIST: save it back when the session ends
+    contexts_dir: str | None = None  # host folder mounted at /var/lib/deskbox/contexts
+    ttl: float | None = None  # DESKBOX_TTL: the session (and container) ends after this many seconds
+    env: dict[str, str] = field(default_factory=dict)  # anything else, passed as it is
+
+    def environment(self) -> dict[str, str]:
+        """The container's environment (the token included: pass it without putting it
+        on a command line)."""
+        env = dict(self.env)
+        env["DESKBOX_OUTPUTS"] = ",".join(self.outputs)
+        if self.osworld:
+            env["DESKBOX_OSWORLD_SERVER"] = "1"
+        if self.urls:
+            env["DESKBOX_URLS"] = " ".join(self.urls)
+        if self.token:
+            env["DESKBOX_TOKEN"] = self.token
+        if self.context:
+            env["DESKBOX_CONTEXT"] = self.context
+            env["DESKBOX_CONTEXT_PERSIST"] = "1" if self.context_persist else "0"
+        if self.ttl:
+            env["DESKBOX_TTL"] = str(int(self.ttl) if float(self.ttl).is_integer() else self.ttl)
+        return env
+
+
+@dataclass
+class Target:
+    """``[BACKEND:]IMAGE[?key=value&...]``, the string OSWorld knows as ``path_to_vm``:
+    ``podman:deskbox``, ``kubernetes:localhost/deskbox:latest?screen=1280x800``.
+    Keys: ``screen`` (WxH; several separated by ``,`` for several displays), ``context``,
+    ``persist`` (0/1), ``contexts_dir``, ``ttl``, ``runner`` (Kubernetes: ``kubectl`` or
+    ``podman``), ``namespace`` (Kubernetes)."""
+
+    backend: str
+    image: str
+    options: dict[str, str]
+
+    def __str__(self) -> str:
+        query = urllib.parse.urlencode(self.options, safe=",:/")
+        return f"{self.backend}:{self.image}" + (f"?{query}" if query else "")
+
+
+BACKENDS = {"podman": "podman", "kubernetes": "kubernetes", "k8s": "kubernetes", "kube": "kubernetes"}
+
+
+def parse_target(text: str | None, *, default_backend: str | None = None, default_image: str | None = None) -> Target:
+    """Parse ``path_to_vm``; the back end defaults to ``$DESKBOX_PROVIDER`` (else podman)
+    and the image to ``$DESKBOX_IMAGE`` (else ``deskbox``)."""
+    default_backend = default_backend or os.environ.get("DESKBOX_PROVIDER") or "podman"
+    default_image = default_image or os.environ.get("DESKBOX_IMAGE") or "deskbox"
+    text = (text or "").strip()
+    base, _, query = text.partition("?")
+    backend = default_backend
+    head, sep, rest = base.partition(":")
+    if sep and head.lower() in BACKENDS:
+        backend, base = head.lower(), rest
+    if backend.lower() not in BACKENDS:
+        raise ProviderError(f"unknown deskbox back end {backend!r}: podman or kubernetes")
+    options = {k: v for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True)}
+    known = {"screen", "context", "persist", "contexts_dir", "ttl", "runner", "namespace"}
+    unknown = set(options) - known
+    if unknown:
+        raise ProviderError(f"unknown option(s) {sorted(unknown)} in {text!r}; known: {sorted(known)}")
+    return Target(BACKENDS[backend.lower()], base or default_image, options)
+
+
+def context_held(contexts_dir: str | os.PathLike, ident: str) -> bool:
+    """Whether a live session holds context ``ident`` of this host folder: its lock file's
+    flock, read from /proc/locks (holding nothing ourselves, so a session starting at
+    this moment is never refused because of us). Sessions in containers on this
+    machine share the kernel, so their locks show here. False when it cannot tell."""
+    lock = Path(contexts_dir) / ident / ".lock"
+    try:
+        st = lock.stat()
+        table = Path("/proc/locks").read_text()
+    except OSError:
+        return False
+    # "1: FLOCK  ADVISORY  WRITE 4242 00:2e:1234 0 EOF" (waiters have "->" in second place)
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    return any(f[1] == "FLOCK" and f[5] == inode for f in (line.split() for line in table.splitlines()) if len(f) > 5)
+
+
+def check_context_id(ident: str) -> None:
+    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", ident):
+        raise ProviderError(f"context id {ident!r}: letters, digits, '.', '_', '-' (at most 128)")
+
+
+class Environment:
+    """One running session, reached over HTTP at ``host`` and one port per service
+    (``ports``: service -> port, the keys of ``CONTAINER_PORTS``). Back ends subclass it
+    for ``alive``, ``logs`` and ``stop``; the session API calls are the same for all."""
+
+    backend = "?"
+
+    def __init__(self, name: str, spec: EnvironmentSpec, host: str, ports: dict[str, int]) -> None:
+        self.name = name
+        self.spec = spec
+        self.host = host
+        self.ports = dict(ports)
+        self.started_at = time.time()
+        self.healthy_s: float | None = None
+        self.stopped = False
+
+    # -- addresses ------------------------------------------------------------------------
+
+    def url(self, service: str) -> str:
+        return f"http://{self.host}:{self.ports[service]}"
+
+    @property
+    def address(self) -> dict[str, str]:
+        """Service -> ``host:port`` as a client outside the session reaches it."""
+        return {service: f"{self.host}:{port}" for service, port in self.ports.items()}
+
+    def osworld_address(self) -> str:
+        """OSWorld's ``get_ip_address`` answer: ``host:server:chromium:vnc:vlc``."""
+        p = self.ports
+        return f"{self.host}:{p['osworld']}:{p['chromium']}:{p['vnc']}:{p['vlc']}"
+
+    # -- HTTP -------------------------------------------------------------------------------
+
+    def request(self, method: str, service: str, path: str, body: Any = None, *, timeout: float = 30,
+                token: bool = True) -> tuple[int, bytes]:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url(service) + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if token and self.spec.token:
+            req.add_header("Authorization", f"Bearer {self.spec.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read()
+
+    def call(self, method: str, path: str, body: Any = None, *, timeout: float = 30) -> Any:
+        """The session API on the scene aggregator; its JSON errors raise ProviderError."""
+        try:
+            status, raw = self.request(method, "scene", path, body, timeout=timeout)
+        except OSError as exc:
+            raise ProviderError(f"{self.name}: {method} {path}: {exc}") from exc
+        try:
+            data = json.loads(raw) if raw else None
+        except ValueError:
+            data = None
+        if status != 200:
+            err = (data or {}).get("error", {}) if isinstance(data, dict) else {}
+            message = err.get("message") or raw[:300].decode(errors="replace")
+            code = str(err.get("code") or "")
+            cls = SnapshotNotFound if status == 404 and ("snapshot" in code or "snapshot" in path) else ProviderError
+            raise cls(f"{self.name}: {method} {path} -> {status} {code}: {message}")
+        return data
+
+    # -- health -----------------------------------------------------------------------------
+
+    def probe(self, timeout: float = 3) -> str | None:
+        """None when healthy (the scene answers its health and, in OSWorld mode, OSWorld's
+        /screenshot answers 200: what OSWorld's own docker provider waits for), else why not."""
+        try:
+            status, _ = self.request("GET", "scene", "/api/v1/health", timeout=timeout, token=False)
+            if status != 200:
+                return f"scene health {status}"
+            if self.spec.osworld:
+                status, body = self.request("GET", "osworld", "/screenshot", timeout=max(timeout, 10))
+                if status != 200 or not body.startswith(b"\x89PNG"):
+                    return f"OSWorld /screenshot {status}"
+        except OSError as exc:
+            return str(exc)
+        return None
+
+    def wait_healthy(self, timeout: float = 180) -> float:
+        started = time.monotonic()
+        problem = "not asked yet"
+        while time.monotonic() - started < timeout:
+            state = self.alive()
+            if state is not True:
+                self._failed(f"{self.name} is {state}")
+            problem = self.probe()
+            if problem is None:
+                self.healthy_s = time.monotonic() - started
+                return self.healthy_s
+            time.sleep(0.25)
+        self._failed(f"{self.name} was not healthy within {timeout:.0f}s (last: {problem})")
+        raise AssertionError("unreachable")
+
+    def _failed(self, message: str) -> None:
+        logs = self.logs(60)
+        if CONTEXT_IN_USE_MARK in logs:
+            line = next((x for x in logs.splitlines() if CONTEXT_IN_USE_MARK in x), "")
+            raise ContextInUse(f"{self.name}: the session refused to start: {line.strip()[-300:]}")
+        raise ProviderError(f"{message}; its log ends:\n{logs[-3000:]}")
+
+    # -- the session API --------------------------------------------------------------------
+
+    def session(self) -> dict:
+        return self.call("GET", "/api/v1/session")
+
+    def snapshots(self) -> list[str]:
+        return [s["name"] for s in self.session().get("snapshots", [])]
+
+    def reset(self, snapshot: str | None = None, *, timeout: float = 180) -> dict:
+        """Return the session to ``snapshot`` (default ``start``: as right after start).
+        Answers once the scene is healthy again; raises ProviderError when the session
+        says it is not, and waits for OSWorld's server too."""
+        body = {"snapshot": snapshot} if snapshot else None
+        result = self.call("POST", "/api/v1/session/reset", body, timeout=timeout)
+        if not result.get("healthy", False):
+            raise ProviderError(f"{self.name}: the reset to {result.get('snapshot')!r} ended unhealthy: {result}")
+        if self.spec.osworld:
+            deadline = time.monotonic() + 30
+            while (problem := self.probe()) is not None:
+                if time.monotonic() > deadline:
+                    raise ProviderError(f"{self.name}: after the reset: {problem}")
+                time.sleep(0.1)
+        return result
+
+    def snapshot(self, name: str, *, timeout: float = 180) -> dict:
+        return self.call("POST", "/api/v1/session/snapshot", {"name": name}, timeout=timeout)
+
+    def delete_snapshot(self, name: str) -> dict:
+        return self.call("DELETE", f"/api/v1/session/snapshot/{urllib.parse.quote(name)}")
+
+    def extend(self, seconds: float) -> dict:
+        return self.call("POST", "/api/v1/session/extend", {"seconds": seconds})
+
+    # -- the back end's part --------------------------------------------------------------------
+
+    def alive(self) -> bool | str:
+        """True while it runs, else its state ("exited", "gone", ...)."""
+        raise NotImplementedError
+
+    def logs(self, lines: int = 40) -> str:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> "Environment":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} {self.osworld_address() if 'osworld' in self.ports else self.host}>"
+
+
+def run_command(argv: list[str], *, input: str | None = None, env: dict[str, str] | None = None, check: bool = True,
+                timeout: float = 180, missing: str = "") -> subprocess.CompletedProcess:
+    """Run podman or kubectl; its failures as ProviderError, saying what failed."""
+    try:
+        out = subprocess.run(argv, input=input, capture_output=True, text=True, env=env, timeout=timeout)
+    except FileNotFoundError:
+        raise ProviderError(f"{argv[0]} is not installed" + (f" ({missing})" if missing else "")) from None
+    except subprocess.TimeoutExpired:
+        raise ProviderError(f"{' '.join(argv[:3])} took more than {timeout:.0f}s") from None
+    if check and out.returncode != 0:
+        raise ProviderError(f"{' '.join(argv[:3])} ... failed ({out.returncode}): {out.stderr.strip()[-800:]}")
+    return out

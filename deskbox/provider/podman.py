@@ -1,0 +1,287 @@
+"""The local back end: one podman container per environment.
+
+    from deskbox.provider import EnvironmentSpec
+    from deskbox.provider.podman import PodmanBackend
+
+    backend = PodmanBackend()                       # flags from scripts/container-flags
+    env = backend.start(EnvironmentSpec(image="deskbox", token=token, outputs=["1280x800"]))
+    env.osworld_address()                           # "127.0.0.1:20000:20001:20002:20003"
+    env.reset()                                     # POST /api/v1/session/reset
+    env.snapshot("after-login"); env.reset("after-login")
+    env.stop()                                      # podman rm -f
+
+What is whose: this module (on the harness's machine) runs ``podman run`` and ``podman
+rm``, picks host ports and waits for health; everything inside the container (the
+session, its reset and snapshots, OSWorld's server) is the image's, reached over HTTP.
+
+**Ports.** Every container port of ``CONTAINER_PORTS`` (5000 OSWorld, 9222 Chrome tasks'
+CDP, 8006 live view, 8090 VLC, 8000 scene, 8080 desktopd, 8122 bridge) is published on
+127.0.0.1 at a host port of its own, scanned upward from ``port_base`` (20000, or
+``$DESKBOX_PORT_BASE``), skipping ports something listens on and ports any podman
+container (running or not) has published. Allocation holds an ``flock`` on
+``/tmp/deskbox-port-allocation.lock`` (``$DESKBOX_PORT_LOCK``) until ``podman run`` has
+returned, so two harness processes never pick the same ports. OSWorld's docker provider
+keeps its own lock (/tmp/docker_port_allocation.lck); the listening check keeps the two
+apart.
+
+**Machine flags.** Where podman needs more flags here (another OCI runtime, lower
+ulimits), they come from ``scripts/container-flags`` (run once per process and
+cached), or from ``$DESKBOX_PODMAN_FLAGS`` (shell words), or are given as ``flags=``.
+
+**Token.** The token goes into the container's environment through podman's own
+environment (``-e DESKBOX_TOKEN``), never on a command line.
+
+**Contexts.** With ``spec.context``, the host folder ``spec.contexts_dir`` is mounted at
+/var/lib/deskbox/contexts and owned by the session's uid (1000); a context another live
+session holds is refused before a container is started (its lock seen in /proc/locks)
+or, should two start at once, by the session itself (``ContextInUse``). With
+``context_persist``, ``stop()`` gives the session 30 s to save the context back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shlex
+import socket
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+from . import (
+    CONTAINER_CONTEXTS_DIR,
+    CONTAINER_PORTS,
+    ROOT,
+    SESSION_UID,
+    ContextInUse,
+    Environment,
+    EnvironmentSpec,
+    ProviderError,
+    check_context_id,
+    context_held,
+    run_command,
+)
+
+__all__ = ["PodmanBackend", "PodmanEnvironment", "machine_flags", "port_lock", "allocate_ports", "published_ports"]
+
+LOCK_PATH = os.environ.get("DESKBOX_PORT_LOCK", "/tmp/deskbox-port-allocation.lock")
+PORT_BASE = int(os.environ.get("DESKBOX_PORT_BASE", "20000"))
+PORT_MAX = 32767  # below Linux's ephemeral range, where outgoing connections take ports
+LABEL = "deskbox.provider"
+
+_flags_cache: list[str] | None = None
+
+
+def machine_flags(podman: str = "podman") -> list[str]:
+    """The flags ``podman run`` needs on this machine: ``$DESKBOX_PODMAN_FLAGS`` when set,
+    else what ``scripts/container-flags`` finds (none on a normal machine)."""
+    global _flags_cache
+    if "DESKBOX_PODMAN_FLAGS" in os.environ:
+        return shlex.split(os.environ["DESKBOX_PODMAN_FLAGS"])
+    if _flags_cache is None:
+        script = ROOT / "scripts" / "container-flags"
+        if not script.exists():
+            _flags_cache = []
+        else:
+            out = subprocess.run([str(script)], capture_output=True, text=True, timeout=300)
+            if out.returncode != 0:
+                raise ProviderError(f"podman cannot run containers here (scripts/container-flags): {out.stderr.strip()}")
+            _flags_cache = out.stdout.split()
+    return list(_flags_cache)
+
+
+@contextlib.contextmanager
+def port_lock(path: str = LOCK_PATH) -> Iterator[None]:
+    """Holds the allocation lock (``flock``, waits for it)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def published_ports(podman: str = "podman") -> set[int]:
+    """Host ports every podman container (running or not, pods' infra containers too) publishes."""
+    out = subprocess.run([podman, "ps", "-a", "--format", "json"], capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise ProviderError(f"podman ps: {out.stderr.strip()}")
+    used: set[int] = set()
+    for container in json.loads(out.stdout or "[]"):
+        for p in container.get("Ports") or []:
+            first = int(p.get("host_port") or 0)
+            for i in range(int(p.get("range") or 1)):
+                if first:
+                    used.add(first + i)
+    return used
+
+
+def _listening(port: int) -> bool:
+    """Something has this port bound (any address): a bind of our own fails."""
+    for family, addr in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT leftovers do not count
+                if family == socket.AF_INET6:
+                    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                s.bind((addr, port))
+        except OSError as exc:
+            if family == socket.AF_INET6 and exc.errno in (97, 99):  # no IPv6 here
+                continue
+            return True
+    return False
+
+
+def allocate_ports(names: list[str], *, base: int = PORT_BASE, used: set[int] | None = None) -> dict[str, int]:
+    """One free host port per name, scanning upward from ``base``; call it under ``port_lock``."""
+    used = set(used or ())
+    ports: dict[str, int] = {}
+    port = base
+    for name in names:
+        while port <= PORT_MAX and (port in used or _listening(port)):
+            port += 1
+        if port > PORT_MAX:
+            raise ProviderError(f"no free host port between {base} and {PORT_MAX}")
+        ports[name] = port
+        used.add(port)
+    return ports
+
+
+def prepare_contexts_dir(path: str) -> tuple[str, str]:
+    """The host folder of contexts, made and owned by the session's uid; the volume
+    option podman needs for it (rootless podman maps the owner itself with ``:U``)."""
+    folder = Path(path).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        st = folder.stat()
+        if (st.st_uid, st.st_gid) != (SESSION_UID, SESSION_UID):
+            os.chown(folder, SESSION_UID, SESSION_UID)
+        return str(folder), ""
+    return str(folder), ":U"
+
+
+class PodmanEnvironment(Environment):
+    backend = "podman"
+
+    def __init__(self, backend: "PodmanBackend", name: str, spec: EnvironmentSpec, ports: dict[str, int]) -> None:
+        super().__init__(name, spec, backend.host, ports)
+        self._backend = backend
+
+    def alive(self) -> bool | str:
+        out = self._backend.podman("inspect", "--format", "{{.State.Status}}", self.name, check=False)
+        if out.returncode != 0:
+            return "gone"
+        state = out.stdout.strip()
+        return True if state == "running" else state
+
+    def logs(self, lines: int = 40) -> str:
+        out = self._backend.podman("logs", "--tail", str(lines), self.name, check=False)
+        return (out.stdout + out.stderr).strip()
+
+    def stop(self) -> None:
+        """``podman rm -f``: SIGTERM, so the session ends cleanly (and saves a persistent
+        context: 30 s for that), then SIGKILL."""
+        if self.stopped:
+            return
+        grace = 30 if self.spec.context and self.spec.context_persist else 5
+        self._backend.podman("rm", "-f", "-t", str(grace), self.name, check=False, timeout=grace + 60)
+        self.stopped = True
+
+
+class PodmanBackend:
+    """Starts environments with ``podman run``. ``flags``: what podman needs on this
+    machine (default: ``machine_flags()``); ``extra_args``: more ``podman run`` options
+    (``--memory 2g``, ``--cpus 2`` ...)."""
+
+    name = "podman"
+
+    def __init__(self, *, podman: str = "podman", flags: list[str] | None = None, extra_args: list[str] | None = None,
+                 lock_path: str = LOCK_PATH, port_base: int = PORT_BASE, host: str = "127.0.0.1",
+                 name_prefix: str = "deskbox-env-") -> None:
+        self.podman_bin = podman
+        self._flags = flags
+        self.extra_args = list(extra_args or [])
+        self.lock_path = lock_path
+        self.port_base = port_base
+        self.host = host
+        self.name_prefix = name_prefix
+
+    @property
+    def flags(self) -> list[str]:
+        if self._flags is None:
+            self._flags = machine_flags(self.podman_bin)
+        return self._flags
+
+    def podman(self, *args: str, check: bool = True, env: dict[str, str] | None = None,
+               timeout: float = 120) -> subprocess.CompletedProcess:
+        return run_command([self.podman_bin, *args], check=check, env=env, timeout=timeout,
+                           missing="scripts/container-build installs it")
+
+    def start(self, spec: EnvironmentSpec, *, name: str | None = None, timeout: float = 180,
+              wait: bool = True) -> PodmanEnvironment:
+        """Run one session container; returns once it is healthy (``wait``). A container
+        that does not become healthy is removed and ProviderError (ContextInUse when its
+        context was held) raised."""
+        name = name or f"{self.name_prefix}{uuid.uuid4().hex[:10]}"
+        env = {**os.environ, **spec.environment()}
+        args = ["run", "-d", "--name", name, "--label", f"{LABEL}=podman", "--label", f"deskbox.owner-pid={os.getpid()}",
+                *self.flags, *self.extra_args]
+        for key in spec.environment():
+            args += ["-e", key]  # the value comes from podman's environment, not this command line
+        if spec.context:
+            check_context_id(spec.context)
+            if not spec.contexts_dir:
+                raise ProviderError("a context needs contexts_dir (the host folder mounted for contexts)")
+            folder, option = prepare_contexts_dir(spec.contexts_dir)
+            if context_held(folder, spec.context):
+                raise ContextInUse(f"context {spec.context!r} is in use by another live session "
+                                   f"(its lock in {folder} is held); stop that environment first")
+            args += ["-v", f"{folder}:{CONTAINER_CONTEXTS_DIR}{option}"]
+        services = list(CONTAINER_PORTS)
+        with port_lock(self.lock_path):
+            ports = allocate_ports(services, base=self.port_base, used=published_ports(self.podman_bin))
+            for service, host_port in ports.items():
+                args += ["-p", f"{self.host}:{host_port}:{CONTAINER_PORTS[service]}"]
+            try:
+                self.podman(*args, spec.image, env=env)
+            except ProviderError:
+                self.podman("rm", "-f", "-t", "0", name, check=False)  # created but not started
+                raise
+        environment = PodmanEnvironment(self, name, spec, ports)
+        if wait:
+            try:
+                environment.wait_healthy(timeout)
+            except BaseException:
+                environment.stop()
+                raise
+        return environment
+
+    def attach(self, name: str, spec: EnvironmentSpec) -> PodmanEnvironment:
+        """An environment already running as container ``name`` (its ports read back)."""
+        ports: dict[str, int] = {}
+        by_port = {port: service for service, port in CONTAINER_PORTS.items()}
+        for line in self.podman("port", name).stdout.splitlines():
+            inner, _, outer = line.partition(" -> ")
+            service = by_port.get(int(inner.split("/")[0]))
+            if service:
+                ports[service] = int(outer.rsplit(":", 1)[1])
+        return PodmanEnvironment(self, name, spec, ports)
+
+    def running(self, *, owner_pid: int | None = None) -> list[str]:
+        """Names of environments this back end started (of one harness process with ``owner_pid``)."""
+        filters = ["--filter", f"label={LABEL}=podman"]
+        if owner_pid is not None:
+            filters += ["--filter", f"label=deskbox.owner-pid={owner_pid}"]
+        return self.podman("ps", "-a", *filters, "--format", "{{.Names}}").stdout.split()
+
+    def cleanup(self, *, owner_pid: int | None = None) -> list[str]:
+        """Remove leftovers (of a harness process that died, say)."""
+        names = self.running(owner_pid=owner_pid)
+        for name in names:
+            self.podman("rm", "-f", "-t", "5", name, check=False)
+        return names
+

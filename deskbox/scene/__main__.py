@@ -1,0 +1,53 @@
+"""Run the scene aggregator: ``python -m deskbox.scene --listen 127.0.0.1:8000
+--desktopd http://127.0.0.1:8080 --bridge http://127.0.0.1:8122``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from aiohttp import web
+
+from ..common.logging import configure_logging, get_logger
+from ..common.net import parse_listen
+from ..common.options import OCR_MODES, ocr_mode_from_env
+from .app import SceneConfig, create_app
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m deskbox.scene", description=__doc__)
+    parser.add_argument("--listen", default=os.environ.get("SCENE_LISTEN", "127.0.0.1:8000"),
+                        help="host:port to serve on (default 127.0.0.1:8000)")
+    parser.add_argument("--desktopd", default=os.environ.get("DESKTOPD_URL", "http://127.0.0.1:8080"),
+                        help="desktopd's base URL")
+    parser.add_argument("--bridge", default=os.environ.get("BRIDGE_URL"),
+                        help="the CDP bridge's base URL; without it the scene has no page content")
+    parser.add_argument("--no-atspi", action="store_true", help="do not read native apps over AT-SPI")
+    parser.add_argument("--ocr", nargs="?", const="all", choices=OCR_MODES, default=ocr_mode_from_env(),
+                        help="fill the scene's ocr list with Tesseract (when installed): 'all' of the screen "
+                             "(--ocr alone), or 'fill' where native apps expose nothing (a canvas, a video); "
+                             "default: off, or DESKBOX_OCR"),
+    parser.add_argument("--control", default=os.environ.get("DESKBOX_CONTROL"),
+                        help="deskbox up's control socket: serves /api/v1/session/* (reset, snapshots)")
+    parser.add_argument("--ids-file", default=None,
+                        help="keep element ids in this file, so that a restarted scene honours them")
+    parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
+    args = parser.parse_args(argv)
+    configure_logging("scene", args.log_level)
+    host, port = parse_listen(args.listen)
+    config = SceneConfig(
+        desktopd=args.desktopd.rstrip("/"),
+        bridge=args.bridge.rstrip("/") if args.bridge else None,
+        atspi=not args.no_atspi,
+        ocr=args.ocr,
+        token=os.environ.get("DESKBOX_TOKEN") or None,
+        control=args.control,
+        ids_file=args.ids_file,
+    )
+    get_logger("deskbox.scene").info("starting", url=f"http://{host}:{port}", desktopd=config.desktopd,
+                                     bridge=config.bridge)
+    web.run_app(create_app(config), host=host, port=port, print=None, access_log=None, handle_signals=True)
+
+
+if __name__ == "__main__":
+    main()

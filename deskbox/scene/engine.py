@@ -1,0 +1,514 @@
+"""The scene engine: builds Scenes from desktopd, the CDP bridge, AT-SPI and OCR; keeps
+ids stable; watches frames for change; shares work between concurrent requests; pushes
+new scenes to subscribers.
+
+Modes: ``idle`` returns the last scene while the watcher has seen no change
+on any display; ``active`` re-reads what can have changed (the bridge always, since it
+keeps its own trees warm and answers unchanged pages from cache; AT-SPI and OCR only
+where frames changed since the last scene); ``agent-turn`` reads every page and every app
+in full, except the rows of a sheet no change crossed since AT-SPI last read it.
+
+What a Scene is and how it is written out lives in scene_json.py; which window each
+source's elements belong to, and which apps a changed region touches, in placing.py."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from PIL import Image
+
+from ..common.errors import Unavailable
+from ..common.logging import get_logger
+from ..geometry import Rect, band_of, native_to_display, page_placement, visible_part
+from .elements import Element, native_elements, page_elements
+from .fill import OPAQUE_MIN, Opaque, opaque_boxes
+from .frames import FrameSignature, changed_regions, signature
+from .id_store import IdStore
+from .ids import IdRegistry
+from .placing import changed_pids, region_of, window_for_tab, windows_for_native
+from .scene_json import Mode, OcrItem, Scene, apps_of
+from .sources import Bridge, Desktop, Frame, Tree, Window
+
+__all__ = ["SceneEngine"]
+
+log = get_logger("deskbox.scene")
+
+WATCH_IDLE_S = 1.0
+WATCH_ACTIVE_S = 0.25
+WATCH_ACTIVE_FOR_S = 5.0
+
+
+class SceneEngine:
+    def __init__(self, desktop: Desktop, bridge: Bridge | None, atspi: Any = None, ocr: Any = None,
+                 ids_file: str | None = None, fill: Any = None) -> None:
+        self.desktop = desktop
+        self.bridge = bridge
+        self.atspi = atspi  # deskbox.atspi.source.NativeSource or None
+        self.ocr = ocr  # deskbox.scene.ocr.OcrChain or None: the whole screen read (--ocr all)
+        self.fill = fill  # deskbox.scene.fill.FillIn or None: opaque parts of native windows read (--ocr fill)
+        self.ids = IdRegistry("a")
+        self.text_ids = IdRegistry("t")
+        # A restarted scene honours the ids it handed out before (see id_store).
+        self.id_store = IdStore(ids_file, [self.ids, self.text_ids])
+        self.id_store.load()
+        self.last: Scene | None = None
+        self.by_id: dict[str, Element] = {}
+        self.vlm_scene: Any = None
+        self.vlm_elements: Any = None
+        self._seq = 0
+        self._dirty = True
+        self._native_cache: list[Any] | None = None
+        self._ocr_cache: dict[int, list[OcrItem]] = {}
+        # Regions that changed on each display since AT-SPI was last read (see _unread_pids).
+        self._unread: dict[int, list[tuple[int, int, int, int]]] = {}
+        self._watch_sigs: dict[int, FrameSignature] = {}
+        self._signed: dict[int, tuple[Frame, FrameSignature]] = {}  # display -> last frame signed
+        self._task: asyncio.Task | None = None
+        self._task_started = 0.0
+        self._task_full = False
+        self._subscribers: set[asyncio.Queue] = set()
+        self.last_change = time.monotonic()
+        self._open = asyncio.Event()  # cleared while a new epoch is being made
+        self._open.set()
+        self.epoch = 0
+
+    # -- requests ---------------------------------------------------------------------
+
+    async def scene(self, mode: Mode) -> Scene:
+        """A scene in ``mode``; concurrent requests share one build where that gives the
+        same answer (an agent-turn never takes a build that began before it arrived)."""
+        await self._open.wait()
+        arrived = time.monotonic()
+        if mode == "idle" and self.last is not None and not self._dirty:
+            return self.last
+        while True:
+            task = self._task
+            if task is not None and not task.done():
+                if mode != "agent-turn" or (self._task_full and self._task_started >= arrived):
+                    return await asyncio.shield(task)
+                await asyncio.wait([task])
+                continue
+            self._task_started = time.monotonic()
+            self._task_full = mode == "agent-turn"
+            self._task = asyncio.create_task(self._build(mode))
+            return await asyncio.shield(self._task)
+
+    @contextlib.asynccontextmanager
+    async def new_epoch(self):
+        """Around a session reset: no scene is built meanwhile, and afterwards every id
+        of before is retired (acting on one answers 409 stale_element, never another
+        element) and nothing cached of the old state is reused."""
+        self._open.clear()
+        try:
+            task = self._task
+            if task is not None and not task.done():
+                await asyncio.wait([task])
+            yield
+        finally:
+            by_key = {(e.display_id, e.key): e for e in (self.last.ax if self.last else [])}
+
+            def describe(full_key: tuple):
+                e = by_key.get(full_key)
+                return (e.role, e.name) if e else (None, None)
+
+            self.ids.retire_all(describe)
+            self.text_ids.retire_all()
+            self.id_store.touched()
+            self.last = None
+            self.by_id = {}
+            self._native_cache = None
+            self._unread = {}
+            self._ocr_cache = {}
+            self._watch_sigs = {}
+            self._signed = {}
+            self._dirty = True
+            self.epoch += 1
+            self._open.set()
+
+    def mark_dirty(self) -> None:
+        """Something may have changed (an action was sent): the next idle scene is built
+        afresh."""
+        self._dirty = True
+
+    def set_vlm(self, scene: Any, elements: Any) -> None:
+        self.vlm_scene, self.vlm_elements = scene, elements
+        if self.last is not None:
+            self.last.vlm_scene, self.last.vlm_elements = scene, elements
+
+    def subscribe(self) -> asyncio.Queue:
+        q: asyncio.Queue = asyncio.Queue(maxsize=2)
+        self._subscribers.add(q)
+        return q
+
+    def unsubscribe(self, q: asyncio.Queue) -> None:
+        self._subscribers.discard(q)
+
+    async def frame_signatures(self, displays: list[int]) -> dict[int, FrameSignature]:
+        frames = await asyncio.gather(*[self.desktop.frame(d) for d in displays])
+        return {f.display_id: self._sign(f) for f in frames}
+
+    def _sign(self, frame: Frame) -> FrameSignature:
+        """A frame's signature; the same Frame object (desktopd said the screen has not
+        changed, ``Desktop.frame``) is not signed twice."""
+        last = self._signed.get(frame.display_id)
+        if last is not None and last[0] is frame:
+            return last[1]
+        sig = signature(frame.rgb, frame.width, frame.height)
+        self._signed[frame.display_id] = (frame, sig)
+        return sig
+
+    # -- building ---------------------------------------------------------------------
+
+    async def _build(self, mode: Mode) -> Scene:
+        """A fresh scene: ``idle`` builds like ``active`` (it only builds when dirty)."""
+        started = time.perf_counter()
+        full = mode == "agent-turn"
+        # Everything is read at once, except AT-SPI once it has been read: the frames
+        # decide which apps are walked again (see _unread_pids).
+        timings: dict[str, float] = {}
+
+        async def timed(name: str, awaitable):
+            t0 = time.perf_counter()
+            try:
+                return await awaitable
+            finally:
+                timings[name] = (time.perf_counter() - t0) * 1000
+
+        native_task = None
+        sheets = self._sheets()
+        if self.atspi is not None and self._native_cache is None:
+            # Nothing read yet: every app, started at once (no frame can spare a walk).
+            native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot()))
+        layouts_task = asyncio.ensure_future(timed("cdp", self.bridge.layouts())) if self.bridge is not None else None
+        try:
+            tree = await timed("tree", self.desktop.tree())
+            frames: list[Frame] = await timed("frames", asyncio.gather(*[self.desktop.frame(d.id)
+                                                                         for d in tree.displays]))
+        except BaseException:
+            for task in (native_task, layouts_task):
+                if task is not None:
+                    task.cancel()
+            raise
+        prev = self.last
+        sources: dict[str, str | None] = {"desktopd": None, "cdp": None, "atspi": None, "ocr": None}
+        sigs = {f.display_id: self._sign(f) for f in frames}
+        changed = {f.display_id: changed_regions(prev.signatures.get(f.display_id) if prev else None,
+                                                 sigs[f.display_id])
+                   for f in frames}
+        any_change = any(changed.values())
+        for f in frames:
+            unread = self._unread.setdefault(f.display_id, [])
+            unread.extend(changed[f.display_id])
+            if len(unread) > 256:  # a display that kept changing without a walk: all of it
+                unread[:] = [(0, 0, f.width, f.height)]
+        native_pids: frozenset[int] | None = None  # None: every app was walked
+        if native_task is None and self.atspi is not None:
+            # An agent-turn asks for every app (an app's tree can lag its pixels: Writer
+            # lists an inserted chart after it has drawn it; the reader keeps only an app
+            # whose AT-SPI events say it did not change); otherwise, those whose
+            # windows changed since the previous scene. Of a sheet, only the rows a change
+            # crossed since AT-SPI last read it are read again (each cell costs
+            # LibreOffice a call).
+            native_pids = None if full else (changed_pids(tree, changed) if any_change else frozenset())
+            # Apps whose windows held still since AT-SPI was last read: the reader gives
+            # again the last walk of one whose AT-SPI events say it did not change.
+            still = frozenset(w.pid for w in tree.windows if w.pid is not None) - changed_pids(tree, self._unread)
+            if native_pids is None or native_pids:
+                native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot(
+                    native_pids, self._sheet_bands(sheets), still=still)))
+        ocr_task = None
+        if self.ocr is not None and self.ocr.enabled:
+            ocr_task = asyncio.ensure_future(timed("ocr", self._ocr(frames, changed)))
+
+        elements: list[Element] = []
+        keep_tabs: set[str] = set()
+        cdp_failed = False
+        if layouts_task is not None:
+            try:
+                tabs = await layouts_task
+            except Unavailable as exc:
+                tabs, cdp_failed = [], True
+                sources["cdp"] = exc.message
+            t0 = time.perf_counter()
+            cdp, keep_tabs, tab_errors = self._page_elements(tabs, tree)
+            timings["cdp_elements"] = (time.perf_counter() - t0) * 1000
+            if tab_errors:
+                sources["cdp"] = "; ".join(tab_errors)
+            elements += cdp
+        else:
+            sources["cdp"] = "no bridge configured"
+
+        native_failed = False
+        if native_task is not None:
+            try:
+                fresh = await native_task
+                # The walk inside the worker, apart from the trip to it and back.
+                walk = self.atspi.last_walk
+                timings["atspi_walk"] = float(walk.get("seconds", 0.0)) * 1000
+                for key, ms in walk.items():  # "app:<name>:<pid>:ms", per app walked
+                    if key.startswith("app:"):
+                        timings[f"atspi_walk:{key.split(':')[1]}"] = float(ms)
+                if native_pids is not None and self._native_cache is not None:
+                    alive = {w.pid for w in tree.windows}
+                    fresh = [n for n in self._native_cache if n.pid not in native_pids and n.pid in alive] + fresh
+                self._native_cache = fresh
+                self._unread = {}
+            except Exception as exc:  # AT-SPI is best effort: the scene still has the rest
+                native_failed = True
+                sources["atspi"] = f"{type(exc).__name__}: {exc}"
+                log.warning("atspi failed", error=str(exc))
+        elif self.atspi is None:
+            sources["atspi"] = "disabled"
+        opaque: list[Opaque] = []
+        if self.atspi is not None and not native_failed:
+            native, opaque = self._native_elements(self._native_cache or [], tree)
+            elements += native
+        elif self._native_cache:
+            elements += self._native_elements(self._native_cache, tree)[0]
+
+        ocr_items: list[OcrItem] = []
+        try:
+            if ocr_task is not None:
+                ocr_items = await ocr_task
+            elif self.fill is not None and self.fill.enabled:
+                ocr_items = await timed("ocr", self._fill_in(frames, opaque, changed))
+            else:
+                sources["ocr"] = "disabled"
+        except Exception as exc:
+            sources["ocr"] = f"{type(exc).__name__}: {exc}"
+
+        # Ids: live elements keep theirs; the ones of a source that could not be read this
+        # time are kept alive (absence of evidence is not a removal).
+        seen = []
+        for e in elements:
+            e.id = self.ids.assign(e.display_id, e.key)
+            seen.append((e.display_id, e.key))
+
+        def keep(full_key: tuple) -> bool:
+            key = full_key[1]
+            if key[0] == "cdp":
+                return cdp_failed or key[1] in keep_tabs
+            return native_failed
+
+        prev_by_key = {(e.display_id, e.key): e for e in (prev.ax if prev else [])}
+
+        def describe(full_key: tuple):
+            e = prev_by_key.get(full_key)
+            return (e.role, e.name) if e else (None, None)
+
+        self.ids.retire_absent(seen, keep=keep, describe=describe)
+        self.id_store.reserve()  # before anyone sees these ids
+        self.id_store.touched()
+        self._seq += 1
+        scene = Scene(
+            seq=self._seq,
+            timestamp=time.time(),
+            mode=mode,
+            displays=tree.displays,
+            windows=tree.windows,
+            focused_window=next((w for w in tree.windows if w.focused), None),
+            apps=apps_of(tree.windows),
+            ax=elements,
+            ocr=ocr_items,
+            vlm_scene=self.vlm_scene,
+            vlm_elements=self.vlm_elements,
+            sources=sources,
+            signatures=sigs,
+        )
+        scene.build_ms = (time.perf_counter() - started) * 1000
+        scene.timings = timings
+        if prev is None or any_change:
+            self.last_change = time.monotonic()
+        self.last = scene
+        self.by_id = {e.id: e for e in elements}
+        self._watch_sigs = dict(sigs)
+        self._dirty = False
+        self._publish(scene)
+        return scene
+
+    def _sheets(self) -> dict[str, tuple[int, Rect]]:
+        """The spreadsheets of the last scene (tables with cells: AT-SPI keys), with
+        their display and box."""
+        if self.last is None:
+            return {}
+        with_cells = {e.key[1].partition("#")[0] for e in self.last.ax if e.source == "atspi" and e.role == "cell"
+                      and "#" in e.key[1]}
+        return {e.key[1]: (e.display_id, e.bbox) for e in self.last.ax
+                if e.source == "atspi" and e.role == "table" and e.key[1] in with_cells and e.bbox is not None}
+
+    def _sheet_bands(self, sheets: dict[str, tuple[int, Rect]]) -> dict[str, list[tuple[float, float]]]:
+        """Per sheet, the horizontal bands of it that changed since AT-SPI last read it,
+        as (top, height) fractions of its box (``[]``: none changed). The reader reads
+        again the rows a band crosses, whole (a cell's text may overflow into its
+        neighbours' boxes), and keeps the others' cells."""
+        out: dict[str, list[tuple[float, float]]] = {}
+        for key, (display_id, box) in sheets.items():
+            if box.h <= 0:
+                continue
+            crossed = (band_of((box.x, box.y, box.w, box.h), r) for r in self._unread.get(display_id, ()))
+            out[key] = [band for band in crossed if band is not None]
+        return out
+
+    def _page_elements(self, tabs: list[dict], tree: Tree) -> tuple[list[Element], set[str], list[str]]:
+        """Elements of each browser window's front tab. Returns them, the ids of tabs that
+        exist but were not read, and per-tab errors."""
+        browser_windows = [w for w in tree.windows if w.app_id and "chrom" in w.app_id.lower()]
+        displays = {d.id: d for d in tree.displays}
+        out: list[Element] = []
+        alive: set[str] = set()
+        errors: list[str] = []
+        front = []
+        for tab in tabs:
+            alive.add(tab["id"])
+            if tab.get("error"):
+                if tab.get("active") is not False:
+                    errors.append(f"tab {tab['id']}: {tab['error']}")
+                continue
+            if tab.get("active") and tab.get("layout"):
+                front.append(tab)
+        used: set[str] = set()
+        read: set[str] = set()
+        for tab in front:
+            window = window_for_tab(tab, browser_windows, used)
+            if window is None or window.bounds is None or window.display_id not in displays:
+                errors.append(f"tab {tab['id']}: no browser window on a display shows it")
+                continue
+            used.add(window.id)
+            display = displays[window.display_id]
+            metrics = tab["layout"].get("window") or {}
+            try:
+                placement = page_placement(window.bounds, (metrics["innerWidth"], metrics["innerHeight"]),
+                                           metrics["devicePixelRatio"])
+            except KeyError as exc:
+                errors.append(f"tab {tab['id']}: layout has no {exc} to place it")
+                continue
+            clip = visible_part(window.bounds, Rect(0, 0, *display.size))
+            if clip is None:
+                continue
+            out += page_elements(tab["layout"], tab_id=tab["id"], placement=placement, window_clip=clip,
+                                 display_id=display.id, window_id=window.id)
+            read.add(tab["id"])
+        # Tabs that exist but were not read (in the background, or failing) keep their
+        # elements' ids alive; elements gone from a tab that was read are retired.
+        return out, alive - read, errors
+
+    def _native_elements(self, nodes: list[Any], tree: Tree) -> tuple[list[Element], list[Opaque]]:
+        """The native apps' elements, and the parts of their windows that expose nothing
+        (surfaces they draw on, windows without a node): where ``--ocr fill`` reads."""
+        displays = {d.id: d for d in tree.displays}
+        by_window: dict[str, tuple[Window, list[Any]]] = {}
+        for window, group in windows_for_native(nodes, tree.windows, displays):
+            if window.bounds is None or window.display_id not in displays:
+                continue
+            by_window.setdefault(window.id, (window, []))[1].extend(group)
+        out: list[Element] = []
+        opaque: list[Opaque] = []
+        for window, group in by_window.values():
+            display = displays[window.display_id]
+            clip = visible_part(window.bounds, Rect(0, 0, *display.size))
+            if clip is None:
+                continue
+            frame = next((n for n in group if n.depth == 1), None)
+            surface = None
+            if frame is not None:
+                from ..atspi import visible_window
+
+                surface = visible_window(frame, (window.bounds.w / display.scale, window.bounds.h / display.scale))
+            out += native_elements(group, window=window.bounds, scale=display.scale, clip=clip,
+                                   display_id=display.id, window_id=window.id, surface_window=surface)
+            if self.fill is not None:
+                def place(extents, window=window, display=display, surface=surface, clip=clip):
+                    box = native_to_display(window.bounds, display.scale, extents, surface)
+                    return visible_part(box, clip) if box is not None else None
+                opaque += [Opaque(display.id, window.id, region_of(box)) for box in opaque_boxes(group, place)]
+        if self.fill is not None:
+            # A window whose app exposes nothing at all is read whole (not a browser's:
+            # CDP reads its pages).
+            for window in tree.windows:
+                if (window.id in by_window or window.bounds is None or window.display_id not in displays
+                        or (window.app_id and "chrom" in window.app_id.lower())):
+                    continue
+                clip = visible_part(window.bounds, Rect(0, 0, *displays[window.display_id].size))
+                if clip is not None and clip.w >= OPAQUE_MIN[0] and clip.h >= OPAQUE_MIN[1]:
+                    opaque.append(Opaque(window.display_id, window.id, region_of(clip)))
+        return out, opaque
+
+    async def _fill_in(self, frames: list[Frame], parts: list[Opaque],
+                       changed: dict[int, list[tuple[int, int, int, int]]]) -> list[OcrItem]:
+        by_display = {f.display_id: f for f in frames}
+
+        def image_of(display_id: int) -> Image.Image:
+            f = by_display[display_id]
+            return Image.frombytes("RGB", (f.width, f.height), f.rgb)
+
+        parts = [p for p in parts if p.display_id in by_display]
+        read = await asyncio.to_thread(self.fill.update, parts, image_of, changed)
+        items, seen = [], []
+        for part, w in read:
+            key = (w.text, round(w.bbox[0] / 16), round(w.bbox[1] / 16))
+            items.append(OcrItem(self.text_ids.assign(part.display_id, key), w.text, tuple(w.bbox), w.conf,
+                                 part.display_id, part.window_id))
+            seen.append((part.display_id, key))
+        self.text_ids.retire_absent(seen)
+        return items
+
+    async def _ocr(self, frames: list[Frame], changed: dict[int, list[tuple[int, int, int, int]]]) -> list[OcrItem]:
+        assert self.ocr is not None
+        items: list[OcrItem] = []
+        for frame in frames:
+            # Even an agent-turn reads only changed blocks again: the block checksums cover
+            # every byte, so unchanged pixels would give the same text (a full read of a
+            # 1280x800 page takes tesseract seconds).
+            regions = list(changed[frame.display_id])
+            if not regions and frame.display_id in self._ocr_cache:
+                items += self._ocr_cache[frame.display_id]
+                continue
+            image = Image.frombytes("RGB", (frame.width, frame.height), frame.rgb)
+            words = await asyncio.to_thread(self.ocr.update, frame.display_id, image, regions)
+            got = []
+            for w in words:
+                key = (w.text, round(w.bbox[0] / 16), round(w.bbox[1] / 16))
+                got.append(OcrItem(self.text_ids.assign(frame.display_id, key), w.text, tuple(w.bbox), w.conf,
+                                   frame.display_id))
+            self._ocr_cache[frame.display_id] = got
+            items += got
+        seen = [(o.display_id, (o.text, round(o.bbox[0] / 16), round(o.bbox[1] / 16))) for o in items]
+        self.text_ids.retire_absent(seen)
+        return items
+
+    def _publish(self, scene: Scene) -> None:
+        for q in list(self._subscribers):
+            if q.full():
+                try:
+                    q.get_nowait()  # a slow subscriber gets the newest scene, not a backlog
+                except asyncio.QueueEmpty:
+                    pass
+            q.put_nowait(scene)
+
+    # -- watching ---------------------------------------------------------------------
+
+    async def watch(self) -> None:
+        """Polls every display's frame (1 Hz idle, 4 Hz for a while after a change); a
+        change marks the scene dirty and, when someone is subscribed, builds a new one."""
+        while True:
+            fast = time.monotonic() - self.last_change < WATCH_ACTIVE_FOR_S
+            await asyncio.sleep(WATCH_ACTIVE_S if fast else WATCH_IDLE_S)
+            try:
+                tree_displays = [d.id for d in (self.last.displays if self.last else [])] or [0]
+                sigs = await self.frame_signatures(tree_displays)
+            except Exception as exc:
+                log.debug("watch: frame failed", error=str(exc))
+                continue
+            if any(self._watch_sigs.get(d) is None or changed_regions(self._watch_sigs[d], s)
+                   for d, s in sigs.items()):
+                self._watch_sigs = sigs
+                self._dirty = True
+                self.last_change = time.monotonic()
+                if self._subscribers:
+                    try:
+                        await self.scene("active")
+                    except Exception as exc:
+                        log.warning("watch: scene failed", error=str(exc))

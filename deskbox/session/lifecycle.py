@@ -1,0 +1,479 @@
+"""One session's life: who it runs as, its runtime folder and home, the processes that
+make it up, the control socket, and the state file.
+
+Children, in start order: a private D-Bus session bus (``dbus``), the AT-SPI bus
+(``atspi``: at-spi-bus-launcher, with accessibility and screen reader switched on),
+Sway, desktopd, Chromium (``chromium``), the CDP bridge (which attaches to it), the
+scene aggregator and, with ``--osworld``, the OSWorld-compatible server (``osworld``).
+Everything gets the same ``DBUS_SESSION_BUS_ADDRESS``, so native apps and Chromium
+register with the one accessibility bus the aggregator reads.
+
+``deskbox up`` is the session's child subreaper (see ``processes``): every process
+started inside the session stays below it, and is ended at stop and at reset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import pwd
+import shutil
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from ..common.chromium import named_chrome, real_executable
+from ..common.logging import get_logger
+from . import app_settings, default_apps, processes, users, wallpaper, xwayland
+from .children import SessionChildren
+from .contexts import ContextError
+from .control import ControlServer
+from .cursor import THEME_NAME, write_invisible_theme
+from .errors import SessionError
+from .home import MARKER, Home, HomeError
+from .outputs import OutputSpec, sway_output_lines
+from .state import SessionState
+from .supervisor import Supervisor
+from .users import SYSTEM_PATH
+
+__all__ = ["Session", "SessionError", "PROJECT_ROOT", "OSWORLD_CDP_PORT", "SESSION_USER", "OSWORLD_USER"]
+
+log = get_logger("deskbox.up")
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+SESSION_USER = "deskbox"
+# OSWorld's VM user: its task configs name /home/user and run `echo password | sudo -S`.
+OSWORLD_USER = "user"
+OSWORLD_PASSWORD = "password"
+
+SYSTEM_SESSION_BUS_CONFIG = "/usr/share/dbus-1/session.conf"
+# The only keys of the session environment that go into the state file (never a token).
+CLIENT_ENV_KEYS = (
+    "HOME", "USER", "LOGNAME", "LANG", "PATH", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME",
+    "XCURSOR_PATH", "XCURSOR_THEME", "XCURSOR_SIZE", "WAYLAND_DISPLAY", "SWAYSOCK",
+    "DBUS_SESSION_BUS_ADDRESS", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON", "DISPLAY", "GTK2_MODULES", "PYTHONPATH",
+    "DESKBOX_DESKTOPD", "DESKBOX_OSWORLD",
+)
+# Modules a program inside the session imports in place of the X11-only originals
+# (``import pyautogui`` drives desktopd); first on the session's PYTHONPATH.
+SHIMS_DIR = PROJECT_ROOT / "deskbox" / "shims"
+# With --osworld, Chromium's DevTools port: not 9222, which OSWorld's Chrome tasks take
+# themselves (`socat tcp-listen:9222,fork tcp:localhost:1337`), nor 9223, the container's
+# DevTools relay (DESKBOX_CDP_EXPOSE).
+OSWORLD_CDP_PORT = 9333
+# A home of this size is not snapshotted at start (a reset could not be quick anyway).
+MAX_START_SNAPSHOT_BYTES = 2 * 1024**3
+
+
+def url_host(host: str) -> str:
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if ":" in host:
+        return f"[{host}]"
+    return host
+
+
+class Session(SessionChildren):
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        if args.cdp_port is None:
+            args.cdp_port = OSWORLD_CDP_PORT if args.osworld else 9222
+        if args.user is None:
+            args.user = OSWORLD_USER if args.osworld else SESSION_USER
+        self.outputs: list[OutputSpec] = args.output or [OutputSpec(1920, 1080, 1.0)]
+        self.urls: list[str] = args.url or ["about:blank"]
+        self.runtime: Path | None = None
+        self.created_runtime = False
+        self.uid = os.getuid()
+        self.gid = os.getgid()
+        self.user_name = pwd.getpwuid(self.uid).pw_name if self.uid else "root"
+        self.home: Home | None = None
+        self.keep_home = False
+        self.service_uid: int | None = None
+        self.swaysock: str | None = None
+        self.x11 = False  # whether Sway runs Xwayland (see xwayland.py)
+        self.x_display: str | None = None
+        self.dbus_address: str | None = None
+        self.sudoers: Path | None = None
+        self.browser_binary = args.chromium
+        self.default_wallpaper: Path | None = None
+        self.supervisor: Supervisor | None = None
+        self.state: SessionState | None = None
+        self.control: ControlServer | None = None
+        # What the browser opens when it next starts: URLs, or None for Chrome's own
+        # restore of its last session (a crash).
+        self.browser_urls: list[str] | None = list(self.urls)
+        self.stop_event = asyncio.Event()
+        self._wallpaper_shown = False
+        self.token = os.environ.get("DESKBOX_TOKEN") or None
+
+    # -- paths ----------------------------------------------------------------------------
+
+    @property
+    def home_path(self) -> Path:
+        assert self.home is not None
+        return self.home.path
+
+    @property
+    def profile_dir(self) -> Path:
+        """Where Chrome keeps its profile: OSWorld's graders read it there."""
+        return self.home_path / ".config" / ("google-chrome" if self.args.osworld else "chromium")
+
+    @property
+    def control_socket(self) -> Path:
+        assert self.runtime is not None
+        return self.runtime / "control.sock"
+
+    def url(self, port: int) -> str:
+        return f"http://{url_host(self.args.host)}:{port}"
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    def _check_leftovers(self) -> None:
+        """Refuse to start over something that holds the session's ports (a session
+        that did not end, or another program): say which."""
+        ports = {"desktopd": self.args.desktopd_port, "scene": self.args.scene_port}
+        if not self.args.no_browser:
+            ports.update(bridge=self.args.bridge_port, chromium=self.args.cdp_port)
+        if self.args.osworld:
+            ports["osworld"] = self.args.osworld_port
+        busy = []
+        for name, port in ports.items():
+            held, pids = processes.listening_pids(port)
+            if held:
+                who = ", ".join(processes.describe(p) for p in pids) or "a process this user cannot see"
+                busy.append(f"port {port} ({name}) is in use by {who}")
+        if busy:
+            raise SessionError("cannot start: " + "; ".join(busy))
+
+    def _prepare_user(self) -> bool:
+        """The session user; True when the home should be the user's own /home/NAME."""
+        if os.geteuid() != 0:
+            self.service_uid = self.uid
+            return False
+        osworld_style = self.args.osworld or self.args.user != SESSION_USER
+        home = f"/home/{self.args.user}" if osworld_style else f"/var/lib/{self.args.user}"
+        user, _ = users.ensure_user(self.args.user, home, system=not osworld_style)
+        self.uid, self.gid, self.user_name = user.pw_uid, user.pw_gid, user.pw_name
+        if self.uid == 0:
+            raise SessionError("the session user must not be root")
+        if users.readable_by(PROJECT_ROOT, self.uid, self.gid) and users.readable_by(Path(sys.executable), self.uid, self.gid):
+            self.service_uid = self.uid
+        else:
+            log.warning("the session user cannot read the project; desktopd runs as root",
+                        user=self.args.user, project=str(PROJECT_ROOT))
+            self.service_uid = None
+        return osworld_style and user.pw_dir.startswith("/home/")
+
+    def _prepare_home(self, own_home: bool) -> None:
+        assert self.runtime is not None
+        snapshots = self.runtime / "snapshots"
+        files = {
+            # Chromium takes its cursor theme from GTK's settings, Sway from its seat config.
+            ".config/gtk-3.0/settings.ini": f"[Settings]\ngtk-cursor-theme-name={THEME_NAME}\ngtk-cursor-theme-size=24\n",
+            ".config/gtk-4.0/settings.ini": f"[Settings]\ngtk-cursor-theme-name={THEME_NAME}\ngtk-cursor-theme-size=24\n",
+        }
+        files.update(app_settings.home_files(
+            vlc_http=(self.args.host, self.args.vlc_port) if self.args.osworld else None))
+        if self.args.osworld:
+            files.update(default_apps.home_files())
+        if self.args.home:
+            path = Path(self.args.home).absolute()
+            self.keep_home = True
+        elif own_home:
+            path = Path(pwd.getpwuid(self.uid).pw_dir)
+        else:
+            path = self.runtime / "home"
+        self.home = Home(path, uid=self.uid, gid=self.gid, snapshots=snapshots)
+        try:
+            # Held before anything is written in it: a session still ending on it, or
+            # another one using it, is never written over.
+            self.home.lock()
+            if own_home and not self.keep_home and (path / MARKER).exists():
+                # A home deskbox made whose session did not end cleanly (it was killed):
+                # its processes would write into the fresh one.
+                left = processes.mentioning(f"HOME={path}\0")
+                if left:
+                    self.home.unlock()  # and leave it as it is
+                    raise SessionError(f"processes of an earlier session still use {path}: "
+                                       + ", ".join(processes.describe(p) for p in left[:5]) + "; end them first")
+            if self.keep_home:
+                if os.geteuid() == 0 and path.stat().st_uid != self.uid:
+                    raise SessionError(f"--home {path} does not belong to the session user {self.args.user}")
+                self.home.write_template(files)
+            else:
+                self.home.make_fresh(files, skel=Path("/etc/skel"))
+        except HomeError as exc:
+            hint = "" if self.keep_home else (f"; pass --home {path} to use it as it is, or --user NAME for "
+                                              "another session user")
+            raise SessionError(f"{exc}{hint}") from None
+
+    def _prepare(self) -> None:
+        own_home = self._prepare_user()
+        if self.args.osworld and not self.service_uid:
+            # It runs whatever it is asked to: never as root.
+            raise SessionError("--osworld needs a session user that is not root and can read the project "
+                               f"({PROJECT_ROOT})")
+        if self.args.runtime_dir:
+            self.runtime = Path(self.args.runtime_dir)
+            self.runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+        else:
+            self.runtime = Path(tempfile.mkdtemp(prefix="deskbox-"))
+            self.created_runtime = True
+        os.chmod(self.runtime, 0o700)
+        for sub in ("logs", "cache", "bin"):
+            (self.runtime / sub).mkdir(exist_ok=True)
+        write_invisible_theme(self.runtime / "icons")
+        first = self.outputs[0]
+        self.default_wallpaper = wallpaper.write_default(self.runtime / "wallpaper.png", (first.width, first.height))
+        base = Path(self.args.sway_config).read_text()
+        lines = [base.rstrip(), "", "# generated by deskbox up", *sway_output_lines(self.outputs)]
+        lines.append(f"seat seat0 xcursor_theme {THEME_NAME} 24")
+        wanted = self.args.xwayland if self.args.xwayland is not None else self.args.osworld
+        self.x11 = wanted and xwayland.available()
+        lines.append(xwayland.sway_line(self.x11))
+        (self.runtime / "sway.conf").write_text("\n".join(lines) + "\n")
+        # The system's session-bus policy admits only the bus owner; root is let in too so
+        # that a root deskbox (its readiness checks), a root desktopd/scene (when the session
+        # user cannot read the project) and root test harnesses can use the bus.
+        (self.runtime / "dbus-session.conf").write_text(
+            '<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"\n'
+            ' "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">\n'
+            "<busconfig>\n"
+            f"  <include>{SYSTEM_SESSION_BUS_CONFIG}</include>\n"
+            '  <policy context="default"><allow user="root"/></policy>\n'
+            "</busconfig>\n"
+        )
+        self.dbus_address = f"unix:path={self.runtime / 'bus'}"
+        # Without this the bus would start an unsupervised at-spi-bus-launcher of its own
+        # whenever a client asks for org.a11y.Bus while ours is down or restarting, and ours
+        # would then lose the name. The session's folder is the first service folder searched.
+        services = self.runtime / "dbus-1" / "services"
+        services.mkdir(parents=True, exist_ok=True)
+        (services / "org.a11y.Bus.service").write_text("[D-BUS Service]\nName=org.a11y.Bus\nExec=/bin/false\n")
+        self.browser_binary = real_executable(self.args.chromium)
+        if self.args.osworld:
+            # OSWorld's tasks end the browser with `pkill chrome` / `killall chrome`: its
+            # process must be called chrome.
+            self.browser_binary, warning = named_chrome(self.browser_binary)
+            if warning:
+                log.warning(warning)
+        if self.args.osworld:
+            users.write_osworld_bin(self.runtime / "bin", PROJECT_ROOT)
+        if os.geteuid() == 0:
+            for path in [self.runtime, *self.runtime.rglob("*")]:
+                os.chown(path, self.uid, self.gid, follow_symlinks=False)
+        self._prepare_home(own_home)
+        if self.args.sudo:
+            self.sudoers = users.grant_sudo(self.user_name, OSWORLD_PASSWORD)
+
+    # -- environments ---------------------------------------------------------------------
+
+    def _base_env(self) -> dict[str, str]:
+        assert self.runtime is not None
+        env = {
+            "PATH": SYSTEM_PATH,
+            "HOME": str(self.home_path),
+            "USER": self.user_name,
+            "LOGNAME": self.user_name,
+            "SHELL": "/bin/bash",
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+            "XDG_RUNTIME_DIR": str(self.runtime),
+            # Caches stay out of the home: snapshots do not copy them; a reset empties them.
+            "XDG_CACHE_HOME": str(self.runtime / "cache"),
+            "XCURSOR_PATH": str(self.runtime / "icons"),
+            "XCURSOR_THEME": THEME_NAME,
+            "XCURSOR_SIZE": "24",
+            # Everyone (Sway's clients, Chromium, native apps, the scene aggregator) talks to
+            # the session's own bus; the AT-SPI bus address is asked of it (org.a11y.Bus).
+            "DBUS_SESSION_BUS_ADDRESS": self.dbus_address or "",
+            # Qt apps otherwise only look at org.a11y.Status, which a late Qt may miss.
+            "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
+            # GTK 2 apps (GIMP 2.10) load the AT-SPI bridge only when asked to; GTK 3 and
+            # 4 have it built in and do not read this variable.
+            "GTK2_MODULES": "gail:atk-bridge",
+        }
+        for key in ("DESKBOX_TOKEN", "DESKBOX_LOG_LEVEL", "DESKBOX_CHROMIUM_FLAGS", "DESKBOX_RECORDING_MAX_S", "TZ"):
+            if key in os.environ:
+                env[key] = os.environ[key]
+        return env
+
+    def session_env(self) -> dict[str, str]:
+        """What programs inside the session get."""
+        env = self._base_env()
+        env["WAYLAND_DISPLAY"] = "wayland-1"
+        # Programs in the session find desktopd (the pyautogui shim drives it) by this.
+        env["DESKBOX_DESKTOPD"] = self.url(self.args.desktopd_port)
+        env["PYTHONPATH"] = str(SHIMS_DIR)
+        if self.args.osworld:
+            assert self.runtime is not None
+            env["PATH"] = f"{self.runtime / 'bin'}:{env['PATH']}"
+            env["DESKBOX_OSWORLD"] = self.url(self.args.osworld_port)
+        if self.swaysock:
+            env["SWAYSOCK"] = self.swaysock
+        if self.x_display:
+            env["DISPLAY"] = self.x_display
+        return env
+
+    def _service_env(self) -> dict[str, str]:
+        env = self.session_env()
+        env["PYTHONPATH"] = str(PROJECT_ROOT)
+        if self.service_uid is None:
+            env["HOME"] = os.path.expanduser("~root")
+        return env
+
+    def _sway_env(self) -> dict[str, str]:
+        env = self._base_env()
+        env.update(
+            WLR_BACKENDS="headless",
+            WLR_RENDERER="pixman",
+            WLR_LIBINPUT_NO_DEVICES="1",
+            WLR_HEADLESS_OUTPUTS=str(len(self.outputs)),
+        )
+        return env
+
+    # -- helpers of the running session ------------------------------------------------
+
+    async def apply_wallpaper(self) -> bool:
+        """Show the background the home names (see ``wallpaper``); False when Sway
+        refused it."""
+        image = wallpaper.current(self.home_path)
+        if image is None and not self._wallpaper_shown:
+            return True
+        code = await self.run_in_session(["swaymsg", *wallpaper.sway_command(image)], timeout=5)
+        self._wallpaper_shown = image is not None and code == 0
+        return code == 0
+
+    async def run_in_session(self, argv: list[str], *, timeout: float = 5.0) -> int | None:
+        """Run a short helper (swaymsg, wl-copy) as the session user, in its
+        environment; its exit code, or None when it could not run or took too long."""
+        kwargs: dict = {}
+        if os.geteuid() == 0 and self.uid != 0:
+            kwargs.update(user=self.uid, group=self.gid, extra_groups=[])
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, env=self.session_env(), cwd=str(self.home_path), stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, **kwargs)
+        except OSError:
+            return None
+        try:
+            return await asyncio.wait_for(proc.wait(), timeout)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return None
+
+    # -- processes of the session ---------------------------------------------------------
+
+    def app_pids(self) -> set[int]:
+        """Every process of the session that is not deskbox's own: below ``deskbox up``
+        (however it detached), or started from outside with the session's environment."""
+        assert self.supervisor is not None and self.runtime is not None
+        table = {p.pid: p for p in processes.process_table().values() if p.state not in ("Z", "X")}
+        own = self.supervisor.own_pids()
+        found = processes.descendants(os.getpid(), table) - own
+        marks = [f"XDG_RUNTIME_DIR={self.runtime}".encode()]
+        for pid in table:
+            if pid not in own and pid not in found and processes.environ_has(pid, marks):
+                found.add(pid)
+        return found
+
+    # -- run ------------------------------------------------------------------------------
+
+    async def run(self, announce: Callable[[dict], None]) -> int:
+        self._check_leftovers()
+        if not processes.become_subreaper():
+            log.warning("cannot become the session's subreaper: detached processes may outlive it")
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, self.stop_event.set)
+        try:
+            self._prepare()  # what it made goes again if the session cannot start
+            self.supervisor = Supervisor(self._specs())
+            self.state = SessionState(self)
+            try:
+                await self.state.save_start()
+            except ContextError as exc:
+                raise SessionError(str(exc)) from None
+            self.control = ControlServer(self.state, self.control_socket, self.uid, self.gid)
+            await self.control.start()
+            starting = asyncio.create_task(self.supervisor.start_all())
+            waiter = asyncio.create_task(self.stop_event.wait())
+            done, _ = await asyncio.wait({starting, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if starting not in done:
+                starting.cancel()
+                log.info("stopping")
+                return 0
+            starting.result()
+            state = self.describe()
+            self._write_state_file(state)
+            announce(state)
+            await self.state.wait_for_end()
+            log.info("stopping")
+            return 0
+        finally:
+            await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        if self.control is not None:
+            await self.control.close()
+        if self.supervisor is not None:
+            await self.supervisor.stop_all()
+        if self.state is not None:
+            await self.state.close()  # once the browser has flushed its profile
+        if self.supervisor is not None:
+            left = self.app_pids()
+            if left:
+                log.info("ending the session's processes", pids=sorted(left))
+                await processes.end_processes(left, grace=2.0)
+        if self.runtime is not None:
+            # Whatever still names this session (started from outside it, as another user).
+            await processes.end_mentioning(f"{self.runtime}/", f"XDG_RUNTIME_DIR={self.runtime}\0")
+        if self.sudoers is not None:
+            self.sudoers.unlink(missing_ok=True)
+        if self.home is not None:
+            if not self.keep_home:
+                self.home.remove()
+            self.home.unlock()
+        if self.runtime is not None and self.created_runtime:
+            shutil.rmtree(self.runtime, ignore_errors=True)
+        if self.args.state_file:
+            try:
+                os.unlink(self.args.state_file)
+            except FileNotFoundError:
+                pass
+
+    def describe(self) -> dict:
+        args = self.args
+        assert self.supervisor is not None
+        return {
+            "desktopd": self.url(args.desktopd_port),
+            "bridge": None if args.no_browser else self.url(args.bridge_port),
+            "cdp": None if args.no_browser else f"http://127.0.0.1:{args.cdp_port}",
+            "scene": self.url(args.scene_port),
+            "osworld": self.url(args.osworld_port) if args.osworld else None,
+            "runtime_dir": str(self.runtime),
+            "home": str(self.home_path),
+            "control_socket": str(self.control_socket),
+            "wayland_display": "wayland-1",
+            "swaysock": self.swaysock,
+            "x_display": self.x_display,
+            "dbus_session_bus_address": self.dbus_address,
+            # Who the session runs as and the environment its apps get: enough for a tool to
+            # start a native app inside the session (as that user) and have it on AT-SPI.
+            "user": {"uid": self.uid, "gid": self.gid, "name": self.user_name},
+            "env": {k: v for k, v in self.session_env().items() if k in CLIENT_ENV_KEYS},
+            "outputs": [str(o) for o in self.outputs],
+            "pids": {name: child.pid for name, child in self.supervisor.children.items()},
+            "supervisor_pid": os.getpid(),
+        }
+
+    def _write_state_file(self, state: dict) -> None:
+        if self.args.state_file:
+            tmp = Path(self.args.state_file + ".tmp")
+            tmp.write_text(json.dumps(state, indent=2))
+            tmp.replace(self.args.state_file)

@@ -1,0 +1,86 @@
+"""The session user: made when missing, checked, granted sudo on request, and the
+programs OSWorld's tasks call by name put on its PATH."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .errors import SessionError
+
+__all__ = ["ensure_user", "readable_by", "grant_sudo", "write_osworld_bin", "SYSTEM_PATH"]
+
+# The session's PATH: the system's folders only (a PATH holding folders the session
+# user cannot enter, root's, turns "not installed" into "permission denied").
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def ensure_user(name: str, home: str, *, system: bool) -> tuple[pwd.struct_passwd, bool]:
+    """The unprivileged account the session runs as, created if missing (its home is
+    made by the session, not by useradd). Returns it and whether it was created now."""
+    try:
+        return pwd.getpwnam(name), False
+    except KeyError:
+        pass
+    useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+    argv = [useradd, "--no-create-home", "--home-dir", home, "--user-group"]
+    argv += ["--system", "--shell", "/usr/sbin/nologin"] if system else ["--shell", "/bin/bash"]
+    result = subprocess.run([*argv, name], capture_output=True, text=True)
+    if result.returncode != 0 and "already exists" not in result.stderr:
+        raise SessionError(f"cannot create user {name!r}: {result.stderr.strip()}")
+    return pwd.getpwnam(name), True
+
+
+def readable_by(path: Path, uid: int, gid: int) -> bool:
+    """Whether ``uid`` can traverse to ``path`` (checks every parent's x bit)."""
+    for part in [path, *path.parents]:
+        try:
+            st = part.stat()
+        except OSError:
+            return False
+        if st.st_uid == uid:
+            bit = 0o100
+        elif st.st_gid == gid:
+            bit = 0o010
+        else:
+            bit = 0o001
+        if not st.st_mode & bit:
+            return False
+    return True
+
+
+def grant_sudo(user: str, password: str) -> Path:
+    """--sudo: ``user`` may sudo with ``password`` while the session runs; returns the
+    sudoers entry, which the session removes at exit."""
+    if os.geteuid() != 0:
+        raise SessionError("--sudo needs deskbox up to run as root")
+    if not shutil.which("sudo"):
+        raise SessionError("--sudo needs the sudo package")
+    subprocess.run(["chpasswd"], input=f"{user}:{password}\n", text=True, check=True)
+    sudoers = Path(f"/etc/sudoers.d/deskbox-{user}")
+    sudoers.write_text(f"# deskbox up --sudo: this session's user, until it stops\n{user} ALL=(ALL:ALL) ALL\n")
+    os.chmod(sudoers, 0o440)
+    return sudoers
+
+
+def write_osworld_bin(folder: Path, project: Path) -> None:
+    """Programs OSWorld's task configs call by name: ``python`` (Debian has only
+    python3; this one is deskbox's interpreter, which sees the system's modules too)
+    and ``google-chrome`` / ``google-chrome-stable`` (deskbox.osworld.chrome: open
+    the URLs in the session's browser, starting it when it is not running, and relay
+    the debugging port)."""
+    folder.mkdir(exist_ok=True)
+    scripts = {
+        "python": f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n',
+        "google-chrome": (f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(project))} "
+                          f'exec {shlex.quote(sys.executable)} -m deskbox.osworld.chrome "$@"\n'),
+    }
+    scripts["google-chrome-stable"] = scripts["google-chrome"]
+    for name, text in scripts.items():
+        (folder / name).write_text(text)
+        (folder / name).chmod(0o755)
