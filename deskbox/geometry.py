@@ -122,6 +122,13 @@ def layout_rect_to_device(display: Display, rect: Rect) -> Rect:
     return Rect(x, y, rect.w * display.scale, rect.h * display.scale)
 
 
+def device_rect_to_layout(display: Display, rect: Rect) -> Rect:
+    """A display-local device-pixel box in the compositor's layout space (what a client
+    of one desktop-wide coordinate space, such as OS Screen Observer's, calls absolute)."""
+    x, y = device_to_layout(display, rect.x, rect.y)
+    return Rect(x, y, rect.w / display.scale, rect.h / display.scale)
+
+
 def display_at_layout_point(displays: Iterable[Display], lx: float, ly: float) -> Display | None:
     for display in displays:
         if display.layout.contains(lx, ly):

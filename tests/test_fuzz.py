@@ -31,7 +31,8 @@ RUNS_COMMANDS = r"^/(execute|run_python|run_bash_script|execute_with_verificatio
 @pytest.fixture(scope="module")
 def session(pages: PageServer):
     s = Session(["1024x768"], extra_args=["--url", pages.url("input.html"), "--osworld",
-                                          "--osworld-port", str(free_port()), "--user", "fuzz"])
+                                          "--osworld-port", str(free_port()), "--observer",
+                                          "--observer-port", str(free_port()), "--user", "fuzz"])
     s.start()
     s.browser_window()
     yield s
@@ -67,13 +68,17 @@ def test_the_scene(session):
     assert_clean(fuzz(session.scene + "/api/v1/openapi.json"), "the scene")
 
 
+def test_the_observer_api(session):
+    assert_clean(fuzz(session.state["observer"] + "/api/openapi.json"), "the OS Screen Observer-compatible API")
+
+
 def test_desktopd(session):
     assert_clean(fuzz(session.desktopd + "/api/v1/openapi.json"), "desktopd")
 
 
 def test_the_session_is_healthy_afterwards_and_holds_no_key(session, pages):
     for url in (session.desktopd + "/api/v1/health", session.scene + "/api/v1/health",
-                session.state["osworld"] + "/health"):
+                session.state["osworld"] + "/health", session.state["observer"] + "/api/healthz"):
         wait_until(lambda u=url: http("GET", u).status == 200, 30, what=url)
     # The browser comes back if the fuzzing closed it (in OSWorld mode only on request).
     http("POST", session.state["osworld"] + "/deskbox/chrome", {"args": [pages.url("input.html")]})

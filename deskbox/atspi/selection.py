@@ -108,7 +108,8 @@ class _Selection:
             return frame_relative(found, self._origin)  # type: ignore[arg-type]
         return found  # type: ignore[return-value]
 
-    def _sheet(self, table: _Obj, depth: int, frame_title: str, offset: tuple[int, int] | None) -> list[NativeNode]:
+    def _sheet(self, table: _Obj, depth: int, frame_title: str, offset: tuple[int, int] | None,
+               up: str) -> list[NativeNode]:
         """A Calc sheet's visible cells (the sheet's table reports every cell of the
         sheet, a billion or so, created on demand: they are asked by row and column, see
         ``_fetch``). Named as Calc names them (``B3``), their text (what the cell shows)
@@ -124,7 +125,7 @@ class _Selection:
             key=f"{self.app.bus}{table.path}#{c.row},{c.col}", pid=self.app.pid, app=self.app.name, role="table cell",
             name=cell_name(c.row, c.col), value=c.text, states=states, actions=(),
             extents=(c.extents[0] + dx, c.extents[1] + dy, c.extents[2], c.extents[3]),
-            frame=frame_title, depth=depth) for c in cells]
+            frame=frame_title, depth=depth, parent=up) for c in cells]
 
     def _toolkit(self, obj: _Obj) -> str | None:
         """The ``toolkit`` of the object's attributes ("" when none), None until read."""
@@ -165,8 +166,9 @@ class _Selection:
             extents = (0, 0, extents[2], extents[3])
         spans: list[tuple[int, int, int, int]] = [extents] if extents else []
         body: list[NativeNode] = []
+        up = f"{self.app.bus}{frame.path}"
         for child in self._kids(frame):
-            body += self._visit(child, 2, title, title, extents, spans, extents, None)
+            body += self._visit(child, 2, title, title, extents, spans, extents, None, up=up)
         if not title and not body:
             return []  # an unnamed frame with nothing on it: Chromium's hidden popups
         if self.app.name == "soffice" and not self.needs:
@@ -179,15 +181,15 @@ class _Selection:
                frame_extents: tuple[int, int, int, int] | None,
                spans: list[tuple[int, int, int, int]], parent_box: tuple[int, int, int, int] | None,
                offset: tuple[int, int] | None, popup: tuple[int, int] | None = None,
-               parent_role: str = "") -> list[NativeNode]:
-        """One node and what it holds. ``offset``: LibreOffice's VCL body offset
+               parent_role: str = "", up: str = "") -> list[NativeNode]:
+        """One node and what it holds (``up``: the key of the nearest ancestor listed). ``offset``: LibreOffice's VCL body offset
         (geometry.vcl_body_offset); ``popup``: where the popup of the menu being walked
         lies in the window: its items' boxes are relative to that popup (GTK 3 and 2,
         Wayland and X11: a popup is a surface of its own), which opens below the menu
         bar's menu (measured with LibreOffice's menu bar; a submenu's popup, to the
         right of its item, is not placed)."""
         key = (obj.path, depth, frame_title, parent_name, frame_extents, parent_box, offset, popup, parent_role,
-               self._origin)
+               self._origin, up)
         found = self.settled.get(key)
         if found is not None:
             nodes, added, visited = found
@@ -197,7 +199,7 @@ class _Selection:
         before = (self.needs.size(), self._pending)
         spans_before, visited_before = len(spans), self.visited
         out = self._visit_unsettled(obj, depth, frame_title, parent_name, frame_extents, spans, parent_box, offset,
-                                    popup, parent_role)
+                                    popup, parent_role, up)
         if (self.needs.size(), self._pending) == before:
             self.settled[key] = (out, spans[spans_before:], self.visited - visited_before)
         return out
@@ -206,7 +208,7 @@ class _Selection:
                          frame_extents: tuple[int, int, int, int] | None,
                          spans: list[tuple[int, int, int, int]], parent_box: tuple[int, int, int, int] | None,
                          offset: tuple[int, int] | None, popup: tuple[int, int] | None,
-                         parent_role: str) -> list[NativeNode]:
+                         parent_role: str, up: str) -> list[NativeNode]:
         self.visited += 1
         if not obj.on_screen and not (self.app.name == "soffice" and obj.name == _CALC_INPUT_LINE):
             # (Calc's formula bar says it is defunct, and nothing else, while its
@@ -257,14 +259,15 @@ class _Selection:
         pending = obj.path in self.needs.extents or pending_toolkit
         self._pending += pending
         if keep and (pending or (extents is not None and extents[2] > 0 and extents[3] > 0)):
-            node = self._node(obj, role, name, self._value(obj, role), extents, frame_title, depth)
+            node = self._node(obj, role, name, self._value(obj, role), extents, frame_title, depth, up=up)
             if not pending:
                 out.append(node)
+                up = node.key
                 if role in _LEAF_ROLES and node.actions and _action_index(node.actions, "click") is not None:
                     return out
         if (role == "table" and obj.has(_MANAGES_DESCENDANTS) and "Table" in obj.interfaces
                 and self.app.name == "soffice" and not pending and extents is not None):
-            out += self._sheet(obj, depth + 1, frame_title, offset)
+            out += self._sheet(obj, depth + 1, frame_title, offset, up)
             return out
         if (role == "menu" and self.app.name == "soffice" and parent_role in ("menu bar", "menu")
                 and not obj.has(_SELECTED)):
@@ -278,7 +281,7 @@ class _Selection:
             popup = popup_origin(extents)  # type: ignore[assignment]
         for kid in kids if kids is not None else self._kids(obj):
             out += self._visit(kid, depth + 1, frame_title, child_parent, frame_extents, spans, extents, offset,
-                               popup, role)
+                               popup, role, up)
         return out
 
     def _gtk4_name(self, obj: _Obj, name: str, kids: list[_Obj]) -> str:
@@ -295,11 +298,11 @@ class _Selection:
 
     def _node(self, obj: _Obj, role: str, name: str, value: str | None,
               extents: tuple[int, int, int, int] | None, frame: str, depth: int,
-              spans: tuple[tuple[int, int, int, int], ...] = ()) -> NativeNode:
+              spans: tuple[tuple[int, int, int, int], ...] = (), up: str = "") -> NativeNode:
         return NativeNode(
             key=f"{self.app.bus}{obj.path}", pid=self.app.pid, app=self.app.name, role=role, name=name,
             value=value, states=self.names.state_names(obj.states), actions=self._actions(obj),
-            extents=extents, frame=frame, depth=depth, spans=spans,
+            extents=extents, frame=frame, depth=depth, spans=spans, parent=up,
         )
 
 

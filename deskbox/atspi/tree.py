@@ -49,6 +49,7 @@ class NativeNode:
     depth: int
     spans: tuple[tuple[int, int, int, int], ...] = field(default=(), repr=False)
     formula: str | None = None  # a spreadsheet cell's formula, where the app shows it
+    parent: str = ""  # the key of its nearest ancestor that is a node too ("" for a frame)
 
 
 # Roles of top-level windows (children of an application).

@@ -12,6 +12,7 @@ from aiohttp import ClientSession, ClientTimeout, web
 
 from ..cdp import CDPClosed, CDPError
 from ..common.errors import ActionFailed, NotFoundError, Unavailable
+from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.web import auth_middleware, error_middleware, json_ok, read_body, read_query
 from .browser import Browser, TabGone
@@ -36,12 +37,14 @@ OPEN_PATHS = frozenset({"/health", "/openapi.json"})
 
 
 def create_app(config: BridgeConfig) -> web.Application:
-    app = web.Application(middlewares=[error_middleware, auth_middleware(config.token, OPEN_PATHS)],
+    app = web.Application(middlewares=[metrics_middleware, error_middleware,
+                                       auth_middleware(config.token, OPEN_PATHS)],
                           client_max_size=1024 * 1024)
     chromium = AttachedChromium(config.chromium) if config.chromium.attach else Chromium(config.chromium)
     browser = Browser(chromium)
     app[CHROMIUM] = chromium
     app[BROWSER] = browser
+    add_metrics(app)
 
     async def chromium_ctx(app: web.Application):
         # Every browser that comes up (a launched one at once, an attached one whenever
@@ -173,7 +176,8 @@ async def element(request: web.Request) -> web.Response:
     req = await read_body(request, ElementRequest)
     try:
         return json_ok(await element_action(request.app[BROWSER], req.action, req.tab, req.frameId,
-                                            req.backendDOMNodeId, req.x, req.y))
+                                            req.backendDOMNodeId, req.x, req.y, option=req.option,
+                                            option_index=req.option_index))
     except CDPClosed as exc:
         raise _translate(exc) from exc
     except CDPError as exc:
@@ -194,5 +198,6 @@ ROUTES = [
     Route("POST", "/element", element, "One DOM node: hit-test a point, scroll it into view, focus it",
           body=ElementRequest),
     Route("GET", "/health", health, "Chromium's state"),
+    Route("GET", "/metrics", serve_metrics, "Prometheus metrics: requests per route", responses="text/plain"),
     Route("GET", "/openapi.json", openapi, "This document"),
 ]

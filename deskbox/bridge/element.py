@@ -10,7 +10,14 @@ scene aggregator needs to act on it with real input. None of these send input ev
 - ``scroll_into_view``: scroll every scroller around it so that it sits in the middle
   of the viewport (also when the browser already counts it as visible but something
   covers it).
-- ``focus``: DOM focus, for elements a click would activate."""
+- ``focus``: DOM focus, for elements a click would activate.
+- ``invoke``: the element's default action with no pointer (its ``click()``), as an
+  accessibility client's DoAction would: for what real input cannot reach.
+- ``select``: choose an option of a ``<select>`` by its text or index, as a user's pick
+  would leave it (selected, focused, input and change fired). Chromium draws a select's
+  list as a popup of its own; picking through it takes two clicks and a popup to place.
+  Anything else answers ``{"ok": false, "reason": "not a select"}`` and the aggregator
+  opens it and clicks the option."""
 
 from __future__ import annotations
 
@@ -38,6 +45,35 @@ _SCROLL = """function () {
   const el = this.nodeType === 1 ? this : this.parentElement;
   if (el) el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
   return !!el;
+}"""
+
+
+_INVOKE = """function () {
+  const el = this.nodeType === 1 ? this : this.parentElement;
+  if (!el || typeof el.click !== 'function') return false;
+  el.click();
+  return true;
+}"""
+
+_SELECT = """function (name, index) {
+  const el = this.nodeType === 1 ? this : this.parentElement;
+  if (!el || el.tagName !== 'SELECT') return {ok: false, reason: 'not a select'};
+  const options = Array.from(el.options);
+  const texts = options.map(o => o.text.trim());
+  let i = index;
+  if (i === null) {
+    i = texts.indexOf(name);
+    if (i < 0) i = texts.findIndex(t => t.toLowerCase() === name.toLowerCase());
+  }
+  if (i < 0 || i >= options.length) return {ok: false, reason: 'no such option', options: texts};
+  if (options[i].disabled) return {ok: false, reason: 'the option is disabled', options: texts};
+  el.focus();
+  if (el.selectedIndex !== i) {
+    el.selectedIndex = i;
+    el.dispatchEvent(new Event('input', {bubbles: true}));
+    el.dispatchEvent(new Event('change', {bubbles: true}));
+  }
+  return {ok: true, selected: texts[i], index: i};
 }"""
 
 
@@ -87,8 +123,18 @@ async def _world(conn: CDPConnection, session: str, frame_id: str, *, fresh: boo
 
 
 async def element_action(browser: Browser, action: str, tab: str, frame_id: str | None, backend_id: int,
-                         x: float | None = None, y: float | None = None) -> dict[str, Any]:
+                         x: float | None = None, y: float | None = None, *, option: str | None = None,
+                         option_index: int | None = None) -> dict[str, Any]:
     conn, page, session, out_of_process = await _sessions(browser, tab, frame_id)
+    if action in ("invoke", "select"):
+        target = await _object(conn, session, backend_id)
+        call: dict[str, Any] = {"objectId": target, "returnByValue": True, "userGesture": True,
+                                "functionDeclaration": _INVOKE if action == "invoke" else _SELECT}
+        if action == "select":
+            call["arguments"] = [{"value": option}, {"value": option_index}]
+        reply = await conn.send("Runtime.callFunctionOn", call, session=session)
+        value = reply.get("result", {}).get("value")
+        return {"ok": bool(value)} if action == "invoke" else value
     if action == "scroll_into_view":
         target = await _object(conn, session, backend_id)
         await conn.send("Runtime.callFunctionOn", {"objectId": target, "functionDeclaration": _SCROLL,

@@ -70,15 +70,21 @@ class NavigateRequest(_Strict):
 
 
 class ElementRequest(_Strict):
-    action: Literal["hit_test", "scroll_into_view", "focus"]
+    action: Literal["hit_test", "scroll_into_view", "focus", "invoke", "select"]
     tab: str = Field(min_length=1, max_length=64)
     frameId: str | None = Field(None, max_length=64)
     backendDOMNodeId: int = Field(ge=1)
     x: float | None = Field(None, ge=-100_000, le=100_000)  # viewport CSS px, for hit_test
     y: float | None = Field(None, ge=-100_000, le=100_000)
+    option: str | None = Field(None, min_length=1, max_length=1000)  # select: an option's text
+    option_index: int | None = Field(None, ge=0, le=100_000)  # ... or its index
 
     @model_validator(mode="after")
     def _check(self) -> "ElementRequest":
         if self.action == "hit_test" and (self.x is None or self.y is None):
             raise ValueError("hit_test needs x and y (viewport CSS pixels)")
+        if self.action == "select" and (self.option is None) == (self.option_index is None):
+            raise ValueError("select needs option (its text) or option_index")
+        if self.action != "select" and (self.option is not None or self.option_index is not None):
+            raise ValueError("option and option_index are for select")
         return self

@@ -14,14 +14,18 @@ __all__ = ["Route", "add_routes", "openapi_document"]
 
 
 # What any route may answer besides success: invalid (400), no or a wrong token (401),
-# not found (404), method not allowed (405), valid but not now (409), body too large
+# not found (404), method not allowed (405), valid but not now (409), a token or snapshot
+# expired (410), body too large
 # (413), wrong content type (415), beyond a documented limit (422), a component down
 # (503, with Retry-After), past its deadline (504).
-ERROR_STATUSES = (400, 401, 404, 405, 409, 413, 415, 422, 503, 504)
+ERROR_STATUSES = (400, 401, 404, 405, 409, 410, 413, 415, 422, 503, 504)
 _ERROR_TEXT = {400: "invalid request", 401: "missing or wrong bearer token", 404: "not found",
-               405: "method not allowed", 409: "valid, but it cannot be applied now", 413: "body too large",
+               405: "method not allowed", 409: "valid, but it cannot be applied now",
+               410: "a token or snapshot that expired", 413: "body too large",
                415: "unsupported media type", 422: "beyond a documented limit",
                503: "a component the request needs is down (Retry-After)", 504: "it did not finish in time"}
+
+_ERROR_SHAPE = ': {"error": {"code", "message", "recoverable", "suggested_next_tool", "context"}}'
 
 
 @dataclass(frozen=True)
@@ -47,10 +51,10 @@ def openapi_document(title: str, version: str, routes: list[Route]) -> dict[str,
         responses: dict[str, Any] = {}
         for status in route.success:
             responses[str(status)] = ({"description": "success", "content": {route.responses: {}}}
-                                      if status == 200 else {"description": {204: "done", 304: "not modified"}
-                                                             .get(status, "success")})
+                                      if status == 200 else {"description": {204: "done", 304: "not modified", 408: "no condition held in time",
+                                                              501: "not served yet"}.get(status, "success")})
         for status in ERROR_STATUSES:
-            responses[str(status)] = {"description": _ERROR_TEXT[status] + ': {"error": {"code", "message"}}',
+            responses[str(status)] = {"description": _ERROR_TEXT[status] + _ERROR_SHAPE,
                                       "content": {"application/json": {}}}
         op: dict[str, Any] = {"summary": route.summary, "responses": responses}
         params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}

@@ -13,3 +13,26 @@ def ocr_mode_from_env() -> str:
     """DESKBOX_OCR as an OCR mode: ``1`` or ``all``, ``fill``; anything else is off."""
     value = os.environ.get("DESKBOX_OCR", "").strip().lower()
     return {"1": "all", "all": "all", "fill": "fill"}.get(value, "off")
+
+
+# How a client of a session (``deskbox.Client``, ``deskbox mcp``) finds it when it is not
+# told: the state file ``deskbox up --state-file`` writes, or the services' URLs. The
+# token is never in the state file.
+CLIENT_ENV = {
+    "state_file": "DESKBOX_STATE_FILE",
+    "scene": "DESKBOX_SCENE",
+    "desktopd": "DESKBOX_DESKTOPD",  # (the pyautogui shim reads it too)
+    "bridge": "DESKBOX_BRIDGE",
+    "token": "DESKBOX_TOKEN",
+}
+# Where ``deskbox up`` puts the services by default.
+DEFAULT_URLS = {
+    "scene": "http://127.0.0.1:8000",
+    "desktopd": "http://127.0.0.1:8080",
+    "bridge": "http://127.0.0.1:8122",
+}
+
+
+def client_env(name: str) -> str | None:
+    """The value of the client setting ``name`` (a key of ``CLIENT_ENV``), None when unset."""
+    return os.environ.get(CLIENT_ENV[name]) or None

@@ -1,5 +1,5 @@
 """HTTP plumbing shared by the services: one middleware that turns every error into
-``{"error": {"code", "message"}}`` with an explicit status and logs one canonical line
+``{"error": {"code", "message", "recoverable", "suggested_next_tool", "context"}}`` with an explicit status and logs one canonical line
 per request, optional bearer-token auth, and pydantic validation at the edge."""
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ _HTTP_CODES = {
 
 
 def _error_response(status: int, code: str, message: str, details: Any = None) -> web.Response:
-    body: dict[str, Any] = {"code": code, "message": message}
+    # (A wrong route or method is mended by another call; a crash is not.)
+    body: dict[str, Any] = {"code": code, "message": message, "recoverable": status < 500,
+                            "suggested_next_tool": None, "context": None}
     if details is not None:
         body["details"] = details
     return web.json_response({"error": body}, status=status)

@@ -9,8 +9,10 @@ import time
 from dataclasses import dataclass
 
 from aiohttp import web
+from prometheus_client import Counter
 
 from ..common.errors import DeadlineExceeded, InvalidRequest
+from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.web import auth_middleware, error_middleware, json_ok, read_body, read_query
 from .actions import (
@@ -54,19 +56,37 @@ SHOTS = web.AppKey("screenshots", Screenshots)
 INPUT_LOCK = web.AppKey("input_lock", asyncio.Lock)
 STARTED = web.AppKey("started", float)
 
+
+class DesktopdMetrics:
+    """desktopd's own metrics, beside those every service has (``deskbox.common.metrics``)."""
+
+    def __init__(self, app: web.Application) -> None:
+        registry = add_metrics(app).registry
+        self.inputs = Counter("deskbox_desktopd_input_actions",
+                              "Input actions carried out, by device (pointer, keyboard) and action: one per "
+                              "request, one per event of the compatibility batches", ["device", "action"],
+                              registry=registry)
+        self.screenshots = Counter("deskbox_desktopd_screenshots",
+                                   "Screenshots answered, by format and outcome (sent, not_modified: 304)",
+                                   ["format", "outcome"], registry=registry)
+
+
+DESKTOPD_METRICS = web.AppKey("desktopd_metrics", DesktopdMetrics)
+
 OPEN_PATHS = frozenset({"/api/v1/health", "/health", "/api/v1/openapi.json"})
 
 
 def create_app(backend: Backend, config: DesktopdConfig | None = None) -> web.Application:
     config = config or DesktopdConfig()
     app = web.Application(
-        middlewares=[error_middleware, auth_middleware(config.token, OPEN_PATHS)],
+        middlewares=[metrics_middleware, error_middleware, auth_middleware(config.token, OPEN_PATHS)],
         client_max_size=1024 * 1024,
     )
     app[BACKEND] = backend
     app[SHOTS] = Screenshots(backend)
     app[INPUT_LOCK] = asyncio.Lock()
     app[STARTED] = time.time()
+    app[DESKTOPD_METRICS] = DesktopdMetrics(app)
 
     async def backend_ctx(app: web.Application):
         await backend.start()
@@ -121,6 +141,7 @@ async def screenshot(request: web.Request) -> web.Response:
     planner = Planner(request.app[BACKEND])
     display = planner.display(q.display)
     shot = await request.app[SHOTS].take(display, q, request.headers.get("If-None-Match"))
+    request.app[DESKTOPD_METRICS].screenshots.labels(q.format, "not_modified" if shot.not_modified else "sent").inc()
     if shot.not_modified:
         return web.Response(status=304, headers=shot.headers())
     return web.Response(body=shot.body, content_type=shot.content_type, headers=shot.headers())
@@ -211,6 +232,7 @@ async def pointer(request: web.Request) -> web.Response:
     steps = plan_pointer(Planner(backend), req)
     started = time.perf_counter()
     await _run(request, steps)
+    _count(request, "pointer", [req.action])
     return json_ok(_receipt(backend, req.action, started))
 
 
@@ -220,6 +242,7 @@ async def keyboard(request: web.Request) -> web.Response:
     steps = plan_keyboard(Planner(backend), req)
     started = time.perf_counter()
     await _run(request, steps)
+    _count(request, "keyboard", [req.action])
     return json_ok(_receipt(backend, req.action, started))
 
 
@@ -239,6 +262,12 @@ async def pointer_position(request: web.Request) -> web.Response:
     """Where desktopd last put the pointer, display-local device pixels; nulls until
     it has moved the pointer (it only knows what it did itself)."""
     return json_ok(_pointer_json(request.app[BACKEND]) or {"display": None, "x": None, "y": None})
+
+
+def _count(request: web.Request, device: str, actions: list[str]) -> None:
+    """Count input once ``_run`` returned: a request refused, or stopped at its deadline, is not."""
+    for action in actions:
+        request.app[DESKTOPD_METRICS].inputs.labels(device, action).inc()
 
 
 def _receipt(backend: Backend, action: str, started: float) -> dict:
@@ -284,6 +313,7 @@ async def tablet(request: web.Request) -> web.Response:
     req = await read_body(request, TabletRequest)
     planner = Planner(request.app[BACKEND])
     await _run(request, _compat_pointer(planner, req.action, display=req.display, x=req.x, y=req.y))
+    _count(request, "pointer", [req.action])
     return web.Response(status=204)
 
 
@@ -294,6 +324,7 @@ async def tablet_event(request: web.Request) -> web.Response:
     for e in req.events:
         steps += _compat_pointer(planner, e.type, display=e.display, x=e.x, y=e.y, button=e.button, dx=e.dx, dy=e.dy)
     await _run(request, steps)
+    _count(request, "pointer", [e.type for e in req.events])
     return web.Response(status=204)
 
 
@@ -312,6 +343,7 @@ async def keyboard_event(request: web.Request) -> web.Response:
             events.append(KeyEvent(key.keysym, False))
     planner.check_keysyms(events)
     await _run(request, [Keys(tuple(events))])
+    _count(request, "keyboard", [event.state for event in req.events])
     return web.Response(status=204)
 
 
@@ -322,6 +354,8 @@ async def openapi(request: web.Request) -> web.Response:
 ROUTES = [
     Route("GET", "/api/v1/health", health, "Liveness and what this desktopd drives"),
     Route("GET", "/health", health, "Alias of /api/v1/health"),
+    Route("GET", "/metrics", serve_metrics, "Prometheus metrics: requests per route, input actions, screenshots",
+          responses="text/plain"),
     Route("GET", "/api/v1/displays", displays, "Displays: layout bounds, scale, device pixel size"),
     Route("GET", "/api/v1/screenshot", screenshot, "One display as PNG, JPEG or WebP", query=ScreenshotQuery,
           success=(200, 304),

@@ -27,6 +27,7 @@ from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
 from ..atspi.source import NativeSource
 from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, Unavailable
+from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.session_api import SessionControl
 from ..common.web import auth_middleware, error_middleware, json_ok, read_body
@@ -75,11 +76,12 @@ def create_app(config: OsworldConfig) -> web.Application:
     if os.geteuid() == 0:
         raise PermissionError("the OSWorld server runs commands: it must not run as root")
     app = web.Application(
-        middlewares=[error_middleware, auth_middleware(config.token, OPEN_PATHS)],
+        middlewares=[metrics_middleware, error_middleware, auth_middleware(config.token, OPEN_PATHS)],
         client_max_size=16 * 1024 * 1024,
     )
     app[CONFIG] = config
     app[STARTED] = time.time()
+    add_metrics(app)
     work = Path(config.work_dir) if config.work_dir else Path(tempfile.mkdtemp(prefix="deskbox-osworld-"))
     work.mkdir(mode=0o700, parents=True, exist_ok=True)
     app[WORK] = work
@@ -423,6 +425,7 @@ async def openapi(request: web.Request) -> web.Response:
 ROUTES = [
     Route("GET", "/health", health, "Liveness"),
     Route("GET", "/openapi.json", openapi, "This document"),
+    Route("GET", "/metrics", serve_metrics, "Prometheus metrics: requests per route", responses="text/plain"),
     Route("GET", "/screenshot", screenshot, "PNG of the first display with the pointer drawn in", responses="image/png"),
     Route("GET", "/accessibility", accessibility_tree, "OSWorld's AT-SPI XML tree: {\"AT\": xml}"),
     Route("GET", "/terminal", terminal, "Text of the focused gnome-terminal"),

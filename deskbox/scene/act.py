@@ -2,9 +2,15 @@
 
 An action resolves the element's *current* box (a fresh scene, not the one the agent
 read), scrolls it into view when it is not fully on screen, picks a point on its visible
-part, drives desktopd with real input there (never synthetic DOM events), waits for the
-screen to settle, and answers with a receipt: what was targeted, where, and whether the
-screen changed. One handler per action, found through ``HANDLERS``."""
+part, drives desktopd with real input there, waits for the screen to settle, and
+answers with a receipt: what was targeted, where, and whether the screen changed. One
+handler per action, found through ``HANDLERS``.
+
+Two actions are not pointer input, by their nature: ``invoke`` runs the element's
+default action as an accessibility client does (AT-SPI DoAction, a page element's
+``click()``), and ``select`` on a page's ``<select>`` sets the option as a user's pick
+leaves it (its list is a popup of Chromium's own). Every other select opens the element
+with a click and clicks the option."""
 
 from __future__ import annotations
 
@@ -17,20 +23,18 @@ from ..common.errors import ActionFailed, NotFoundError
 from ..geometry import device_rect, display_to_css, probe_points, visible_part
 from .elements import Element
 from .engine import SceneEngine
-from .frames import changed_regions
 from .models import ActRequest
 from .sources import Bridge, Desktop
 
 __all__ = ["Actor", "HANDLERS"]
 
-SETTLE_POLL_S = 0.08
 SCROLL_ROUNDS = 3
 
 
 @dataclass
 class Target:
     element: Element
-    point: tuple[float, float]
+    point: tuple[float, float] | None  # None: an action without the pointer, on an element off screen
 
 
 Handler = Callable[["Actor", Target, ActRequest], Awaitable[None]]
@@ -56,18 +60,13 @@ async def _focus(actor: "Actor", t: Target, req: ActRequest) -> None:
     e = t.element
     if "focused" in e.states:
         return
-    if "type" in e.actions:
+    if "type" in e.actions and t.point is not None:
         # Clicking an editable field is how a user focuses it, and it does nothing else.
         await actor.pointer("click", t)
     elif e.source == "cdp" and actor.bridge is not None:
         await actor.bridge.element("focus", e.ref)
-    elif e.source == "atspi" and actor.engine.atspi is not None:
-        try:
-            done = await actor.engine.atspi.act(e.ref["atspi"], "focus")
-        except Exception as exc:  # the reader says why (no such action, app not answering)
-            raise ActionFailed(f"{e.id} could not take focus: {exc}", code="action_failed") from exc
-        if not done:
-            raise ActionFailed(f"{e.id} could not take focus (it is gone)", code="stale_element")
+    elif e.source == "atspi":
+        await actor.native_action(e, "focus")
     else:
         raise ActionFailed(f"{e.id} ({e.role}) cannot be focused", code="unsupported_action")
 
@@ -89,6 +88,66 @@ async def _scroll_into_view(actor: "Actor", t: Target, req: ActRequest) -> None:
     return None  # done before every action that needs it; this action is only that
 
 
+async def _invoke(actor: "Actor", t: Target, req: ActRequest) -> None:
+    e = t.element
+    if e.source == "cdp" and actor.bridge is not None:
+        if not (await actor.bridge.element("invoke", e.ref)).get("ok"):
+            raise ActionFailed(f"{e.id} ({e.role} {e.name!r}) has no default action", code="no_default_action")
+    elif e.source == "atspi":
+        await actor.native_action(e, "click")
+    else:
+        raise ActionFailed(f"{e.id} ({e.role}) cannot be invoked", code="unsupported_action")
+
+
+async def _select(actor: "Actor", t: Target, req: ActRequest) -> None:
+    e = t.element
+    if e.source == "cdp" and actor.bridge is not None:
+        answer = await actor.bridge.element("select", e.ref, option=req.option, option_index=req.option_index)
+        if answer.get("ok"):
+            return
+        if answer.get("reason") != "not a select":
+            raise ActionFailed(f"{e.id}: {answer.get('reason')}; its options are {answer.get('options')}",
+                               code="no_such_option", context={"options": answer.get("options")})
+    # Anything else (a native combo box, a list, an ARIA listbox): opened with a click
+    # where it is closed, then the option is clicked.
+    if "expanded" not in e.states and e.role in ("combobox", "menubutton", "button"):
+        await actor.pointer("click", t)
+    option = await actor.option_of(e, req.option, req.option_index)
+    if option.source == "atspi":
+        # (A native popup's items are placed where its toolkit says, which a popup
+        # surface does not always tell truly: the item's own action picks it.)
+        await actor.native_action(option, "click")
+    else:
+        await actor.click(option)
+
+
+async def _clear_text(actor: "Actor", t: Target, req: ActRequest) -> None:
+    await actor.pointer("click", t)
+    await actor.desktop.keyboard(action="key", keys=["ctrl+a", "backspace"])
+
+
+async def _key(actor: "Actor", t: Target, req: ActRequest) -> None:
+    await _focus(actor, t, req)
+    await actor.desktop.keyboard(action="key", keys=req.keys)
+
+
+async def _drag(actor: "Actor", t: Target, req: ActRequest) -> None:
+    e = t.element
+    if req.to.target is not None:
+        end = actor.lookup(req.to.target)
+        if end.display_id != e.display_id:
+            raise ActionFailed(f"{end.id} is on display {end.display_id}, {e.id} on {e.display_id}: a drag stays "
+                               "on one display", code="cross_display")
+        point = actor.centre(end)
+    else:
+        point = req.to.point
+    x, y = t.point
+    # (Moved in steps over a moment: HTML drag and drop, and most toolkits, start a drag
+    # only after the pointer moved while pressed.)
+    await actor.desktop.pointer(action="drag", display=e.display_id, x=round(x, 2), y=round(y, 2),
+                                path=[[round(point[0], 2), round(point[1], 2)]], duration_ms=DRAG_MS)
+
+
 HANDLERS: dict[str, Handler] = {
     "click": _click,
     "double_click": _double_click,
@@ -98,9 +157,29 @@ HANDLERS: dict[str, Handler] = {
     "type": _type,
     "set_value": _set_value,
     "scroll_into_view": _scroll_into_view,
+    "invoke": _invoke,
+    "select": _select,
+    "clear_text": _clear_text,
+    "key": _key,
+    "drag": _drag,
 }
 # Actions that need the element on screen and a point on it.
-_POINTED = frozenset({"click", "double_click", "right_click", "hover", "type", "set_value", "scroll_into_view"})
+_POINTED = frozenset({"click", "double_click", "right_click", "hover", "type", "set_value", "scroll_into_view",
+                      "select", "clear_text", "key", "drag"})
+# Roles a select action picks among, and how long it waits for them to show.
+_OPTION_ROLES = frozenset({"option", "menuitem", "menuitemradio", "menuitemcheckbox", "listitem", "treeitem", "cell"})
+OPTIONS_WAIT_S = 3.0
+DRAG_MS = 400
+
+
+def _inside(ident: str, ancestor: str, parents: dict[str, str | None]) -> bool:
+    seen, p = set(), parents.get(ident)
+    while p is not None and p not in seen:
+        if p == ancestor:
+            return True
+        seen.add(p)
+        p = parents.get(p)
+    return False
 
 
 class Actor:
@@ -147,7 +226,7 @@ class Actor:
             if req.action in _POINTED and element.visibility != "visible":
                 element = await self._scroll_into_view(element)
                 scrolled = True
-            point = await self._aim(element) if req.action in _POINTED else self._centre(element)
+            point = await self._aim(element) if req.action in _POINTED else self._centre_if_shown(element)
             if point is None and not scrolled:
                 # Covered where it is (a fixed header, a popup): bring it to the middle.
                 element = await self._scroll_into_view(element)
@@ -159,7 +238,7 @@ class Actor:
             target = Target(element, point)
             before = await self.engine.frame_signatures([element.display_id])
             await HANDLERS[req.action](self, target, req)
-            changed, settled = await self._settle(element.display_id, before[element.display_id], req.settle_ms)
+            changed, settled = await self.engine.settle(element.display_id, before[element.display_id], req.settle_ms)
             self.engine.mark_dirty()
             return {
                 "ok": True,
@@ -168,7 +247,7 @@ class Actor:
                            "bbox": list(device_rect(element.bbox)) if element.bbox else None,
                            "source": element.source, "window_id": element.window_id},
                 "display_id": element.display_id,
-                "point": [round(target.point[0], 1), round(target.point[1], 1)],
+                "point": [round(target.point[0], 1), round(target.point[1], 1)] if target.point else None,
                 "scrolled": scrolled,
                 "changed": changed,
                 "settled": settled,
@@ -184,8 +263,62 @@ class Actor:
                                code="not_visible")
         return part
 
-    def _centre(self, e: Element) -> tuple[float, float]:
+    def centre(self, e: Element) -> tuple[float, float]:
         return probe_points(self._visible(e))[0]
+
+    def _centre_if_shown(self, e: Element) -> tuple[float, float] | None:
+        if e.bbox is None or (e.clip is not None and visible_part(e.bbox, e.clip) is None):
+            return None
+        return self.centre(e)
+
+    async def native_action(self, e: Element, action: str) -> None:
+        """An AT-SPI action (``click``: its default one; ``focus``) on a native element."""
+        if self.engine.atspi is None:
+            raise ActionFailed(f"{e.id}: this aggregator reads no native apps", code="unsupported_action")
+        try:
+            done = await self.engine.atspi.act(e.ref["atspi"], action)
+        except Exception as exc:  # the reader says why (no such action, app not answering)
+            raise ActionFailed(f"{e.id} ({e.role} {e.name!r}): {action} failed: {exc}",
+                               code="action_failed") from exc
+        if not done:
+            raise ActionFailed(f"{e.id} is gone", code="stale_element")
+
+    async def click(self, e: Element) -> None:
+        """A real click on an element of the newest scene (scrolled to where it shows)."""
+        if e.visibility != "visible":
+            e = await self._scroll_into_view(e)
+        point = await self._aim(e)
+        if point is None:
+            raise ActionFailed(f"{e.id} ({e.role} {e.name!r}) is covered", code="occluded")
+        await self.pointer("click", Target(e, point))
+
+    async def option_of(self, e: Element, name: str | None, index: int | None) -> Element:
+        """The option to pick for a select on ``e``: among its descendants, else among the
+        options showing in its app (a popup list is a window of its own). Waits a moment
+        for them to show after the click that opened it."""
+        deadline = time.monotonic() + OPTIONS_WAIT_S
+        while True:
+            scene = await self.engine.scene("active")
+            parents = {x.id: x.parent for x in scene.ax}
+            options = [x for x in scene.ax if x.role in _OPTION_ROLES and _inside(x.id, e.id, parents)]
+            if not options:
+                same_app = (lambda x: x.ref.get("tab") == e.ref.get("tab")) if e.source == "cdp" else (
+                    lambda x: x.ref.get("pid") == e.ref.get("pid"))
+                options = [x for x in scene.ax if x.role in _OPTION_ROLES and x.source == e.source and same_app(x)
+                           and x.visibility in ("visible", "partial")]
+            if index is not None:
+                found = options[index] if index < len(options) else None
+            else:
+                found = (next((x for x in options if x.name == name), None)
+                         or next((x for x in options if x.name.strip().lower() == name.strip().lower()), None))
+            if found is not None:
+                return found
+            if time.monotonic() >= deadline:
+                raise ActionFailed(f"{e.id} ({e.role} {e.name!r}) has no option "
+                                   f"{name if index is None else f'#{index}'!r}; options seen: "
+                                   f"{[x.name for x in options][:30]}", code="no_such_option",
+                                   context={"options": [x.name for x in options][:100]})
+            await asyncio.sleep(0.2)
 
     async def _aim(self, e: Element) -> tuple[float, float] | None:
         """A point of the element's visible part where the page itself says the element
@@ -218,27 +351,3 @@ class Actor:
             if e.visibility == "visible":
                 return e
         return e
-
-    async def _settle(self, display_id: int, before, budget_ms: int) -> tuple[bool, bool]:
-        """Wait until the display stops changing (two equal frames in a row) or the budget
-        runs out. Returns (changed since ``before``, settled)."""
-        deadline = time.monotonic() + budget_ms / 1000
-        last = before
-        changed = False
-        stable = 0
-        while True:
-            await asyncio.sleep(SETTLE_POLL_S)
-            now = (await self.engine.frame_signatures([display_id]))[display_id]
-            if changed_regions(before, now):
-                changed = True
-            if changed_regions(last, now):
-                stable = 0
-            else:
-                stable += 1
-            last = now
-            # Settled: unchanged for two polls after a change, or for three when nothing
-            # changed (a page may take a moment to react at all).
-            if (changed and stable >= 2) or stable >= 3:
-                return changed, True
-            if time.monotonic() >= deadline:
-                return changed, False

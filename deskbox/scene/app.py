@@ -17,21 +17,25 @@ from PIL import Image
 
 from ..common.errors import InvalidRequest, ServiceError
 from ..common.logging import get_logger
+from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.session_api import SessionControl
 from ..common.web import auth_middleware, error_middleware, json_ok, read_body, read_query
 from ..geometry import device_rect
+from ..mcp.http import add_mcp
 from .act import Actor
 from .computer import COMPUTER, Computer
 from .computer import ROUTES as COMPUTER_ROUTES
 from .engine import SceneEngine
+from .metrics import SCENE_METRICS, SceneMetrics
 from .models import ActRequest, MarkedScreenshotQuery, ResolveRequest, SceneQuery, StreamQuery, TextQuery, VlmRequest
 from .resolve import resolve as resolve_match
-from .scene_json import Scene
 from .session import ROUTES as SESSION_ROUTES
 from .session import SESSION, SessionApi
 from .sources import Bridge, Desktop
 from .text import CHARS_PER_TOKEN, scene_text
+from .toolset.routes import ROUTES as TOOLSET_ROUTES
+from .toolset.routes import TOOLSET, Toolset
 
 __all__ = ["create_app", "SceneConfig", "ENGINE", "__version__"]
 
@@ -62,7 +66,7 @@ OPEN_PATHS = frozenset({"/api/v1/health", "/health", "/api/v1/openapi.json"})
 def create_app(config: SceneConfig | None = None) -> web.Application:
     config = config or SceneConfig()
     app = web.Application(
-        middlewares=[error_middleware, auth_middleware(config.token, OPEN_PATHS)],
+        middlewares=[metrics_middleware, error_middleware, auth_middleware(config.token, OPEN_PATHS)],
         client_max_size=1024 * 1024,
     )
     desktop = Desktop(config.desktopd, config.token)
@@ -84,10 +88,12 @@ def create_app(config: SceneConfig | None = None) -> web.Application:
     app[DESKTOP] = desktop
     input_lock = asyncio.Lock()  # /act and the provider adapters take turns at the input
     app[ACTOR] = Actor(engine, desktop, bridge, input_lock)
+    app[TOOLSET] = Toolset(engine, app[ACTOR], desktop, bridge)
     app[COMPUTER] = Computer(desktop, bridge, engine, input_lock)
     app[STARTED] = time.time()
     control = SessionControl(config.control)
     app[SESSION] = SessionApi(control, engine)
+    app[SCENE_METRICS] = engine.metrics = SceneMetrics(add_metrics(app), control)
 
     async def clients_ctx(app: web.Application):
         await control.start()
@@ -116,6 +122,7 @@ def create_app(config: SceneConfig | None = None) -> web.Application:
     add_routes(app, ROUTES)
     app.router.add_get("/api/v1/scene/stream", stream)
     app.router.add_get("/api/v1/openapi.json", openapi)
+    add_mcp(app, desktopd=config.desktopd, bridge=config.bridge, token=config.token)  # MCP over HTTP at /mcp
     return app
 
 
@@ -160,19 +167,10 @@ async def _session_health(request: web.Request) -> dict | None:
 async def get_scene(request: web.Request) -> web.Response:
     q = read_query(request, SceneQuery)
     scene = await request.app[ENGINE].scene(q.mode)
-    _check_filters(scene, q.display, q.window)
+    scene.check_filters(q.display, q.window)
     return web.Response(body=orjson.dumps(scene.to_json(interactive=q.interactive, display=q.display,
                                                         window=q.window)),
                         content_type="application/json")
-
-
-def _check_filters(scene: Scene, display: int | None, window: str | None) -> None:
-    if display is not None and all(d.id != display for d in scene.displays):
-        raise InvalidRequest(f"no display {display}; the scene has {[d.id for d in scene.displays]}",
-                             code="unknown_display")
-    if window is not None and scene.window(window) is None:
-        raise InvalidRequest(f"no window {window!r}; GET /api/v1/scene lists windows under apps",
-                             code="unknown_window")
 
 
 async def get_text(request: web.Request) -> web.Response:
@@ -180,7 +178,7 @@ async def get_text(request: web.Request) -> web.Response:
     if q.max_chars is not None and q.max_tokens is not None:
         raise InvalidRequest("give max_chars or max_tokens, not both")
     scene = await request.app[ENGINE].scene(q.mode)
-    _check_filters(scene, q.display, q.window)
+    scene.check_filters(q.display, q.window)
     budget = q.max_chars if q.max_chars is not None else (
         math.floor(q.max_tokens * CHARS_PER_TOKEN) if q.max_tokens is not None else None)
     elements = [e for e in scene.ax if (not q.interactive or e.interactive)
@@ -205,7 +203,7 @@ async def screenshot(request: web.Request) -> web.Response:
         body, headers = await request.app[DESKTOP].screenshot(params)
         return web.Response(body=body, content_type=headers.get("Content-Type", "image/png"))
     scene = await engine.scene("active")
-    _check_filters(scene, q.display, None)
+    scene.check_filters(q.display, None)
     body, _ = await request.app[DESKTOP].screenshot(params)
     marks = [(e.id, device_rect(e.bbox)) for e in scene.ax
              if e.display_id == q.display and e.bbox is not None and e.visibility in ("visible", "partial")
@@ -229,7 +227,9 @@ async def screenshot(request: web.Request) -> web.Response:
 
 async def act(request: web.Request) -> web.Response:
     req = await read_body(request, ActRequest)
-    return json_ok(await request.app[ACTOR].act(req))
+    receipt = await request.app[ACTOR].act(req)
+    request.app[SCENE_METRICS].actions.labels(req.action).inc()
+    return json_ok(receipt)
 
 
 async def post_resolve(request: web.Request) -> web.Response:
@@ -289,6 +289,8 @@ async def openapi(request: web.Request) -> web.Response:
 ROUTES = [
     Route("GET", "/api/v1/health", health, "Liveness and the newest scene's age and sources"),
     Route("GET", "/health", health, "Alias of /api/v1/health"),
+    Route("GET", "/metrics", serve_metrics, "Prometheus metrics: requests per route, scene builds, actions",
+          responses="text/plain"),
     Route("GET", "/api/v1/scene", get_scene, "The Scene JSON (display-local device pixels, stable ids)",
           query=SceneQuery),
     Route("GET", "/api/v1/scene/text", get_text, "The scene as compact prompt text, within a budget",
@@ -301,6 +303,7 @@ ROUTES = [
           body=ResolveRequest),
     Route("GET", "/api/v1/screenshot", screenshot, "A display's screenshot, with element ids drawn on (marks=1)",
           query=MarkedScreenshotQuery, responses="image/*"),
+    *TOOLSET_ROUTES,
     *COMPUTER_ROUTES,
     *SESSION_ROUTES,
 ]

@@ -68,7 +68,9 @@ class Element:
     """One element of a scene. ``bbox`` is display-local device pixels (None when the
     element has no box); ``clip`` is the part of the display where it can be seen and
     clicked (its viewport or window, cut to the display); ``ref`` is what the source
-    needs to act on it (tab and node ids, or the AT-SPI key)."""
+    needs to act on it (tab and node ids, or the AT-SPI key). ``parent_key`` is the key
+    of its nearest ancestor that is an element too (None for a window's top ones); the
+    engine turns it into ``parent``, that element's id."""
 
     key: tuple
     role: str
@@ -85,6 +87,8 @@ class Element:
     ref: dict[str, Any] = field(default_factory=dict)
     id: str = ""
     formula: str | None = None  # a spreadsheet cell's, where the app shows it
+    parent_key: tuple | None = None
+    parent: str | None = None
 
     @property
     def interactive(self) -> bool:
@@ -103,6 +107,7 @@ class Element:
             "states": self.states,
             "actions": self.actions,
             "visibility": self.visibility,
+            "parent": self.parent,
             **({"formula": self.formula} if self.formula is not None else {}),
         }
 
@@ -177,6 +182,7 @@ def page_elements(
     by_id = {n.get("nodeId"): n for n in nodes}
     clip = visible_part(placement.viewport, window_clip)
     out: list[Element] = []
+    kept: dict[Any, tuple] = {}  # AX node id -> its element's key
     for node in nodes:
         if node.get("ignored"):
             continue
@@ -202,6 +208,7 @@ def page_elements(
         backend_id = node.get("backendDOMNodeId")
         frame_id = node.get("frameId")
         ident = backend_id if backend_id is not None else node.get("nodeId")
+        kept[node.get("nodeId")] = ("cdp", tab_id, frame_id, ident)
         out.append(Element(
             key=("cdp", tab_id, frame_id, ident),
             role=role,
@@ -218,7 +225,36 @@ def page_elements(
             ref={"tab": tab_id, "nodeId": node.get("nodeId"), "backendDOMNodeId": backend_id, "frameId": frame_id,
                  "placement": placement},
         ))
+    if out:
+        # (A node's childIds are what the tree says; parentId is missing on some nodes
+        # an update brought.)
+        parent_of = {kid: n.get("nodeId") for n in nodes for kid in n.get("childIds") or ()}
+        for e in out:
+            e.parent_key = _kept_ancestor(by_id, parent_of, kept, e.ref["nodeId"])
     return out
+
+
+def _kept_ancestor(by_id: dict[Any, dict], parent_of: dict[Any, Any], kept: dict[Any, tuple],
+                   node_id: Any) -> tuple | None:
+    """The key of the nearest ancestor of AX node ``node_id`` that became an element."""
+    seen = {node_id}
+    parent = parent_of.get(node_id, by_id.get(node_id, {}).get("parentId"))
+    while parent is not None and parent not in seen:
+        if parent in kept:
+            return kept[parent]
+        seen.add(parent)
+        parent = parent_of.get(parent, by_id.get(parent, {}).get("parentId"))
+    return None
+
+
+def _nearest_kept(key: str | None, up: dict[str, str], kept: set[str]) -> tuple | None:
+    seen = set()
+    while key and key not in seen:
+        if key in kept:
+            return ("atspi", key)
+        seen.add(key)
+        key = up.get(key)
+    return None
 
 
 def normalize_atspi_role(role: str) -> str:
@@ -238,7 +274,10 @@ def native_elements(
     """AT-SPI nodes (``deskbox.atspi.NativeNode``) of one window placed on its
     display (``surface_window``: see ``geometry.native_to_display``). The top-level
     frame (the window header stands for it) and nameless containers without an action
-    are left out."""
+    are left out. Each node names its nearest listed ancestor (``parent``): an element's
+    is the nearest of those that became an element too."""
+    nodes = list(nodes)
+    up = {node.key: node.parent for node in nodes}
     out: list[Element] = []
     for node in nodes:
         role = normalize_atspi_role(node.role)
@@ -277,5 +316,9 @@ def native_elements(
             clip=clip,
             ref={"atspi": node.key, "pid": node.pid},
             formula=node.formula,
+            parent_key=node.parent or None,  # (made the nearest element's below)
         ))
+    kept = {e.key[1] for e in out}
+    for e in out:
+        e.parent_key = _nearest_kept(e.parent_key, up, kept)
     return out

@@ -28,6 +28,7 @@ from .fill import OPAQUE_MIN, Opaque, opaque_boxes
 from .frames import FrameSignature, changed_regions, signature
 from .id_store import IdStore
 from .ids import IdRegistry
+from .metrics import SceneMetrics
 from .placing import changed_pids, region_of, window_for_tab, windows_for_native
 from .scene_json import Mode, OcrItem, Scene, apps_of
 from .sources import Bridge, Desktop, Frame, Tree, Window
@@ -39,6 +40,7 @@ log = get_logger("deskbox.scene")
 WATCH_IDLE_S = 1.0
 WATCH_ACTIVE_S = 0.25
 WATCH_ACTIVE_FOR_S = 5.0
+SETTLE_POLL_S = 0.08  # how often a settling display is looked at
 
 
 class SceneEngine:
@@ -74,6 +76,7 @@ class SceneEngine:
         self._open = asyncio.Event()  # cleared while a new epoch is being made
         self._open.set()
         self.epoch = 0
+        self.metrics: SceneMetrics | None = None  # the app's, when it serves /metrics
 
     # -- requests ---------------------------------------------------------------------
 
@@ -93,7 +96,7 @@ class SceneEngine:
                 continue
             self._task_started = time.monotonic()
             self._task_full = mode == "agent-turn"
-            self._task = asyncio.create_task(self._build(mode))
+            self._task = asyncio.create_task(self._counted_build(mode))
             return await asyncio.shield(self._task)
 
     @contextlib.asynccontextmanager
@@ -150,6 +153,24 @@ class SceneEngine:
         frames = await asyncio.gather(*[self.desktop.frame(d) for d in displays])
         return {f.display_id: self._sign(f) for f in frames}
 
+    async def settle(self, display_id: int, before: FrameSignature, budget_ms: int) -> tuple[bool, bool]:
+        """The one wait-until-settled loop: wait until the display stops changing or the
+        budget runs out. Returns (changed since ``before``, settled)."""
+        deadline = time.monotonic() + budget_ms / 1000
+        last, changed, stable = before, False, 0
+        while True:
+            await asyncio.sleep(SETTLE_POLL_S)
+            now = (await self.frame_signatures([display_id]))[display_id]
+            changed = changed or bool(changed_regions(before, now))
+            stable = 0 if changed_regions(last, now) else stable + 1
+            last = now
+            # Settled: unchanged for two polls after a change, or for three when nothing
+            # changed (a page may take a moment to react at all).
+            if (changed and stable >= 2) or stable >= 3:
+                return changed, True
+            if time.monotonic() >= deadline:
+                return changed, False
+
     def _sign(self, frame: Frame) -> FrameSignature:
         """A frame's signature; the same Frame object (desktopd said the screen has not
         changed, ``Desktop.frame``) is not signed twice."""
@@ -161,6 +182,16 @@ class SceneEngine:
         return sig
 
     # -- building ---------------------------------------------------------------------
+
+    async def _counted_build(self, mode: Mode) -> Scene:
+        started, ok = time.perf_counter(), False
+        try:
+            scene = await self._build(mode)
+            ok = True
+            return scene
+        finally:
+            if self.metrics is not None:
+                self.metrics.built(mode, time.perf_counter() - started, ok)
 
     async def _build(self, mode: Mode) -> Scene:
         """A fresh scene: ``idle`` builds like ``active`` (it only builds when dirty)."""
@@ -282,10 +313,19 @@ class SceneEngine:
 
         # Ids: live elements keep theirs; the ones of a source that could not be read this
         # time are kept alive (absence of evidence is not a removal).
+        # (A GTK popup menu is listed twice by AT-SPI: under the widget that opened it,
+        # and as a window of its app. Each element is listed once.)
+        once: dict[tuple, Element] = {}
+        for e in elements:
+            once.setdefault((e.display_id, e.key), e)
+        elements = list(once.values())
         seen = []
         for e in elements:
             e.id = self.ids.assign(e.display_id, e.key)
             seen.append((e.display_id, e.key))
+        id_of = {e.key: e.id for e in elements}
+        for e in elements:
+            e.parent = id_of.get(e.parent_key) if e.parent_key is not None else None
 
         def keep(full_key: tuple) -> bool:
             key = full_key[1]

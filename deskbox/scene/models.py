@@ -12,13 +12,15 @@ __all__ = [
     "TextQuery",
     "StreamQuery",
     "ActRequest",
+    "DragTo",
     "ACTIONS",
     "ResolveRequest",
     "VlmRequest",
     "MarkedScreenshotQuery",
 ]
 
-ACTIONS = ("click", "double_click", "right_click", "hover", "focus", "type", "set_value", "scroll_into_view")
+ACTIONS = ("click", "double_click", "right_click", "hover", "focus", "type", "set_value", "scroll_into_view",
+           "invoke", "select", "clear_text", "key", "drag")
 MAX_TEXT = 64 * 1024
 
 
@@ -56,11 +58,31 @@ class TextQuery(SceneQuery):
     offscreen: Flag = True
 
 
+class DragTo(_Strict):
+    """Where a drag ends: another element, or a point of the dragged element's display."""
+
+    target: str | None = Field(None, min_length=2, max_length=32, pattern=r"^a\d+-\d+$")
+    point: tuple[float, float] | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "DragTo":
+        if (self.target is None) == (self.point is None):
+            raise ValueError("give target (an element id) or point ([x, y] display-local device px)")
+        if self.point is not None and not all(-100_000 <= v <= 100_000 for v in self.point):
+            raise ValueError("point is out of range")
+        return self
+
+
 class ActRequest(_Strict):
     target: str = Field(min_length=2, max_length=32, pattern=r"^[at]\d+-\d+$")
     action: Literal["click", "double_click", "right_click", "hover", "focus", "type", "set_value",
-                    "scroll_into_view"] = "click"
+                    "scroll_into_view", "invoke", "select", "clear_text", "key", "drag"] = "click"
     text: str | None = Field(None, max_length=MAX_TEXT)
+    option: str | None = Field(None, min_length=1, max_length=1000)  # select: the option's name
+    option_index: int | None = Field(None, ge=0, le=100_000)  # ... or its index, from 0
+    keys: Annotated[str, Field(min_length=1, max_length=128)] | list[
+        Annotated[str, Field(min_length=1, max_length=128)]] | None = Field(None, max_length=32)  # key
+    to: DragTo | None = None  # drag
     settle_ms: int = Field(1500, ge=0, le=10_000)
 
     @model_validator(mode="after")
@@ -71,6 +93,14 @@ class ActRequest(_Strict):
             raise ValueError('set_value needs text ("" clears the field)')
         if self.action not in ("type", "set_value") and self.text is not None:
             raise ValueError(f"{self.action} takes no text")
+        if self.action == "select" and (self.option is None) == (self.option_index is None):
+            raise ValueError("select needs option (the option's name) or option_index")
+        if self.action != "select" and (self.option is not None or self.option_index is not None):
+            raise ValueError("option and option_index are for select")
+        if (self.action == "key") != (self.keys is not None):
+            raise ValueError('key needs keys ("ctrl+a", or a list); other actions take none')
+        if (self.action == "drag") != (self.to is not None):
+            raise ValueError("drag needs to ({target} or {point}); other actions take none")
         return self
 
 

@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..common.errors import InvalidRequest
 from ..geometry import Display, Rect, visible_part
 from .elements import Element
 from .frames import FrameSignature
@@ -53,6 +54,15 @@ class Scene:
 
     def window(self, window_id: str | None) -> Window | None:
         return next((w for w in self.windows if w.id == window_id), None)
+
+    def check_filters(self, display: int | None, window: str | None) -> None:
+        """Raise a clear 400 for a display or window this scene does not have."""
+        if display is not None and all(d.id != display for d in self.displays):
+            raise InvalidRequest(f"no display {display}; the scene has {[d.id for d in self.displays]}",
+                                 code="unknown_display")
+        if window is not None and self.window(window) is None:
+            raise InvalidRequest(f"no window {window!r}; GET /api/v1/scene lists windows under apps",
+                                 code="unknown_window")
 
     def to_json(self, *, interactive: bool = False, display: int | None = None,
                 window: str | None = None) -> dict[str, Any]:

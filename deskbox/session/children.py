@@ -222,7 +222,24 @@ class SessionChildren:
                     log_path=str(logs / "osworld.log"), ports=(args.osworld_port,), hosts_apps=True,
                 )
             )
+        if args.observer:
+            specs.append(
+                ChildSpec(
+                    name="observer", argv=lambda: self._observer_argv(desktopd_url, bridge_url, scene_url),
+                    ready=lambda child: self._http_ready(child, self.url(args.observer_port) + "/api/healthz",
+                                                         "observer"),
+                    # It only calls the scene and desktopd over HTTP: nothing to restart it for.
+                    log_path=str(logs / "observer.log"), ports=(args.observer_port,), **service,
+                )
+            )
         return specs
+
+    def _observer_argv(self, desktopd_url: str, bridge_url: str | None, scene_url: str) -> list[str]:
+        argv = [sys.executable, "-m", "deskbox.observer", "--listen", f"{self.args.host}:{self.args.observer_port}",
+                "--scene", scene_url, "--desktopd", desktopd_url]
+        if bridge_url is not None:
+            argv += ["--bridge", bridge_url]
+        return [*argv, "--log-level", self.args.log_level]
 
     def _osworld_argv(self, desktopd_url: str, bridge_url: str | None) -> list[str]:
         assert self.runtime is not None

@@ -9,7 +9,7 @@ import os
 import sys
 
 from ..common.logging import configure_logging
-from ..common.options import OCR_MODES, ocr_mode_from_env
+from ..common.options import CLIENT_ENV, DEFAULT_URLS, OCR_MODES, client_env, ocr_mode_from_env
 from .lifecycle import OSWORLD_CDP_PORT, OSWORLD_USER, PROJECT_ROOT, SESSION_USER, Session, SessionError
 from .outputs import OutputSpec, parse_output
 
@@ -73,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
                          "It runs commands: it runs as the session user and asks for DESKBOX_TOKEN when set")
     up.add_argument("--osworld-port", type=int, default=int(os.environ.get("OSWORLD_PORT", "5000")),
                     help="the OSWorld-compatible server's port")
+    up.add_argument("--observer", action="store_true", default=os.environ.get("DESKBOX_OBSERVER") == "1",
+                    help="also serve OS Screen Observer's REST API (windows by index, structure, find_element, "
+                         "element actions, observe, wait_for, snapshots, assert_state), mapped onto the scene "
+                         "aggregator's toolset")
+    up.add_argument("--observer-port", type=int, default=int(os.environ.get("DESKBOX_OBSERVER_PORT", "5001")),
+                    help="the OS Screen Observer-compatible API's port (its own default)")
     up.add_argument("--vlc-port", type=int, default=int(os.environ.get("VLC_PORT", "8090")),
                     help="with --osworld, where VLC's HTTP interface listens when VLC runs (OSWorld's "
                          "graders read it; password \"password\")")
@@ -109,6 +115,26 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--chromium", default=os.environ.get("DESKBOX_CHROMIUM", "chromium"),
                     help="the Chromium executable")
     up.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve a running session's tools to an MCP host (Claude Desktop, Claude Code ...) over stdio",
+        description=(
+            "Serve the tools of a running session (observe, screenshot, find, act, pointer, keyboard, wait_for, "
+            "assert_state, windows, tabs, navigate, computer) over MCP on stdin/stdout. The session is the one "
+            "--state-file names, or the services at --scene, --desktopd and --bridge (deskbox up's ports by "
+            "default); a URL given overrides the state file's."
+        ),
+    )
+    mcp.add_argument("--state-file", default=client_env("state_file"),
+                     help=f"the file deskbox up --state-file wrote ({CLIENT_ENV['state_file']})")
+    for service, name in (("scene", "the scene aggregator"), ("desktopd", "desktopd"), ("bridge", "the CDP bridge")):
+        mcp.add_argument(f"--{service}", default=client_env(service), metavar="URL",
+                         help=f"{name}'s base URL ({CLIENT_ENV[service]}; default {DEFAULT_URLS[service]})")
+    mcp.add_argument("--token", default=client_env("token"),
+                     help=f"the session's bearer token; better given as {CLIENT_ENV['token']}, which other users "
+                          "cannot read off the command line")
+    mcp.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "warning"),
+                     help="logs go to stderr (stdout is the MCP channel)")
     return parser
 
 
@@ -125,6 +151,24 @@ def main(argv: list[str] | None = None) -> None:
             print(f"deskbox: {exc}", file=sys.stderr)
             code = 1
         sys.exit(code)
+    if args.command == "mcp":
+        sys.exit(serve_mcp(args))
+
+
+def serve_mcp(args: argparse.Namespace) -> int:
+    from ..client import Client
+    from ..mcp.server import serve_stdio
+
+    try:
+        client = Client.from_state_file(args.state_file, args.token) if args.state_file else Client(token=args.token)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"deskbox mcp: cannot read the state file {args.state_file}: {exc!r}", file=sys.stderr)
+        return 2
+    for service in ("scene", "desktopd", "bridge"):
+        if getattr(args, service):
+            client.urls[service] = getattr(args, service).rstrip("/")
+    asyncio.run(serve_stdio(client))
+    return 0
 
 
 def announce(state: dict) -> None:
@@ -135,6 +179,8 @@ def announce(state: dict) -> None:
     ]
     if state["osworld"]:
         lines.append(f"  osworld    {state['osworld']}   (OSWorld's API: /screenshot, /accessibility, /execute ...)")
+    if state.get("observer"):
+        lines.append(f"  observer   {state['observer']}   (OS Screen Observer's API: /api/windows, /api/find_element ...)")
     if state["cdp"]:
         lines.append(f"  bridge     {state['bridge']}   (GET /layout, /tabs, /health)")
         lines.append(f"  chromium   CDP {state['cdp']}")

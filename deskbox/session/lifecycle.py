@@ -141,6 +141,8 @@ class Session(SessionChildren):
             ports.update(bridge=self.args.bridge_port, chromium=self.args.cdp_port)
         if self.args.osworld:
             ports["osworld"] = self.args.osworld_port
+        if self.args.observer:
+            ports["observer"] = self.args.observer_port
         busy = []
         for name, port in ports.items():
             held, pids = processes.listening_pids(port)
@@ -456,6 +458,7 @@ class Session(SessionChildren):
             "cdp": None if args.no_browser else f"http://127.0.0.1:{args.cdp_port}",
             "scene": self.url(args.scene_port),
             "osworld": self.url(args.osworld_port) if args.osworld else None,
+            "observer": self.url(args.observer_port) if args.observer else None,
             "runtime_dir": str(self.runtime),
             "home": str(self.home_path),
             "control_socket": str(self.control_socket),

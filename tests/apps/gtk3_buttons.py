@@ -1,4 +1,4 @@
-"""A small GTK3 window for the AT-SPI tests: buttons, a toggle and an entry.
+"""A small GTK3 window for the AT-SPI tests: buttons, a toggle, an entry and a combo box.
 
 Run with Debian's python3 (python3-gi, gir1.2-gtk-3.0) inside a deskbox session. It
 prints one JSON line to stdout per thing it receives, so a test can tell which widget
@@ -9,6 +9,7 @@ got a click or a key:
     {"event": "click", "widget": "Alpha"}
     {"event": "toggle", "widget": "Delta", "active": true}
     {"event": "text", "widget": "Name", "text": "abc"}
+    {"event": "select", "widget": "Size", "value": "Large"}
 
 "Grow" adds a button "Extra N" (which reports its clicks too) and "Rename" renames
 itself "Renamed N": changes a reader must notice.
@@ -72,6 +73,15 @@ def main() -> None:
     entry.connect("changed", lambda e: emit(event="text", widget="Name", text=e.get_text()))
     grid.attach(entry, 2, 1, 1, 1)
     widgets["Name"] = entry
+
+    # (Not in ``widgets``: the layout tests compare those boxes with AT-SPI's.)
+    size = Gtk.ComboBoxText()
+    for option in ("Small", "Medium", "Large"):
+        size.append_text(option)
+    size.set_active(0)
+    size.get_accessible().set_name("Size")
+    size.connect("changed", lambda c: emit(event="select", widget="Size", value=c.get_active_text()))
+    grid.attach(size, 2, 2, 1, 1)
 
     extras = Gtk.Box(spacing=12)
     grow = Gtk.Button(label="Grow")

@@ -34,14 +34,12 @@ from ...geometry import (
     normalized_to_display,
 )
 from ..engine import SceneEngine
-from ..frames import changed_regions
 from ..sources import Bridge, Desktop
 
 __all__ = ["COMPUTER", "Computer", "Screen", "ScreenQuery", "Shot", "split_combo", "key_name", "png_b64",
            "read_object"]
 
 T = TypeVar("T")
-SETTLE_POLL_S = 0.08
 # Chromium under Sway scrolls 180 CSS px per wheel notch from desktopd's virtual
 # pointer (measured here on a scale-1 display: 1 notch 180 px, 3 notches 540, half a notch
 # 90; tests/test_computer_adapters.py checks the conversion). Providers that give scroll
@@ -262,20 +260,8 @@ class Computer:
             result = await work(screen)
             self.engine.mark_dirty()
             if before is not None:
-                await self._settle(did, before, q.settle_ms)
+                await self.engine.settle(did, before, q.settle_ms)
             return screen, result
-
-    async def _settle(self, display_id: int, before, budget_ms: int) -> None:
-        deadline = time.monotonic() + budget_ms / 1000
-        last, changed, stable = before, False, 0
-        while time.monotonic() < deadline:
-            await asyncio.sleep(SETTLE_POLL_S)
-            now = (await self.engine.frame_signatures([display_id]))[display_id]
-            changed = changed or bool(changed_regions(before, now))
-            stable = 0 if changed_regions(last, now) else stable + 1
-            last = now
-            if (changed and stable >= 2) or stable >= 3:
-                return
 
     # -- the browser ------------------------------------------------------------------
 

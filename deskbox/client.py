@@ -1,0 +1,485 @@
+"""An asyncio client of a deskbox session: one method per HTTP call of the scene
+aggregator, desktopd and the CDP bridge, answering their JSON as it comes.
+
+    async with Client.from_state_file("/tmp/deskbox.json") as desk:
+        print(await desk.text())
+        await desk.act("a0-12")
+
+Every failure is a ``DeskboxError`` carrying the service's error body::
+
+    DeskboxError (5xx, or no status: internal)
+    +-- InvalidRequestError (400 and other 4xx): could not be parsed or validated
+    |   +-- NotFoundError (404): no such element, tab, snapshot, route
+    |   +-- ExpiredError (410): a token or snapshot that was valid and is no more
+    +-- UnauthorizedError (401): no token, or the wrong one
+    +-- ActionFailedError (409): valid, but it could not be applied now (stale, occluded ...)
+    +-- TooLargeError (422): beyond a documented limit
+    +-- UnavailableError (503): a component the request needs is down
+    |   +-- ConnectError (no status): the service did not answer at all
+    +-- DeadlineExceededError (504, or no status for the client's own timeout)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import json
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from aiohttp import ClientError, ClientSession, ClientTimeout
+
+from .common.options import DEFAULT_URLS, client_env
+
+__all__ = [
+    "Client",
+    "SyncClient",
+    "DeskboxError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "ExpiredError",
+    "UnauthorizedError",
+    "ActionFailedError",
+    "TooLargeError",
+    "UnavailableError",
+    "ConnectError",
+    "DeadlineExceededError",
+]
+
+Service = Literal["scene", "desktopd", "bridge"]
+Mode = Literal["idle", "active", "agent-turn"]
+DiffForm = Literal["compact", "json-patch"]
+
+
+class DeskboxError(Exception):
+    """A call that failed, with the service's ``{"error": {...}}`` body as attributes."""
+
+    def __init__(self, message: str, *, status: int | None = None, code: str = "internal",
+                 recoverable: bool = False, suggested_next_tool: str | None = None,
+                 context: dict[str, Any] | None = None, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code
+        self.recoverable = recoverable
+        self.suggested_next_tool = suggested_next_tool
+        self.context = context
+        self.details = details
+
+    def __str__(self) -> str:
+        return f"{self.status or '-'} {self.code}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The error as the services answer it, with the HTTP status beside it."""
+        body = {"code": self.code, "message": self.message, "recoverable": self.recoverable,
+                "suggested_next_tool": self.suggested_next_tool, "context": self.context}
+        if self.details is not None:
+            body["details"] = self.details
+        return {"error": body, "status": self.status}
+
+
+class InvalidRequestError(DeskboxError):
+    pass
+
+
+class NotFoundError(InvalidRequestError):
+    pass
+
+
+class ExpiredError(InvalidRequestError):
+    pass
+
+
+class UnauthorizedError(DeskboxError):
+    pass
+
+
+class ActionFailedError(DeskboxError):
+    pass
+
+
+class TooLargeError(DeskboxError):
+    pass
+
+
+class UnavailableError(DeskboxError):
+    pass
+
+
+class ConnectError(UnavailableError):
+    pass
+
+
+class DeadlineExceededError(DeskboxError):
+    pass
+
+
+_BY_STATUS: dict[int, type[DeskboxError]] = {
+    400: InvalidRequestError, 401: UnauthorizedError, 404: NotFoundError, 409: ActionFailedError,
+    410: ExpiredError, 422: TooLargeError, 503: UnavailableError, 504: DeadlineExceededError,
+}
+
+
+def _error(status: int, body: bytes, what: str) -> DeskboxError:
+    cls = _BY_STATUS.get(status) or (InvalidRequestError if status < 500 else DeskboxError)
+    try:
+        err = json.loads(body)["error"]
+        return cls(str(err.get("message", "")), status=status, code=str(err.get("code", "error")),
+                   recoverable=bool(err.get("recoverable", status < 500)),
+                   suggested_next_tool=err.get("suggested_next_tool"), context=err.get("context"),
+                   details=err.get("details"))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        # Not one of ours (a proxy in between, a service from before the error shape).
+        return cls(f"{what}: {body[:300].decode(errors='replace')}", status=status, code="http_error",
+                   recoverable=status < 500)
+
+
+def _query(**params: Any) -> dict[str, str]:
+    """Query parameters as the services parse them: None left out, flags as 1/0."""
+    return {k: ("1" if v else "0") if isinstance(v, bool) else str(v) for k, v in params.items() if v is not None}
+
+
+def _body(**fields: Any) -> dict[str, Any]:
+    """A JSON body without the fields left at None, so the service's defaults apply."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+class Client:
+    """A session's services by base URL (None for one it does not run) and its bearer
+    token. Use it as ``async with``, or call ``close()``."""
+
+    def __init__(self, scene: str | None = DEFAULT_URLS["scene"], desktopd: str | None = DEFAULT_URLS["desktopd"],
+                 bridge: str | None = DEFAULT_URLS["bridge"], token: str | None = None, *,
+                 timeout: float = 60.0) -> None:
+        self.urls: dict[str, str | None] = {"scene": scene, "desktopd": desktopd, "bridge": bridge}
+        self.urls = {k: v.rstrip("/") if v else None for k, v in self.urls.items()}
+        self.timeout = timeout
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http: ClientSession | None = None
+
+    @classmethod
+    def from_state_file(cls, path: str | Path, token: str | None = None, **kwargs: Any) -> "Client":
+        """The session ``deskbox up --state-file PATH`` wrote; the token (never in the
+        file) is ``token`` or ``DESKBOX_TOKEN``."""
+        state = json.loads(Path(path).read_text())
+        return cls(state["scene"], state["desktopd"], state.get("bridge"), token or client_env("token"), **kwargs)
+
+    @classmethod
+    def from_env(cls, **kwargs: Any) -> "Client":
+        """``DESKBOX_STATE_FILE``, else ``DESKBOX_SCENE`` / ``DESKBOX_DESKTOPD`` /
+        ``DESKBOX_BRIDGE`` (deskbox up's ports by default); ``DESKBOX_TOKEN``."""
+        state_file = client_env("state_file")
+        if state_file:
+            return cls.from_state_file(state_file, **kwargs)
+        return cls(client_env("scene") or DEFAULT_URLS["scene"], client_env("desktopd") or DEFAULT_URLS["desktopd"],
+                   client_env("bridge") or DEFAULT_URLS["bridge"], client_env("token"), **kwargs)
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
+
+    async def request(self, service: Service, method: str, path: str, *, query: dict[str, Any] | None = None,
+                      body: Any = None, raw: bool = False, timeout: float | None = None) -> Any:
+        """One call of a service: ``query`` as its parameters (None left out, flags as
+        1/0), ``body`` as JSON. Answers the JSON, text as ``str``, or with ``raw``
+        ``(bytes, headers)``. The methods below are this with names and arguments."""
+        base = self.urls[service]
+        if base is None:
+            raise UnavailableError(f"this client has no {service} URL (the session runs without it?)",
+                                   code=f"no_{service}", recoverable=False)
+        if self._http is None:
+            self._http = ClientSession(headers=self._headers)
+        what = f"{service} {method} {path}"
+        try:
+            async with self._http.request(method, base + path, params=_query(**query) if query else None, json=body,
+                                          timeout=ClientTimeout(total=timeout or self.timeout)) as resp:
+                data = await resp.read()
+                if resp.status >= 400:
+                    raise _error(resp.status, data, what)
+                if raw:
+                    return data, resp.headers
+                if resp.content_type == "application/json":
+                    return json.loads(data) if data else None
+                return data.decode()
+        except asyncio.TimeoutError as exc:
+            raise DeadlineExceededError(f"{what}: no answer within {timeout or self.timeout:g} s",
+                                        code="client_timeout", recoverable=True) from exc
+        except (ClientError, OSError) as exc:
+            raise ConnectError(f"{what}: {service} at {base} is not answering: {exc}", code="unreachable",
+                               recoverable=True) from exc
+
+    # -- the scene: observing ------------------------------------------------------------
+
+    async def scene(self, mode: Mode = "active", *, interactive: bool = False, display: int | None = None,
+                    window: str | None = None) -> dict[str, Any]:
+        """``GET /api/v1/scene``: the Scene JSON."""
+        return await self.request("scene", "GET", "/api/v1/scene", query=dict(
+            mode=mode, interactive=interactive, display=display, window=window))
+
+    async def text(self, mode: Mode = "active", *, interactive: bool = False, display: int | None = None,
+                   window: str | None = None, max_chars: int | None = None, max_tokens: int | None = None,
+                   offscreen: bool | None = None) -> str:
+        """``GET /api/v1/scene/text``: the scene as prompt text, element ids in brackets."""
+        return await self.request("scene", "GET", "/api/v1/scene/text", query=dict(
+            mode=mode, interactive=interactive, display=display, window=window, max_chars=max_chars,
+            max_tokens=max_tokens, offscreen=offscreen))
+
+    async def find(self, selector: str, *, mode: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """``GET /api/v1/find``: what a selector (``button[name="Submit"]``) matches."""
+        return await self.request("scene", "GET", "/api/v1/find", query=dict(
+            selector=selector, mode=mode, limit=limit))
+
+    async def observe(self, since: str | None = None, *, mode: str | None = None, interactive: bool | None = None,
+                      display: int | None = None, window: str | None = None, format: DiffForm | None = None,
+                      text: bool | None = None, observation: bool | None = None) -> dict[str, Any]:
+        """``GET /api/v1/observe``: the state and a token; with ``since`` only what changed."""
+        return await self.request("scene", "GET", "/api/v1/observe", query=dict(
+            since=since, mode=mode, interactive=interactive, display=display, window=window, format=format,
+            text=text, observation=observation))
+
+    async def sketch(self, *, window: str | None = None, display: int | None = None, cols: int | None = None,
+                     rows: int | None = None, mode: str | None = None) -> dict[str, Any]:
+        """``GET /api/v1/sketch``: a window or display as labelled boxes on a character grid."""
+        return await self.request("scene", "GET", "/api/v1/sketch", query=dict(
+            window=window, display=display, cols=cols, rows=rows, mode=mode))
+
+    async def description(self, *, window: str | None = None, limit: int | None = None,
+                          mode: str | None = None) -> str:
+        """``GET /api/v1/description``: a window in prose (the focused one by default)."""
+        return (await self.request("scene", "GET", "/api/v1/description", query=dict(
+            window=window, limit=limit, mode=mode)))["text"]
+
+    async def wait_for(self, any_of: list[dict[str, Any]], *, timeout_ms: int | None = None,
+                       poll_ms: int | None = None) -> dict[str, Any]:
+        """``POST /api/v1/wait_for``: until one condition holds (``matched``) or the timeout."""
+        wait_s = (timeout_ms if timeout_ms is not None else 10_000) / 1000
+        return await self.request("scene", "POST", "/api/v1/wait_for",
+                                   body=_body(any_of=any_of, timeout_ms=timeout_ms, poll_ms=poll_ms),
+                                   timeout=self.timeout + wait_s)
+
+    async def assert_state(self, predicates: list[dict[str, Any]], *, mode: str | None = None) -> dict[str, Any]:
+        """``POST /api/v1/assert_state``: each predicate passed or not, and what was seen."""
+        return await self.request("scene", "POST", "/api/v1/assert_state",
+                                   body=_body(predicates=predicates, mode=mode))
+
+    async def screenshot(self, display: int = 0, *, marks: bool = False, format: Literal["png", "jpeg"] = "png",
+                         all_elements: bool = False) -> bytes:
+        """``GET /api/v1/screenshot``: one display's pixels; ``marks`` draws element ids
+        on it (every element with a box with ``all_elements``, else the interactive ones)."""
+        data, _ = await self.request("scene", "GET", "/api/v1/screenshot", query=dict(
+            display=display, marks=marks, format=format, all=all_elements or None), raw=True)
+        return data
+
+    # -- the scene: acting on elements ----------------------------------------------------
+
+    async def act(self, target: str, action: str = "click", *, text: str | None = None,
+                  option: str | None = None, option_index: int | None = None, keys: str | list[str] | None = None,
+                  to: dict[str, Any] | None = None, settle_ms: int | None = None) -> dict[str, Any]:
+        """``POST /api/v1/act``: ``action`` on element ``target`` (click, type ``text``,
+        select ``option``/``option_index``, key ``keys``, drag ``to`` ``{"target"}`` or
+        ``{"point": [x, y]}``, invoke, clear_text ...); answers the receipt."""
+        return await self.request("scene", "POST", "/api/v1/act", body=_body(
+            target=target, action=action, text=text, option=option, option_index=option_index, keys=keys, to=to,
+            settle_ms=settle_ms))
+
+    async def act_and_observe(self, target: str, action: str = "click", *, text: str | None = None,
+                              option: str | None = None, option_index: int | None = None,
+                              keys: str | list[str] | None = None, to: dict[str, Any] | None = None,
+                              settle_ms: int | None = None, since: str | None = None,
+                              format: DiffForm | None = None) -> dict[str, Any]:
+        """``POST /api/v1/act_and_observe``: ``act``, then what changed (since ``since``,
+        else since just before the action)."""
+        return await self.request("scene", "POST", "/api/v1/act_and_observe", body=_body(
+            target=target, action=action, text=text, option=option, option_index=option_index, keys=keys, to=to,
+            settle_ms=settle_ms, since=since, format=format))
+
+    async def type_and_observe(self, text: str, *, settle_ms: int | None = None, since: str | None = None,
+                               format: DiffForm | None = None) -> dict[str, Any]:
+        """``POST /api/v1/type_and_observe``: type where the focus is, then what changed."""
+        return await self.request("scene", "POST", "/api/v1/type_and_observe", body=_body(
+            text=text, settle_ms=settle_ms, since=since, format=format))
+
+    async def key_and_observe(self, keys: str | list[str], *, settle_ms: int | None = None,
+                              since: str | None = None, format: DiffForm | None = None) -> dict[str, Any]:
+        """``POST /api/v1/key_and_observe``: press keys (``"ctrl+s"``), then what changed."""
+        return await self.request("scene", "POST", "/api/v1/key_and_observe", body=_body(
+            keys=keys, settle_ms=settle_ms, since=since, format=format))
+
+    # -- the scene: snapshots of the observed state ----------------------------------------
+
+    async def snapshot_save(self, *, label: str | None = None, ttl_s: float | None = None,
+                            screenshot: bool | None = None, mode: str | None = None,
+                            interactive: bool | None = None, display: int | None = None,
+                            window: str | None = None) -> dict[str, Any]:
+        """``POST /api/v1/snapshots``: keep the state now under an id (``s1`` ...)."""
+        return await self.request("scene", "POST", "/api/v1/snapshots", body=_body(
+            label=label, ttl_s=ttl_s, screenshot=screenshot, mode=mode, interactive=interactive, display=display,
+            window=window))
+
+    async def snapshots(self) -> dict[str, Any]:
+        """``GET /api/v1/snapshots``: the snapshots kept."""
+        return await self.request("scene", "GET", "/api/v1/snapshots")
+
+    async def snapshot(self, snapshot_id: str) -> dict[str, Any]:
+        """``GET /api/v1/snapshots/{id}``: one snapshot with its observation."""
+        return await self.request("scene", "GET", f"/api/v1/snapshots/{snapshot_id}")
+
+    async def snapshot_delete(self, snapshot_id: str) -> dict[str, Any]:
+        """``DELETE /api/v1/snapshots/{id}``."""
+        return await self.request("scene", "DELETE", f"/api/v1/snapshots/{snapshot_id}")
+
+    async def snapshot_diff(self, a: str, b: str = "now", *, format: DiffForm | None = None) -> dict[str, Any]:
+        """``POST /api/v1/snapshots/diff``: what changed from snapshot ``a`` to ``b`` (or now)."""
+        return await self.request("scene", "POST", "/api/v1/snapshots/diff", body=_body(a=a, b=b, format=format))
+
+    # -- the scene: provider-shaped computer actions ---------------------------------------
+
+    async def computer(self, provider: Literal["anthropic", "openai", "gemini"], action: dict[str, Any],
+                       **query: Any) -> dict[str, Any]:
+        """``POST /api/v1/computer/{provider}``: the model's own action payload in, the
+        reply its SDK takes back out; ``query`` is the adapter's (display, display_width,
+        display_height, settle_ms, and the provider's own)."""
+        return await self.request("scene", "POST", f"/api/v1/computer/{provider}", query=dict(**query),
+                                   body=action)
+
+    # -- desktopd: input at coordinates, windows, displays ---------------------------------
+
+    async def pointer(self, action: Literal["move", "click", "down", "up", "drag", "scroll"], x: float | None = None,
+                      y: float | None = None, *, display: int | None = None, button: str | None = None,
+                      count: int | None = None, path: list[tuple[float, float]] | None = None,
+                      dx: float | None = None, dy: float | None = None, modifiers: list[str] | None = None,
+                      duration_ms: int | None = None) -> dict[str, Any]:
+        """desktopd ``POST /api/v1/pointer``: at display-local device pixels (the screenshot's)."""
+        return await self.request("desktopd", "POST", "/api/v1/pointer", body=_body(
+            action=action, x=x, y=y, display=display, button=button, count=count, path=path, dx=dx, dy=dy,
+            modifiers=modifiers, duration_ms=duration_ms))
+
+    async def pointer_position(self) -> dict[str, Any]:
+        """desktopd ``GET /api/v1/pointer``: where desktopd last put the pointer."""
+        return await self.request("desktopd", "GET", "/api/v1/pointer")
+
+    async def keyboard(self, action: Literal["type", "key", "down", "up"], *, text: str | None = None,
+                       keys: str | list[str] | None = None, key: str | None = None,
+                       interval_ms: int | None = None) -> dict[str, Any]:
+        """desktopd ``POST /api/v1/keyboard``: type text, press combinations, hold keys."""
+        return await self.request("desktopd", "POST", "/api/v1/keyboard", body=_body(
+            action=action, text=text, keys=keys, key=key, interval_ms=interval_ms))
+
+    async def tree(self) -> dict[str, Any]:
+        """desktopd ``GET /api/v1/tree``: displays and windows (display-local bounds)."""
+        return await self.request("desktopd", "GET", "/api/v1/tree")
+
+    async def windows(self) -> list[dict[str, Any]]:
+        """The windows of ``tree()``."""
+        return (await self.tree())["windows"]
+
+    async def focus_window(self, window_id: str) -> dict[str, Any]:
+        return await self.request("desktopd", "POST", f"/api/v1/windows/{window_id}/focus")
+
+    async def close_window(self, window_id: str) -> dict[str, Any]:
+        return await self.request("desktopd", "POST", f"/api/v1/windows/{window_id}/close")
+
+    async def move_window(self, window_id: str, display: int) -> dict[str, Any]:
+        return await self.request("desktopd", "POST", f"/api/v1/windows/{window_id}/move",
+                                   body={"display": display})
+
+    async def displays(self) -> dict[str, Any]:
+        """desktopd ``GET /api/v1/displays``."""
+        return await self.request("desktopd", "GET", "/api/v1/displays")
+
+    # -- the CDP bridge: tabs ------------------------------------------------------------
+
+    async def tabs(self) -> list[dict[str, Any]]:
+        """Bridge ``GET /tabs``: the browser's page targets (``id``, ``title``, ``url`` ...)."""
+        return await self.request("bridge", "GET", "/tabs")
+
+    async def new_tab(self, url: str = "about:blank") -> dict[str, Any]:
+        return await self.request("bridge", "POST", "/tabs", body={"action": "new", "url": url})
+
+    async def activate_tab(self, tab_id: str) -> dict[str, Any]:
+        return await self.request("bridge", "POST", "/tabs", body={"action": "activate", "id": tab_id})
+
+    async def close_tab(self, tab_id: str) -> dict[str, Any]:
+        return await self.request("bridge", "POST", "/tabs", body={"action": "close", "id": tab_id})
+
+    async def navigate(self, url: str, *, tab: str | None = None) -> dict[str, Any]:
+        """Bridge ``POST /navigate``: a tab (default: the first) to ``url``."""
+        return await self.request("bridge", "POST", "/navigate", body=_body(url=url, tab=tab))
+
+    # -- any service ------------------------------------------------------------------------
+
+    async def health(self, service: Service = "scene") -> dict[str, Any]:
+        return await self.request(service, "GET", "/health")
+
+
+class SyncClient:
+    """``Client`` for code without an event loop: the same methods, called plainly.
+
+        with SyncClient.from_state_file("/tmp/deskbox.json") as desk:
+            desk.act(desk.find('button[name="Submit"]')["matches"][0]["id"])
+
+    Its calls run on an event loop of its own, in a thread it starts and ``close()`` ends."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._start(lambda: Client(*args, **kwargs))
+
+    @classmethod
+    def from_state_file(cls, path: str | Path, token: str | None = None, **kwargs: Any) -> "SyncClient":
+        sync = cls.__new__(cls)
+        sync._start(lambda: Client.from_state_file(path, token, **kwargs))
+        return sync
+
+    @classmethod
+    def from_env(cls, **kwargs: Any) -> "SyncClient":
+        sync = cls.__new__(cls)
+        sync._start(lambda: Client.from_env(**kwargs))
+        return sync
+
+    def _start(self, make: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="deskbox-client", daemon=True)
+        self._thread.start()
+        self._client: Client = make()
+
+    @property
+    def urls(self) -> dict[str, str | None]:
+        return self._client.urls
+
+    def _run(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(Client, name, None)
+        if name.startswith("_") or not inspect.iscoroutinefunction(method):
+            raise AttributeError(f"SyncClient has no {name!r}")
+        bound = getattr(self._client, name)
+
+        @functools.wraps(method)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._run(bound(*args, **kwargs))
+        return call
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *(n for n, m in vars(Client).items()
+                                             if not n.startswith("_") and inspect.iscoroutinefunction(m))})
+
+    def __enter__(self) -> "SyncClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._loop.is_running():
+            self._run(self._client.close())
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)

@@ -1,0 +1,384 @@
+"""The observer toolset's routes on the scene aggregator: find, observe (with diffs since
+a token), wait_for, assert_state, snapshots, and actions that answer with what they
+changed. Element ids are the Scene's ids throughout.
+
+One ``Toolset`` per app (under ``TOOLSET``) keeps the tokens and snapshots; each handler
+reads its request through a pydantic model and answers every key (null when empty)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import time
+from typing import Any
+
+from aiohttp import web
+from PIL import Image
+
+from ...common.errors import InvalidRequest, Unavailable
+from ...common.openapi import Route
+from ...common.web import json_ok, read_body, read_query
+from ..act import Actor
+from ..engine import SceneEngine
+from ..frames import changed_regions
+from ..models import ActRequest
+from ..sources import Bridge, Desktop
+from ..text import scene_text
+from .checks import Look, check
+from .models import (
+    ActObserveRequest,
+    AssertRequest,
+    DescribeQuery,
+    FindQuery,
+    KeyObserveRequest,
+    ObserveQuery,
+    SketchQuery,
+    SnapshotDiffRequest,
+    SnapshotRequest,
+    TypeObserveRequest,
+    WaitRequest,
+)
+from .observation import diff, document, tree_hash
+from .selector import nodes_of, parse, select
+from .sketch import describe, sketch
+from .store import Store
+
+__all__ = ["Toolset", "TOOLSET", "ROUTES"]
+
+TOKENS_KEPT, TOKEN_TTL_S = 64, 600.0
+SNAPSHOTS_KEPT, SNAPSHOT_TTL_S = 32, 300.0
+
+
+class Toolset:
+    def __init__(self, engine: SceneEngine, actor: Actor, desktop: Desktop, bridge: Bridge | None) -> None:
+        self.engine, self.actor, self.desktop, self.bridge = engine, actor, desktop, bridge
+        self.tokens = Store("o", cap=TOKENS_KEPT, ttl_s=TOKEN_TTL_S, what="token",
+                            instead="observe again without since= for the whole state and a fresh token")
+        self.snapshots = Store("s", cap=SNAPSHOTS_KEPT, ttl_s=SNAPSHOT_TTL_S, what="snapshot",
+                               instead="save a new one (POST /api/v1/snapshots)")
+        self._ocr = None
+
+    # -- one look at the session ---------------------------------------------------
+
+    async def look(self, mode: str = "active") -> Look:
+        scene = await self.engine.scene(mode)
+        return Look(scene, tabs=self._tabs, screenshot=self.screenshot, ocr=self._read_text, kept=self._kept)
+
+    def _kept(self, ident: str):
+        return (self.tokens if ident.startswith("o") else self.snapshots).get(ident)
+
+    async def _tabs(self) -> list[dict]:
+        if self.bridge is None:
+            raise Unavailable("this scene aggregator runs without the CDP bridge (no browser)", code="no_browser")
+        return await self.bridge.tabs()
+
+    async def screenshot(self, display: int) -> bytes:
+        body, _ = await self.desktop.screenshot({"display": str(display), "format": "png"})
+        return body
+
+    async def _read_text(self, png: bytes) -> list[str]:
+        if self._ocr is None:
+            from ..ocr import OcrChain
+
+            self._ocr = OcrChain.default(enabled=True)
+        if not self._ocr.enabled:
+            raise Unavailable("OCR needs tesseract, which this machine lacks", code="ocr_unavailable")
+
+        def read() -> list[str]:
+            image = Image.open(io.BytesIO(png)).convert("RGB")
+            return [w.text for w in self._ocr.read(image, [(0, 0, image.width, image.height)])[0]]
+        return await asyncio.to_thread(read)
+
+    # -- observations ----------------------------------------------------------------
+
+    def observe_doc(self, scene, view: dict[str, Any]) -> dict:
+        scene.check_filters(view.get("display"), view.get("window"))
+        return document(scene.to_json(**view))
+
+    def changes_since(self, since: str | None, view: dict[str, Any], doc: dict, seq: int,
+                      form: str) -> dict[str, Any]:
+        """A fresh token for ``doc``, and what changed since ``since`` (None: the whole)."""
+        base = self.tokens.get(since) if since is not None else None
+        if base is not None and base.extra["view"] != view:
+            raise InvalidRequest(f"token {since} was observed with {base.extra['view']}; observe with the same "
+                                 "interactive, display and window to diff against it", code="view_differs",
+                                 context={"token": since, "view": base.extra["view"]})
+        token = self.tokens.put(doc, seq, view=view)
+        old = base.doc if base is not None else None
+        answer: dict[str, Any] = {"token": token.id, "base_token": since, "seq": seq, "tree_hash": tree_hash(doc),
+                                  "base_tree_hash": tree_hash(old) if old is not None else None}
+        if old is None:
+            return {**answer, "format": "full", "unchanged": None, "changes": None, "observation": doc}
+        return {**answer, "format": form, "unchanged": answer["base_tree_hash"] == answer["tree_hash"],
+                "changes": diff(old, doc, form), "observation": None}
+
+
+TOOLSET = web.AppKey("toolset", Toolset)
+
+
+def _view(q: Any) -> dict[str, Any]:
+    return {"interactive": q.interactive, "display": q.display, "window": q.window}
+
+
+def _match(n: dict) -> dict[str, Any]:
+    return {"id": n["id"], "kind": n.get("kind", "element"), "role": n.get("role"), "name": n.get("name"),
+            "value": n.get("value"), "bbox": n.get("bbox"), "states": n.get("states"), "actions": n.get("actions"),
+            "source": n.get("source"), "window_id": n.get("window_id"), "display_id": n.get("display_id"),
+            "app": n.get("app"), "parent": n.get("parent"), "visibility": n.get("visibility")}
+
+
+async def find(request: web.Request) -> web.Response:
+    q = read_query(request, FindQuery)
+    selector = parse(q.selector)  # (a bad selector answers before anything is read)
+    scene = await request.app[TOOLSET].engine.scene(q.mode)
+    found = select(selector, nodes_of(scene.to_json()))
+    return json_ok({"selector": q.selector, "count": len(found), "ambiguous": len(found) > 1,
+                    "truncated": len(found) > q.limit, "matches": [_match(n) for n in found[:q.limit]],
+                    "scene_seq": scene.seq})
+
+
+async def observe(request: web.Request) -> web.Response:
+    q = read_query(request, ObserveQuery)
+    tools = request.app[TOOLSET]
+    if q.since is not None:
+        tools.tokens.get(q.since)  # (an expired token answers before anything is read)
+    view = _view(q)
+    scene = await tools.engine.scene(q.mode)
+    answer = tools.changes_since(q.since, view, tools.observe_doc(scene, view), scene.seq, q.format)
+    answer["text"] = None
+    if q.text and q.since is None:
+        elements = [e for e in scene.ax if (not q.interactive or e.interactive)
+                    and (q.display is None or e.display_id == q.display)
+                    and (q.window is None or e.window_id == q.window)]
+        answer["text"] = scene_text(scene, elements, [o for o in scene.ocr
+                                                      if q.display is None or o.display_id == q.display],
+                                    max_chars=None)
+    if not q.observation:
+        answer["observation"] = None
+    return json_ok(answer)
+
+
+async def wait_for(request: web.Request) -> web.Response:
+    req = await read_body(request, WaitRequest)
+    tools = request.app[TOOLSET]
+    for cond in req.any_of:  # (selectors and tokens are checked before the wait begins)
+        if getattr(cond, "selector", None):
+            parse(cond.selector)
+        if cond.type == "tree_changes":
+            tools.tokens.get(cond.since)
+    started = time.monotonic()
+    deadline = started + req.timeout_ms / 1000
+    quiet: dict[int, tuple[Any, float]] = {}  # display -> (its last signature, when it last changed)
+    first: Look | None = None
+    polls = 0
+    last_observed: list[Any] = [None] * len(req.any_of)
+    while True:
+        look = await tools.look("active")
+        first = first or look
+        polls += 1
+        now = time.monotonic()
+        for i, cond in enumerate(req.any_of):
+            if cond.type == "screen_idle":
+                sig = (await tools.engine.frame_signatures([cond.display]))[cond.display]
+                before = quiet.get(cond.display)
+                if before is None or changed_regions(before[0], sig):
+                    quiet[cond.display] = before = (sig, started if before is None else now)
+                still_ms = round((now - before[1]) * 1000)
+                passed, observed = still_ms >= cond.quiet_ms, {"still_ms": still_ms}
+            else:
+                passed, observed = await check(cond, look, first)
+            last_observed[i] = observed
+            if passed:
+                return json_ok({"matched": True, "matched_index": i, "condition": cond.model_dump(),
+                                "observed": observed, "last_observed": None,
+                                "elapsed_ms": round((time.monotonic() - started) * 1000), "polls": polls,
+                                "scene_seq": look.seq})
+        if time.monotonic() >= deadline:
+            return json_ok({"matched": False, "matched_index": None, "condition": None, "observed": None,
+                            "last_observed": last_observed,
+                            "elapsed_ms": round((time.monotonic() - started) * 1000), "polls": polls,
+                            "scene_seq": look.seq})
+        await asyncio.sleep(min(req.poll_ms / 1000, max(0.0, deadline - time.monotonic())))
+
+
+async def assert_state(request: web.Request) -> web.Response:
+    req = await read_body(request, AssertRequest)
+    tools = request.app[TOOLSET]
+    for p in req.predicates:
+        if getattr(p, "selector", None):
+            parse(p.selector)
+    look = await tools.look(req.mode)
+    results = []
+    for p in req.predicates:
+        passed, observed = await check(p, look)
+        results.append({"kind": p.kind, "passed": passed, "observed": observed,
+                        "args": p.model_dump(exclude={"kind", "reference_png"})})
+    return json_ok({"all_passed": all(r["passed"] for r in results), "results": results, "scene_seq": look.seq})
+
+
+# -- snapshots ---------------------------------------------------------------------------
+
+
+def _snapshot_json(kept, *, full: bool) -> dict[str, Any]:
+    doc = kept.doc
+    out = {"id": kept.id, "seq": kept.seq, "label": kept.extra["label"], "created": round(kept.created, 3),
+           "expires_in_s": round(kept.expires - time.monotonic(), 1), "tree_hash": tree_hash(doc),
+           "screenshots": sorted(kept.extra["screenshots"]),
+           "summary": {"windows": len(doc["windows"]), "elements": len(doc["elements"]), "text": len(doc["text"])}}
+    if full:
+        out["observation"] = doc
+    return out
+
+
+async def snapshot_save(request: web.Request) -> web.Response:
+    req = await read_body(request, SnapshotRequest)
+    tools = request.app[TOOLSET]
+    view = _view(req)
+    scene = await tools.engine.scene(req.mode)
+    doc = tools.observe_doc(scene, view)
+    shots: dict[int, bytes] = {}
+    if req.screenshot:
+        for d in scene.displays:
+            if req.display is None or d.id == req.display:
+                shots[d.id] = await tools.screenshot(d.id)
+    kept = tools.snapshots.put(doc, scene.seq, ttl_s=req.ttl_s, view=view, label=req.label, screenshots=shots)
+    return json_ok(_snapshot_json(kept, full=False))
+
+
+async def snapshot_list(request: web.Request) -> web.Response:
+    tools = request.app[TOOLSET]
+    return json_ok({"snapshots": [_snapshot_json(k, full=False) for k in tools.snapshots.items()],
+                    "cap": tools.snapshots.cap, "default_ttl_s": tools.snapshots.ttl_s})
+
+
+async def snapshot_get(request: web.Request) -> web.Response:
+    kept = request.app[TOOLSET].snapshots.get(_snapshot_id(request))
+    return json_ok(_snapshot_json(kept, full=True))
+
+
+async def snapshot_delete(request: web.Request) -> web.Response:
+    return json_ok({"dropped": request.app[TOOLSET].snapshots.drop(_snapshot_id(request))})
+
+
+def _snapshot_id(request: web.Request) -> str:
+    ident = request.match_info["snapshot_id"]
+    if not (ident.startswith("s") and ident[1:].isdigit() and len(ident) <= 32):
+        raise InvalidRequest(f"{ident!r} is not a snapshot id (s1, s2 ...)", code="invalid_snapshot_id")
+    return ident
+
+
+async def snapshot_diff(request: web.Request) -> web.Response:
+    req = await read_body(request, SnapshotDiffRequest)
+    tools = request.app[TOOLSET]
+    a = tools.snapshots.get(req.a)
+    if req.b == "now":
+        scene = await tools.engine.scene("active")
+        b_doc, b_seq = tools.observe_doc(scene, a.extra["view"]), scene.seq
+    else:
+        b = tools.snapshots.get(req.b)
+        b_doc, b_seq = b.doc, b.seq
+    a_doc = a.doc
+    return json_ok({"a": req.a, "b": req.b, "b_seq": b_seq, "format": req.format,
+                    "unchanged": tree_hash(a_doc) == tree_hash(b_doc), "changes": diff(a_doc, b_doc, req.format)})
+
+
+# -- act, then observe ----------------------------------------------------------------
+
+
+async def _before(tools: Toolset, since: str | None, view: dict) -> str:
+    """The token to diff against after the action: ``since``, or one for the state now."""
+    if since is not None:
+        tools.tokens.get(since)  # (an expired token answers before anything is done)
+        return since
+    scene = await tools.engine.scene("active")
+    return tools.tokens.put(tools.observe_doc(scene, view), scene.seq, view=view).id
+
+
+async def _observed_after(tools: Toolset, base: str, form: str, receipt: dict, view: dict) -> dict:
+    scene = await tools.engine.scene("active")
+    return {"receipt": receipt, **tools.changes_since(base, view, tools.observe_doc(scene, view), scene.seq, form)}
+
+
+_NO_VIEW = {"interactive": False, "display": None, "window": None}
+
+
+async def act_and_observe(request: web.Request) -> web.Response:
+    req = await read_body(request, ActObserveRequest)
+    tools = request.app[TOOLSET]
+    before = await _before(tools, req.since, _NO_VIEW)
+    receipt = await tools.actor.act(ActRequest(**req.model_dump(include=set(ActRequest.model_fields))))
+    return json_ok(await _observed_after(tools, before, req.format, receipt, _NO_VIEW))
+
+
+async def _keys_and_observe(request: web.Request, req: Any, keyboard: dict[str, Any]) -> web.Response:
+    tools = request.app[TOOLSET]
+    before = await _before(tools, req.since, _NO_VIEW)
+    started = time.monotonic()
+    async with tools.actor.input_lock:
+        scene = tools.engine.last
+        display = (scene.focused_window.display_id if scene is not None and scene.focused_window is not None
+                   and scene.focused_window.display_id is not None else 0)
+        sig = (await tools.engine.frame_signatures([display]))[display]
+        await tools.desktop.keyboard(**keyboard)
+        changed, settled = await tools.engine.settle(display, sig, req.settle_ms)
+        tools.engine.mark_dirty()
+    receipt = {"ok": True, "action": keyboard["action"], "display_id": display, "changed": changed,
+               "settled": settled, "elapsed_ms": round((time.monotonic() - started) * 1000)}
+    return json_ok(await _observed_after(tools, before, req.format, receipt, _NO_VIEW))
+
+
+async def type_and_observe(request: web.Request) -> web.Response:
+    req = await read_body(request, TypeObserveRequest)
+    return await _keys_and_observe(request, req, {"action": "type", "text": req.text})
+
+
+async def key_and_observe(request: web.Request) -> web.Response:
+    req = await read_body(request, KeyObserveRequest)
+    return await _keys_and_observe(request, req, {"action": "key", "keys": req.keys})
+
+
+async def get_sketch(request: web.Request) -> web.Response:
+    q = read_query(request, SketchQuery)
+    scene = await request.app[TOOLSET].engine.scene(q.mode)
+    scene.check_filters(q.display, q.window)
+    try:
+        out = sketch(scene.to_json(), window=q.window, display=q.display, cols=q.cols, rows=q.rows)
+    except ValueError as exc:  # (a window without a box)
+        raise InvalidRequest(str(exc), code="nothing_to_sketch") from None
+    return json_ok({**out, "scene_seq": scene.seq})
+
+
+async def get_description(request: web.Request) -> web.Response:
+    q = read_query(request, DescribeQuery)
+    scene = await request.app[TOOLSET].engine.scene(q.mode)
+    scene.check_filters(None, q.window)
+    return json_ok({"text": describe(scene.to_json(), window=q.window, limit=q.limit), "scene_seq": scene.seq})
+
+
+ROUTES = [
+    Route("GET", "/api/v1/sketch", get_sketch, "A window or display as labelled boxes on a character grid",
+          query=SketchQuery),
+    Route("GET", "/api/v1/description", get_description,
+          "A window in prose: app, focus, interactive elements in reading order", query=DescribeQuery),
+    Route("GET", "/api/v1/find", find, "Elements (and windows) a selector matches, with ids and boxes",
+          query=FindQuery),
+    Route("GET", "/api/v1/observe", observe, "The state with a token; with since=TOKEN only what changed",
+          query=ObserveQuery),
+    Route("POST", "/api/v1/wait_for", wait_for, "Wait until any of the conditions holds, or the timeout",
+          body=WaitRequest),
+    Route("POST", "/api/v1/assert_state", assert_state, "Check predicates; each answers what was observed",
+          body=AssertRequest),
+    Route("POST", "/api/v1/snapshots", snapshot_save, "Save the current state under an id (a TTL, at most 32)",
+          body=SnapshotRequest),
+    Route("GET", "/api/v1/snapshots", snapshot_list, "The snapshots kept"),
+    Route("GET", "/api/v1/snapshots/{snapshot_id}", snapshot_get, "One snapshot's state"),
+    Route("DELETE", "/api/v1/snapshots/{snapshot_id}", snapshot_delete, "Drop a snapshot"),
+    Route("POST", "/api/v1/snapshots/diff", snapshot_diff, "What changed between two snapshots, or one and now",
+          body=SnapshotDiffRequest),
+    Route("POST", "/api/v1/act_and_observe", act_and_observe, "Act on an element by id, then what changed",
+          body=ActObserveRequest),
+    Route("POST", "/api/v1/type_and_observe", type_and_observe, "Type text where the focus is, then what changed",
+          body=TypeObserveRequest),
+    Route("POST", "/api/v1/key_and_observe", key_and_observe, "Press keys, then what changed",
+          body=KeyObserveRequest),
+]
