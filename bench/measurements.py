@@ -661,6 +661,79 @@ def _accessibility(d: dict, plots: Plots) -> list[str]:
     return out
 
 
+def _toolset(d: dict, plots: Plots) -> list[str]:
+    meta, tokens, act = d.get("meta") or {}, d.get("tokens") or {}, d.get("act")
+    base = meta.get("baselines") or {}
+    out = [f"One {meta.get('output', '1920x1080')} session, Chromium on generated pages; {meta.get('iterations', '?')} "
+           "timed rounds per row after an untimed one, the rows alternated. Load average before / after: "
+           f"{_load(d.get('load'))}.", "",
+           "**observe**: each round a click in a row of the page (it relabels the row's button), then a full "
+           f"observe (the baseline: {base.get('observe', '?')}) and `?since=` the token taken before the click, "
+           "their order swapped every round; both `mode=agent-turn`, so both build a fresh Scene.", ""]
+    rows, bars = [], []
+    for r in d.get("observe") or []:
+        n = f"{r['elements']:,}"
+        for key, label, x, xb in (("full", "full observe (baseline)", "1x", "1x"),
+                                  ("since", "observe?since=TOKEN", r.get("x_median"), r.get("x_bytes"))):
+            s = r[key]
+            rows.append([n, label, _int(s.get("n")), _ms(s.get("median_ms")), _ms(s.get("p95_ms")),
+                         _int(s.get("bytes_median")), x if isinstance(x, str) else _x(x),
+                         xb if isinstance(xb, str) else _x(xb)])
+            bars.append(Bar(f"{n} elements: {label}", s.get("median_ms"), s.get("p95_ms"), s.get("min_ms"),
+                            s.get("max_ms")))
+    out += _table(["elements", "row", "n", "median ms", "p95 ms", "bytes", "x median", "x bytes"],
+                  ["r", "l", "r", "r", "r", "r", "r", "r"], rows)
+    out += ["", "- Diffs: " + "; ".join(f"{r['elements']:,} elements, a median of {r.get('diff_entries_median')} "
+                                        f"entries, {r.get('empty_diffs')} empty, the relabelled button in "
+                                        f"{r.get('relabel_in_diff')} of {r['since'].get('n')}"
+                                        for r in d.get("observe") or []) + ".", ""]
+    if act:
+        out += [f"**act and observe**, {act['elements']:,} elements: from sending the action to having the settled "
+                f"change; the baseline: {base.get('act', '?')}.", ""]
+        a, b = act["act_and_observe"], act["naive"]
+        out += _table(["row", "n", "median ms", "p95 ms", "x median", "x p95", "change seen"],
+                      ["l", "r", "r", "r", "r", "r", "r"],
+                      [[f"act + {meta.get('naive_sleep_s', 2):g} s sleep + scene agent-turn (baseline)",
+                        _int(b.get("n")), _ms(b.get("median_ms")), _ms(b.get("p95_ms")), "1x", "1x",
+                        f"{b.get('change_seen')} of {b.get('n')}"],
+                       ["`act_and_observe`", _int(a.get("n")), _ms(a.get("median_ms")), _ms(a.get("p95_ms")),
+                        _x(act.get("x_median")), _x(act.get("x_p95")), f"{a.get('change_seen')} of {a.get('n')}"]])
+        out.append("")
+        bars += [Bar(f"act + {meta.get('naive_sleep_s', 2):g} s sleep + scene (baseline)", b.get("median_ms"),
+                     b.get("p95_ms"), b.get("min_ms"), b.get("max_ms")),
+                 Bar("act_and_observe", a.get("median_ms"), a.get("p95_ms"), a.get("min_ms"), a.get("max_ms"))]
+    pages = tokens.get("pages") or []
+    if pages:
+        mcp, fallback = tokens.get("playwright_mcp"), tokens.get("fallback")
+        source = (f"`{mcp['command']}`, its `browser_snapshot` tool over MCP's stdio transport (the YAML part of "
+                  "its answer)" if mcp else f"**not Playwright MCP**: {(fallback or {}).get('instead')}")
+        out += [f"**prompt tokens**: {base.get('tokens', 'deskbox')} (the whole desktop, Chromium's own UI too, a box "
+                f"on every line) against {source}, on the same freshly loaded page. Tokens: "
+                f"{tokens.get('tokenizer', '?')}.", ""]
+        if fallback:
+            out += [f"Playwright MCP did not run: {fallback.get('why')}", ""]
+        names = {"plain": "Playwright MCP snapshot", "boxes": "Playwright MCP snapshot, `--snapshot-boxes`",
+                 "aria_snapshot": "Playwright `aria_snapshot()` (fallback)"}
+        rows = []
+        for r in pages:
+            rows.append([f"{r['elements']:,}", "deskbox `scene/text`", _int(r["deskbox"]["chars"]),
+                         _int(r["deskbox"]["tokens"]), "1x"])
+            rows += [[f"{r['elements']:,}", name, _int(r[k]["chars"]), _int(r[k]["tokens"]), _x(r[k].get("x_tokens"))]
+                     for k, name in names.items() if k in r]
+        out += _table(["elements", "text", "characters", "tokens", "x deskbox (tokens)"], ["r", "l", "r", "r", "r"],
+                      rows)
+        out.append("")
+        if tokens.get("notes"):
+            out += ["- Tabs: " + "; ".join(tokens["notes"]) + ".", ""]
+    if bars:
+        out += [plots.bars("toolset-latency", "Observer toolset: observe since, act and observe", bars), ""]
+    return out
+
+
+def _x(v: float | None) -> str:
+    return "-" if v is None else (f"{v:.3f}x" if v < 0.1 else f"{v:.2f}x")
+
+
 SOAK_LABELS = {"screenshot": "screenshot (JPEG, the screen changing)", "scene agent-turn": "scene, agent-turn",
                "bridge /layout": "bridge `/layout`", "act click": "`/act` click", "act type": "`/act` set_value"}
 
@@ -719,6 +792,8 @@ BENCHES = [
           "python -m bench.accessibility", True, _accessibility, None),
     Bench("apps", "Apps: LibreOffice Calc beside the browser", "python -m bench.apps", True, _apps,
           "Earlier: apps image and Calc"),
+    Bench("toolset", "Observer toolset: observe since a token, act and observe, prompt tokens",
+          "python -m bench.toolset", True, _toolset, None),
     Bench("soak", "Soak: one session under mixed load", "make soak", False, _soak, "Earlier: soak and chaos"),
 ]
 
