@@ -29,6 +29,7 @@ from ..atspi.source import NativeSource
 from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, Unavailable
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
+from ..common.recording import Recorder, RecordingError
 from ..common.session_api import SessionControl
 from ..common.web import auth_middleware, error_middleware, json_ok, read_body
 from . import accessibility, commands, files, windows
@@ -62,7 +63,6 @@ from .models import (
     WindowRequest,
     WindowSizeForm,
 )
-from .recording import Recorder, RecordingError
 
 __all__ = ["create_app", "OsworldConfig", "__version__"]
 

@@ -16,9 +16,9 @@ from aiohttp import ClientSession, web
 
 from ..atspi.source import NativeSource
 from ..common.errors import ActionFailed, NotFoundError, Unavailable
+from ..common.recording import Recorder
 from ..common.session_api import SessionControl
 from ..common.web import validate
-from .recording import Recorder
 
 __all__ = [
     "OsworldConfig", "CONFIG", "HTTP", "RECORDER", "WORK", "STARTED", "ATSPI", "CONTROL",

@@ -29,6 +29,8 @@ from .computer import ROUTES as COMPUTER_ROUTES
 from .engine import SceneEngine
 from .metrics import SCENE_METRICS, SceneMetrics
 from .models import ActRequest, MarkedScreenshotQuery, ResolveRequest, SceneQuery, StreamQuery, TextQuery, VlmRequest
+from .recording import RECORDING, Recording
+from .recording import ROUTES as RECORDING_ROUTES
 from .resolve import resolve as resolve_match
 from .session import ROUTES as SESSION_ROUTES
 from .session import SESSION, SessionApi
@@ -89,6 +91,7 @@ def create_app(config: SceneConfig | None = None) -> web.Application:
     input_lock = asyncio.Lock()  # /act and the provider adapters take turns at the input
     app[ACTOR] = Actor(engine, desktop, bridge, input_lock)
     app[TOOLSET] = Toolset(engine, app[ACTOR], desktop, bridge)
+    app[RECORDING] = Recording(desktop)
     app[COMPUTER] = Computer(desktop, bridge, engine, input_lock)
     app[STARTED] = time.time()
     control = SessionControl(config.control)
@@ -107,6 +110,7 @@ def create_app(config: SceneConfig | None = None) -> web.Application:
             await bridge.close()
         if native is not None:
             await native.close()
+        await app[RECORDING].close()
 
     async def watch_ctx(app: web.Application):
         task = asyncio.create_task(engine.watch()) if config.watch else None
@@ -304,6 +308,7 @@ ROUTES = [
     Route("GET", "/api/v1/screenshot", screenshot, "A display's screenshot, with element ids drawn on (marks=1)",
           query=MarkedScreenshotQuery, responses="image/*"),
     *TOOLSET_ROUTES,
+    *RECORDING_ROUTES,
     *COMPUTER_ROUTES,
     *SESSION_ROUTES,
 ]

@@ -1,7 +1,8 @@
-"""Screen recording for OSWorld's /start_recording and /end_recording: wf-recorder
-(wlr-screencopy, as desktopd's screenshots) writing an mp4 of the first display.
+"""Screen recording: wf-recorder (wlr-screencopy, as desktopd's screenshots) writing an
+mp4 of one display. The OSWorld server's /start_recording and /end_recording and the
+scene aggregator's /api/v1/recording use it.
 
-One recording at a time, as OSWorld's server does. ``stop`` ends wf-recorder with
+One recording at a time per recorder, as OSWorld's server does. ``stop`` ends wf-recorder with
 SIGINT (it then finishes the file: moov atom written) and returns the file's path. A
 recording is also ended, the same way, once it reaches ``MAX_DURATION_S`` or
 ``MAX_BYTES``: ``stop`` then returns it as it was finished (``limit`` says which).
@@ -53,7 +54,7 @@ class Recorder:
         if exe is None:
             raise RecordingError("wf-recorder is not installed (Debian package wf-recorder)")
         self.folder.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix="osworld-recording-", suffix=".mp4", dir=self.folder)
+        fd, name = tempfile.mkstemp(prefix="deskbox-recording-", suffix=".mp4", dir=self.folder)
         os.close(fd)
         self.path = Path(name)
         self._log = self.path.with_suffix(".log")
