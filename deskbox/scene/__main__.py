@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="deskbox up's control socket: serves /api/v1/session/* (reset, snapshots)")
     parser.add_argument("--ids-file", default=None,
                         help="keep element ids in this file, so that a restarted scene honours them")
+    parser.add_argument("--view", default=None, help="the live view's base URL, whose control its health reports")
     parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
     args = parser.parse_args(argv)
     configure_logging("scene", args.log_level)
@@ -43,6 +44,7 @@ def main(argv: list[str] | None = None) -> None:
         token=os.environ.get("DESKBOX_TOKEN") or None,
         control=args.control,
         ids_file=args.ids_file,
+        view=args.view.rstrip("/") if args.view else None,
     )
     get_logger("deskbox.scene").info("starting", url=f"http://{host}:{port}", desktopd=config.desktopd,
                                      bridge=config.bridge)

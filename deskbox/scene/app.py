@@ -34,7 +34,7 @@ from .recording import ROUTES as RECORDING_ROUTES
 from .resolve import resolve as resolve_match
 from .session import ROUTES as SESSION_ROUTES
 from .session import SESSION, SessionApi
-from .sources import Bridge, Desktop
+from .sources import Bridge, Desktop, LiveView
 from .text import CHARS_PER_TOKEN, scene_text
 from .toolset.routes import ROUTES as TOOLSET_ROUTES
 from .toolset.routes import TOOLSET, Toolset
@@ -55,12 +55,14 @@ class SceneConfig:
     watch: bool = True
     control: str | None = None  # deskbox up's control socket: the session state API
     ids_file: str | None = None  # where ids are kept across restarts of the scene
+    view: str | None = None  # the live view (deskbox up --view): whether a viewer has control
 
 
 ENGINE = web.AppKey("engine", SceneEngine)
 ACTOR = web.AppKey("actor", Actor)
 DESKTOP = web.AppKey("desktop", Desktop)
 STARTED = web.AppKey("started", float)
+LIVE_VIEW = web.AppKey("live_view", object)  # a sources.LiveView, or None
 
 OPEN_PATHS = frozenset({"/api/v1/health", "/health", "/api/v1/openapi.json"})
 
@@ -94,6 +96,7 @@ def create_app(config: SceneConfig | None = None) -> web.Application:
     app[RECORDING] = Recording(desktop)
     app[COMPUTER] = Computer(desktop, bridge, engine, input_lock)
     app[STARTED] = time.time()
+    live_view = app[LIVE_VIEW] = LiveView(config.view, config.token, timeout=2.0) if config.view else None
     control = SessionControl(config.control)
     app[SESSION] = SessionApi(control, engine)
     app[SCENE_METRICS] = engine.metrics = SceneMetrics(add_metrics(app), control)
@@ -101,11 +104,15 @@ def create_app(config: SceneConfig | None = None) -> web.Application:
     async def clients_ctx(app: web.Application):
         await control.start()
         await desktop.start()
+        if live_view is not None:
+            await live_view.start()
         if bridge is not None:
             await bridge.start()
         yield
         await control.close()
         await desktop.close()
+        if live_view is not None:
+            await live_view.close()
         if bridge is not None:
             await bridge.close()
         if native is not None:
@@ -144,7 +151,21 @@ async def health(request: web.Request) -> web.Response:
         "last_scene": {"seq": last.seq, "age_s": round(time.time() - last.timestamp, 2),
                        "sources": last.sources} if last else None,
         "session": await _session_health(request),
+        "view": await _view_health(request),
     })
+
+
+async def _view_health(request: web.Request) -> dict | None:
+    """Whether a live viewer has taken control, and of which displays; None without the
+    live view (or when it does not answer within a second)."""
+    view = request.app[LIVE_VIEW]
+    if view is None:
+        return None
+    try:
+        status = await asyncio.wait_for(view.status(), 1.0)
+    except (asyncio.TimeoutError, ServiceError, OSError):
+        return {"reachable": False, "control": None, "viewers_in_control": None}
+    return {"reachable": True, "control": status["control"], "viewers_in_control": status["viewers_in_control"]}
 
 
 async def _session_health(request: web.Request) -> dict | None:

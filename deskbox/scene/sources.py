@@ -196,3 +196,12 @@ class Bridge(_Service):
         body = {"action": action, "tab": ref["tab"], "frameId": ref["frameId"],
                 "backendDOMNodeId": ref["backendDOMNodeId"], **extra}
         return await self._request("POST", "/element", json=body)
+
+
+class LiveView(_Service):
+    """The live view (deskbox up --view): who has taken control of the desktop."""
+
+    name = "view"
+
+    async def status(self) -> dict:
+        return await self._request("GET", "/api/status")

@@ -232,6 +232,17 @@ class SessionChildren:
                     log_path=str(logs / "observer.log"), ports=(args.observer_port,), **service,
                 )
             )
+        if args.view:
+            specs.append(
+                ChildSpec(
+                    name="view", argv=lambda: [sys.executable, "-m", "deskbox.view", "--listen",
+                                               f"{args.host}:{args.view_port}", "--desktopd", desktopd_url,
+                                               "--runtime-dir", str(self.runtime), "--log-level", args.log_level],
+                    ready=lambda child: self._http_ready(child, self.url(args.view_port) + "/health", "view"),
+                    # Its wayvnc servers capture Sway's outputs: they go and come back with it.
+                    needs=("sway",), log_path=str(logs / "view.log"), ports=(args.view_port,), **service,
+                )
+            )
         return specs
 
     def _observer_argv(self, desktopd_url: str, bridge_url: str | None, scene_url: str) -> list[str]:
@@ -259,6 +270,8 @@ class SessionChildren:
             argv += ["--bridge", bridge_url]
         if self.args.ocr != "off":
             argv += ["--ocr", self.args.ocr]
+        if self.args.view:
+            argv += ["--view", self.url(self.args.view_port)]
         return [*argv, "--log-level", self.args.log_level]
 
     def _bridge_argv(self) -> list[str]:

@@ -79,6 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "aggregator's toolset")
     up.add_argument("--observer-port", type=int, default=int(os.environ.get("DESKBOX_OBSERVER_PORT", "5001")),
                     help="the OS Screen Observer-compatible API's port (its own default)")
+    up.add_argument("--view", action="store_true", default=os.environ.get("DESKBOX_VIEW") == "1",
+                    help="serve the live view: the desktop in a browser (wayvnc and noVNC), view only until the "
+                         "viewer clicks \"take control\"; asks for DESKBOX_TOKEN when set")
+    up.add_argument("--view-port", type=int, default=int(os.environ.get("DESKBOX_VIEW_PORT", "8006")),
+                    help="the live view's port (8006, the port OSWorld's providers publish for VNC)")
     up.add_argument("--vlc-port", type=int, default=int(os.environ.get("VLC_PORT", "8090")),
                     help="with --osworld, where VLC's HTTP interface listens when VLC runs (OSWorld's "
                          "graders read it; password \"password\")")
@@ -179,6 +184,8 @@ def announce(state: dict) -> None:
     ]
     if state["osworld"]:
         lines.append(f"  osworld    {state['osworld']}   (OSWorld's API: /screenshot, /accessibility, /execute ...)")
+    if state.get("view"):
+        lines.append(f"  view       {state['view']}/   (the desktop live in a browser)")
     if state.get("observer"):
         lines.append(f"  observer   {state['observer']}   (OS Screen Observer's API: /api/windows, /api/find_element ...)")
     if state["cdp"]:

@@ -143,6 +143,8 @@ class Session(SessionChildren):
             ports["osworld"] = self.args.osworld_port
         if self.args.observer:
             ports["observer"] = self.args.observer_port
+        if self.args.view:
+            ports["view"] = self.args.view_port
         busy = []
         for name, port in ports.items():
             held, pids = processes.listening_pids(port)
@@ -459,6 +461,7 @@ class Session(SessionChildren):
             "scene": self.url(args.scene_port),
             "osworld": self.url(args.osworld_port) if args.osworld else None,
             "observer": self.url(args.observer_port) if args.observer else None,
+            "view": self.url(args.view_port) if args.view else None,
             "runtime_dir": str(self.runtime),
             "home": str(self.home_path),
             "control_socket": str(self.control_socket),

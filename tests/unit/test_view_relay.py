@@ -1,0 +1,45 @@
+"""The live view's relay: a viewer's RFB stream read message by message, its input
+dropped unless it has control, what it does not know refused."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from deskbox.view.relay import ClientStream, RfbError
+
+HANDSHAKE = b"RFB 003.008\n" + bytes([1]) + bytes([1])
+ENCODINGS = bytes([2, 0]) + struct.pack(">H", 2) + struct.pack(">ii", 0, -223)
+UPDATE = bytes([3, 1]) + struct.pack(">HHHH", 0, 0, 1280, 800)
+KEY = bytes([4, 1, 0, 0]) + struct.pack(">I", 0x61)
+POINTER = bytes([5, 1]) + struct.pack(">HH", 10, 20)
+CUT = bytes([6, 0, 0, 0]) + struct.pack(">I", 3) + b"abc"
+QEMU_KEY = bytes([255, 0]) + struct.pack(">HII", 1, 0x61, 30)
+
+
+def test_a_viewer_without_control_gets_pixels_but_sends_no_input():
+    stream = ClientStream(control=False)
+    passed = stream.feed(HANDSHAKE + ENCODINGS + KEY + POINTER + UPDATE + CUT + QEMU_KEY)
+    assert passed == HANDSHAKE + ENCODINGS + UPDATE and stream.dropped == 4
+
+
+def test_a_viewer_with_control_passes_everything_in_any_chunks():
+    stream = ClientStream(control=True)
+    data = HANDSHAKE + ENCODINGS + KEY + POINTER + UPDATE + CUT
+    passed = b"".join(stream.feed(data[i:i + 3]) for i in range(0, len(data), 3))
+    assert passed == data and stream.dropped == 0
+
+
+def test_the_extended_clipboards_negative_length_is_read_whole():
+    stream = ClientStream(control=False)
+    extended = bytes([6, 0, 0, 0]) + struct.pack(">i", -5) + b"12345"
+    assert stream.feed(HANDSHAKE + extended + UPDATE) == HANDSHAKE + UPDATE
+
+
+@pytest.mark.parametrize("message", [bytes([99, 0, 0, 0]), bytes([255, 7, 0, 0])])
+def test_a_message_it_does_not_know_is_refused(message):
+    stream = ClientStream(control=True)
+    stream.feed(HANDSHAKE)
+    with pytest.raises(RfbError):
+        stream.feed(message)
