@@ -201,6 +201,30 @@ def kube_play(image: str, flags: list[str], name: str) -> str:
             "401 without the token from the podman secret, a 1920x1080 screenshot with it")
 
 
+def websocket_first_message(host: str, path: str, token: str) -> bytes:
+    """A websocket opened by hand (this runs on Debian's python3, without a websocket
+    package), and the payload of the first frame the server sends."""
+    h, _, port = host.partition(":")
+    key = base64.b64encode(secrets.token_bytes(16)).decode()
+    with socket.create_connection((h, int(port)), timeout=20) as sock:
+        sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                      f"Authorization: Bearer {token}\r\n\r\n").encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                raise CheckFailed(f"the websocket closed during its handshake: {data[:200]!r}")
+            data += chunk
+        head, _, data = data.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 101"):
+            raise CheckFailed(f"no websocket: {head[:200]!r}")
+        while len(data) < 2 or len(data) < 2 + (data[1] & 0x7F):
+            data += sock.recv(4096)
+        length = data[1] & 0x7F  # (a version string is short: no extended length, no mask)
+        return data[2:2 + length]
+
+
 def png_size(data: bytes) -> tuple[int, int]:
     if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
         raise CheckFailed(f"not a PNG: {data[:16]!r}")
@@ -216,6 +240,8 @@ class Drive:
         self.desktopd = f"http://127.0.0.1:{ports[8080]}"
         self.bridge = f"http://127.0.0.1:{ports[8122]}"
         self.scene = f"http://127.0.0.1:{ports[8000]}"
+        self.view = f"http://127.0.0.1:{ports[8006]}"
+        self.observer = f"http://127.0.0.1:{ports[5001]}"
         self.cdp_published = f"http://127.0.0.1:{ports[9222]}"
         self.cdp_relay = f"http://127.0.0.1:{ports[9223]}"
         self.passed: list[str] = []
@@ -225,6 +251,25 @@ class Drive:
         print(f"ok    {what}", flush=True)
 
     # -- checks ----------------------------------------------------------------------
+
+    def view_and_observer(self, timeout: float) -> None:
+        """DESKBOX_VIEW=1 and DESKBOX_OBSERVER=1: the live view's page, noVNC's files and
+        its VNC relay (wayvnc in the image), and OS Screen Observer's API, on their ports."""
+        wait_until(lambda: self.http.request("GET", self.view + "/health", token=False, timeout=3)[0] == 200
+                   and self.http.request("GET", self.observer + "/api/healthz", token=False, timeout=3)[0] == 200,
+                   timeout, "the live view's and the observer API's health")
+        if self.http.request("GET", self.view + "/api/status", token=False)[0] != 401:
+            raise CheckFailed("the live view answered without the token")
+        if self.http.request("GET", self.view + "/novnc/core/rfb.js", token=False)[0] != 200:
+            raise CheckFailed("noVNC's client is not in the image (/usr/share/novnc)")
+        first = websocket_first_message(self.view.replace("http://", ""), "/websockify?display=0", self.token)
+        if first != b"RFB 003.008\n":
+            raise CheckFailed(f"the VNC relay's first message: {first!r}")
+        windows = self.http.json("GET", self.observer + "/api/windows")
+        if not windows.get("count"):
+            raise CheckFailed(f"the observer API lists no window: {windows}")
+        self.ok("DESKBOX_VIEW=1: the live view asks for the token, serves noVNC, and its relay speaks VNC "
+                f"(wayvnc); DESKBOX_OBSERVER=1: /api/windows lists {windows['count']} window(s)")
 
     def healthy(self, timeout: float) -> float:
         started = time.monotonic()
@@ -410,7 +455,8 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "DESKBOX_TOKEN": token}
     podman("run", "-d", "--name", name, *flags,
            "-e", "DESKBOX_TOKEN", "-e", f"DESKBOX_OUTPUTS={OUTPUT[0]}x{OUTPUT[1]}", "-e", "DESKBOX_CDP_EXPOSE=1",
-           *(a for port in (8000, 8080, 8122, 9222, 9223) for a in ("-p", f"127.0.0.1::{port}")),
+           "-e", "DESKBOX_VIEW=1", "-e", "DESKBOX_OBSERVER=1",
+           *(a for port in (8000, 8080, 8122, 9222, 9223, 8006, 5001) for a in ("-p", f"127.0.0.1::{port}")),
            args.image, env=env)
     drive = None
     failed = None
@@ -422,6 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         drive.click_by_id()
         drive.type_by_id()
         drive.cdp()
+        drive.view_and_observer(args.timeout)
         if not args.keep:
             drive.ok(osworld(args.image, flags, token, args.timeout))
         if not args.no_kube and not args.keep:
