@@ -10,6 +10,7 @@ import math
 import os
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 from aiohttp import WSMsgType, web
@@ -39,7 +40,7 @@ from .text import CHARS_PER_TOKEN, scene_text
 from .toolset.routes import ROUTES as TOOLSET_ROUTES
 from .toolset.routes import TOOLSET, Toolset
 
-__all__ = ["create_app", "SceneConfig", "ENGINE", "__version__"]
+__all__ = ["create_app", "SceneConfig", "Parts", "ENGINE", "__version__"]
 
 __version__ = "0.1.0"
 log = get_logger("deskbox.scene")
@@ -67,31 +68,46 @@ LIVE_VIEW = web.AppKey("live_view", object)  # a sources.LiveView, or None
 OPEN_PATHS = frozenset({"/api/v1/health", "/health", "/api/v1/openapi.json"})
 
 
-def create_app(config: SceneConfig | None = None) -> web.Application:
+@dataclass(frozen=True)
+class Parts:
+    """What answers the routes instead of a desktop: ``deskbox up --mock``'s scenario
+    (deskbox.mock), an engine, an actor and a desktop with the same methods."""
+
+    engine: Any
+    actor: Any
+    desktop: Any
+
+
+def create_app(config: SceneConfig | None = None, *, parts: Parts | None = None) -> web.Application:
     config = config or SceneConfig()
     app = web.Application(
         middlewares=[metrics_middleware, error_middleware, auth_middleware(config.token, OPEN_PATHS)],
         client_max_size=1024 * 1024,
     )
-    desktop = Desktop(config.desktopd, config.token)
-    bridge = Bridge(config.bridge, config.token) if config.bridge else None
     native = None
-    if config.atspi:
-        from ..atspi.source import NativeSource
+    if parts is not None:
+        desktop, bridge, engine = parts.desktop, None, parts.engine
+        input_lock = parts.actor.input_lock
+        app[ACTOR] = parts.actor
+    else:
+        desktop = Desktop(config.desktopd, config.token)
+        bridge = Bridge(config.bridge, config.token) if config.bridge else None
+        if config.atspi:
+            from ..atspi.source import NativeSource
 
-        native = NativeSource()
-    ocr = fill = None
-    if config.ocr in ("all", "fill"):
-        from .fill import FillIn
-        from .ocr import OcrChain
+            native = NativeSource()
+        ocr = fill = None
+        if config.ocr in ("all", "fill"):
+            from .fill import FillIn
+            from .ocr import OcrChain
 
-        chain = OcrChain.default(enabled=True)
-        ocr, fill = (chain, None) if config.ocr == "all" else (None, FillIn(chain))
-    engine = SceneEngine(desktop, bridge, native, ocr, ids_file=config.ids_file, fill=fill)
+            chain = OcrChain.default(enabled=True)
+            ocr, fill = (chain, None) if config.ocr == "all" else (None, FillIn(chain))
+        engine = SceneEngine(desktop, bridge, native, ocr, ids_file=config.ids_file, fill=fill)
+        input_lock = asyncio.Lock()  # /act and the provider adapters take turns at the input
+        app[ACTOR] = Actor(engine, desktop, bridge, input_lock)
     app[ENGINE] = engine
     app[DESKTOP] = desktop
-    input_lock = asyncio.Lock()  # /act and the provider adapters take turns at the input
-    app[ACTOR] = Actor(engine, desktop, bridge, input_lock)
     app[TOOLSET] = Toolset(engine, app[ACTOR], desktop, bridge)
     app[RECORDING] = Recording(desktop)
     app[COMPUTER] = Computer(desktop, bridge, engine, input_lock)

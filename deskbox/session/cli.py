@@ -8,6 +8,7 @@ import asyncio
 import os
 import sys
 
+from ..common.errors import InvalidRequest
 from ..common.logging import configure_logging
 from ..common.options import CLIENT_ENV, DEFAULT_URLS, OCR_MODES, client_env, ocr_mode_from_env
 from .lifecycle import OSWORLD_CDP_PORT, OSWORLD_USER, PROJECT_ROOT, SESSION_USER, Session, SessionError
@@ -79,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "aggregator's toolset")
     up.add_argument("--observer-port", type=int, default=int(os.environ.get("DESKBOX_OBSERVER_PORT", "5001")),
                     help="the OS Screen Observer-compatible API's port (its own default)")
+    up.add_argument("--mock", metavar="SCENARIO", default=None,
+                    help="no desktop: serve the scene's API from a scripted scenario (a YAML file, or an "
+                         "example: login, settings) for testing agent code in milliseconds; with --observer, "
+                         "OS Screen Observer's API on it too")
     up.add_argument("--view", action="store_true", default=os.environ.get("DESKBOX_VIEW") == "1",
                     help="serve the live view: the desktop in a browser (wayvnc and noVNC), view only until the "
                          "viewer clicks \"take control\"; asks for DESKBOX_TOKEN when set")
@@ -146,6 +151,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     configure_logging("deskbox", args.log_level)
+    if args.command == "up" and args.mock:
+        # No desktop at all: the scenario answers the scene's API (and, with --observer,
+        # OS Screen Observer's) on the same ports a session would use.
+        from ..mock.__main__ import serve
+
+        try:
+            asyncio.run(serve(args.mock, f"{args.host}:{args.scene_port}",
+                              f"{args.host}:{args.observer_port}" if args.observer else None,
+                              os.environ.get("DESKBOX_TOKEN") or None))
+        except InvalidRequest as exc:
+            print(f"deskbox: {exc.message}", file=sys.stderr)
+            sys.exit(2)
+        sys.exit(0)
     if args.command == "up":
         if args.context and not args.contexts_dir:
             print("deskbox: --context needs --contexts-dir", file=sys.stderr)
