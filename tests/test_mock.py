@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import mcp
 import pytest
 from aiohttp import web
 
@@ -140,3 +141,18 @@ def _up(url: str) -> bool:
         return http("GET", url, timeout=2).status == 200
     except OSError:
         return False
+
+
+async def test_mcp_at_the_mock_types_with_its_pointer_and_keyboard_tools():
+    async with serving(create_app(load("login"))) as (base,):
+        async with mcp.Client(base + "/mcp") as client:
+            observed = await client.call_tool("observe", {})
+            assert not observed.is_error and "Username" in observed.content[0].text
+            found = await client.call_tool("find", {"selector": "textbox[name=Username]"})
+            x, y, w, h = found.structured_content["matches"][0]["bbox"]
+            clicked = await client.call_tool("pointer", {"action": "click", "x": x + w / 2, "y": y + h / 2})
+            assert not clicked.is_error, clicked.content
+            typed = await client.call_tool("keyboard", {"action": "type", "text": "ada"})
+            assert not typed.is_error, typed.content
+        found = await asyncio.to_thread(http, "GET", base + "/api/v1/find?selector=textbox%5Bname%3DUsername%5D")
+        assert found.json()["matches"][0]["value"] == "ada"  # (clicked into, then typed there)

@@ -46,7 +46,10 @@ class McpEndpoint:
 
                 from .server import build_server
 
-                self._client = Client(_own_url(request), token=self._token, **self._urls)
+                own = _own_url(request)
+                # (No desktopd URL: this app serves desktopd's routes itself, as mock mode does.)
+                urls = {**self._urls, "desktopd": self._urls["desktopd"] or own}
+                self._client = Client(own, token=self._token, **urls)
                 manager = StreamableHTTPSessionManager(build_server(self._client), stateless=True, json_response=True)
                 running = asyncio.Event()
                 self._task = asyncio.create_task(self._run(manager, running))

@@ -28,7 +28,8 @@ WORLD = web.AppKey("world", World)
 def create_app(scenario: Scenario, *, token: str | None = None) -> web.Application:
     world = World(scenario)
     engine = MockEngine(world)
-    app = create_scene_app(SceneConfig(desktopd="mock", bridge=None, atspi=False, token=token, watch=False),
+    # (desktopd "": this app serves desktopd's input routes itself, and /mcp calls them here.)
+    app = create_scene_app(SceneConfig(desktopd="", bridge=None, atspi=False, token=token, watch=False),
                            parts=Parts(engine=engine, actor=MockActor(engine), desktop=MockDesktop(engine)))
     app[WORLD] = world
     add_routes(app, ROUTES)
