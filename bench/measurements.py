@@ -661,6 +661,17 @@ def _accessibility(d: dict, plots: Plots) -> list[str]:
     return out
 
 
+def _view(d: dict, plots: Plots) -> list[str]:
+    rows = d.get("rows") or []
+    out = ["From a click's request (it flips the page's colour) to the new colour: polled in desktopd's screenshot "
+           "(the baseline) and watched in the live view's canvas on every animation frame of a headless viewer; "
+           f"{(d.get('meta') or {}).get('iterations', '?')} rounds at 1280x800, the same flips.", ""]
+    out += _table(["row", "n", "median ms", "p95 ms", "x baseline"], ["l", "r", "r", "r", "r"],
+                  [[r.get("row", "?"), _int(r.get("n")), _ms(r.get("median_ms")), _ms(r.get("p95_ms")),
+                    "1x" if r.get("x_baseline") is None else f"{r['x_baseline']:.2f}x"] for r in rows])
+    return out + [""]
+
+
 def _toolset(d: dict, plots: Plots) -> list[str]:
     meta, tokens, act = d.get("meta") or {}, d.get("tokens") or {}, d.get("act")
     base = meta.get("baselines") or {}
@@ -794,6 +805,7 @@ BENCHES = [
           "Earlier: apps image and Calc"),
     Bench("toolset", "Observer toolset: observe since a token, act and observe, prompt tokens",
           "python -m bench.toolset", True, _toolset, None),
+    Bench("view", "Live view: a change on screen to the viewer's canvas", "python -m bench.view", True, _view, None),
     Bench("soak", "Soak: one session under mixed load", "make soak", False, _soak, "Earlier: soak and chaos"),
 ]
 

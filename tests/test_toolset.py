@@ -385,7 +385,7 @@ GTK_APP = ROOT / "tests" / "apps" / "gtk3_buttons.py"
 
 @pytest.fixture
 def gtk_app(single):
-    app = Process(single, [SYSTEM_PYTHON, str(GTK_APP), "--title", "toolset GTK fixture"])
+    app = Process(single, [SYSTEM_PYTHON, str(GTK_APP), "--combo", "--title", "toolset GTK fixture"])
     app.wait_for(event="ready", timeout=30)
     wait_until(lambda: find(single, 'window[name="toolset GTK fixture"] button[name=Alpha]')["count"] == 1, 30,
                what="the GTK fixture in the Scene")

@@ -1,4 +1,5 @@
-"""A small GTK3 window for the AT-SPI tests: buttons, a toggle, an entry and a combo box.
+"""A small GTK3 window for the AT-SPI tests: buttons, a toggle, an entry (and with
+--combo a combo box).
 
 Run with Debian's python3 (python3-gi, gir1.2-gtk-3.0) inside a deskbox session. It
 prints one JSON line to stdout per thing it receives, so a test can tell which widget
@@ -42,6 +43,8 @@ def emit(**event: object) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--title", default="deskbox GTK3 fixture")
+    parser.add_argument("--combo", action="store_true",
+                        help="a combo box too (Size: Small, Medium, Large), for the select action's test")
     parser.add_argument("--headerbar", action="store_true",
                         help="a GtkHeaderBar title bar: client-side decorations, with shadows when floating")
     args = parser.parse_args()
@@ -74,14 +77,15 @@ def main() -> None:
     grid.attach(entry, 2, 1, 1, 1)
     widgets["Name"] = entry
 
-    # (Not in ``widgets``: the layout tests compare those boxes with AT-SPI's.)
-    size = Gtk.ComboBoxText()
-    for option in ("Small", "Medium", "Large"):
-        size.append_text(option)
-    size.set_active(0)
-    size.get_accessible().set_name("Size")
-    size.connect("changed", lambda c: emit(event="select", widget="Size", value=c.get_active_text()))
-    grid.attach(size, 2, 2, 1, 1)
+    if args.combo:
+        # (Not in ``widgets``: the layout tests compare those boxes with AT-SPI's.)
+        size = Gtk.ComboBoxText()
+        for option in ("Small", "Medium", "Large"):
+            size.append_text(option)
+        size.set_active(0)
+        size.get_accessible().set_name("Size")
+        size.connect("changed", lambda c: emit(event="select", widget="Size", value=c.get_active_text()))
+        grid.attach(size, 2, 2, 1, 1)
 
     extras = Gtk.Box(spacing=12)
     grow = Gtk.Button(label="Grow")
