@@ -292,9 +292,20 @@ class Drive:
             if leaks:
                 raise CheckFailed(f"{url} reveals {leaks}: {text[:300]}")
         self.ok("health: open without the token, and no token, environment or session paths in it")
-        result = podman("healthcheck", "run", self.name, check=False)
-        if result.returncode != 0:
-            raise CheckFailed(f"the image's HEALTHCHECK failed: {result.stdout.strip()} {result.stderr.strip()}")
+        # The check passes once deskbox up has written its state file, when every part it
+        # runs is up: with the live view and the observer API, a moment after these three
+        # answer (the image's HEALTHCHECK gives the session a 30 s start period).
+        outcome: list[subprocess.CompletedProcess] = []
+
+        def healthcheck_passes() -> bool:
+            outcome[:] = [podman("healthcheck", "run", self.name, check=False)]
+            return outcome[0].returncode == 0
+
+        try:
+            wait_until(healthcheck_passes, 30, "the image's HEALTHCHECK")
+        except CheckFailed:
+            result = outcome[-1]
+            raise CheckFailed(f"the image's HEALTHCHECK failed: {result.stdout.strip()} {result.stderr.strip()}") from None
         self.ok("the image's HEALTHCHECK passes (podman healthcheck run)")
         return time.monotonic() - started
 
