@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -138,3 +139,20 @@ def _safe(fn, *args):
         return fn(*args)
     except OSError:
         return None
+
+
+def test_a_port_taken_before_the_session_binds_it_is_replaced_by_the_tests_session():
+    # What tests/support's Session does when a port it chose was taken in between (as a
+    # Chromium once took a scene port in CI): deskbox up refuses it, and it starts again.
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        s = Session(["640x480"], browser=False)
+        s.args[s.args.index("--scene-port") + 1] = str(taken)
+        s.scene_port = taken
+        s.start()
+        try:
+            assert s.scene_port != taken and http("GET", s.scene + "/api/v1/health").status == 200
+        finally:
+            s.stop()

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from aiohttp import web
 
-from deskbox.session.spawn import SpawnedSession
+from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "tests" / "pages"
@@ -206,8 +206,26 @@ class Session(SpawnedSession):
         super().__init__(args, env=extra_env, prefix="deskbox-test-")
 
     def start(self, timeout: float = 60) -> "Session":
-        super().start(timeout)
+        for attempt in range(3):
+            try:
+                super().start(timeout)
+                return self
+            except SessionFailed as exc:
+                # A port free when chosen can be taken before deskbox up binds it (one
+                # CI run lost a module to Chromium holding a session's scene port): the
+                # session refuses it, and is started again on fresh ports.
+                if ("is held by" not in str(exc) and "is in use by" not in str(exc)) or attempt == 2:
+                    raise
+                self._new_ports()
         return self
+
+    def _new_ports(self) -> None:
+        for i, arg in enumerate(self.args[:-1]):
+            if arg.startswith("--") and arg.endswith("-port"):
+                self.args[i + 1] = str(free_port())
+        ports = dict(zip(self.args, self.args[1:]))
+        self.desktopd_port, self.cdp_port = int(ports["--desktopd-port"]), int(ports["--cdp-port"])
+        self.bridge_port, self.scene_port = int(ports["--bridge-port"]), int(ports["--scene-port"])
 
     @property
     def desktopd(self) -> str:
