@@ -80,22 +80,24 @@ def _brief(node: dict) -> dict[str, Any]:
             "bbox": node.get("bbox")}
 
 
+def _regex(regex: str) -> re.Pattern:
+    """A client's regex, or a clear 400 for one that does not compile."""
+    try:
+        return re.compile(regex)
+    except re.error as exc:
+        raise InvalidRequest(f"bad regex {regex!r}: {exc}", code="invalid_regex") from None
+
+
 def _text_test(spec: Any) -> Callable[[str], bool]:
     if spec.regex is not None:
-        try:
-            pattern = re.compile(spec.regex)
-        except re.error as exc:
-            raise InvalidRequest(f"bad regex {spec.regex!r}: {exc}", code="invalid_regex") from None
+        pattern = _regex(spec.regex)
         return lambda s: pattern.search(s) is not None
     needle = spec.text.lower()
     return lambda s: needle in s.lower()
 
 
 def _title_test(regex: str | None, app: str | None) -> Callable[[dict], bool]:
-    try:
-        pattern = re.compile(regex) if regex is not None else None
-    except re.error as exc:
-        raise InvalidRequest(f"bad regex {regex!r}: {exc}", code="invalid_regex") from None
+    pattern = _regex(regex) if regex is not None else None
     return lambda w: ((pattern is None or pattern.search(w.get("name") or "") is not None)
                       and (app is None or (w.get("app") or "").lower() == app.lower()))
 
@@ -137,10 +139,7 @@ async def check(spec: Any, look: Look, start: Look | None = None) -> tuple[bool,
         if kind == "value_equals":
             passed = value == spec.expected
         else:
-            try:
-                passed = value is not None and re.fullmatch(spec.regex, value) is not None
-            except re.error as exc:
-                raise InvalidRequest(f"bad regex {spec.regex!r}: {exc}", code="invalid_regex") from None
+            passed = value is not None and _regex(spec.regex).fullmatch(value) is not None
         return passed, {"count": len(found), "value": value, "element": _brief(found[0])}
     if kind == "text_visible":
         return await _text_visible(spec, look)
@@ -163,10 +162,7 @@ async def check(spec: Any, look: Look, start: Look | None = None) -> tuple[bool,
             match = [w for w in look.windows() if test(w)]
         return not match, {"matched": [m["id"] for m in match]}
     if kind == "url_matches":
-        try:
-            pattern = re.compile(spec.regex)
-        except re.error as exc:
-            raise InvalidRequest(f"bad regex {spec.regex!r}: {exc}", code="invalid_regex") from None
+        pattern = _regex(spec.regex)
         tabs = await look.tabs()
         hit = next((t for t in tabs if pattern.search(t.get("url") or "")), None)
         return hit is not None, {"url": hit.get("url") if hit else None,

@@ -95,8 +95,7 @@ class TextVisible(_TextCondition):
     type: Literal["text_visible"]
 
 
-class WindowAppears(_Strict):
-    type: Literal["window_appears"]
+class _WindowByTitleOrApp(_Strict):
     title_regex: Regex | None = None
     app: str | None = Field(None, min_length=1, max_length=200)
 
@@ -105,6 +104,10 @@ class WindowAppears(_Strict):
         if self.title_regex is None and self.app is None:
             raise ValueError("give title_regex, app or both")
         return self
+
+
+class WindowAppears(_WindowByTitleOrApp):
+    type: Literal["window_appears"]
 
 
 class WindowDisappears(_Strict):
@@ -178,16 +181,8 @@ class TextIsVisible(_TextCondition):
     kind: Literal["text_visible"]
 
 
-class WindowFocused(_Strict):
+class WindowFocused(_WindowByTitleOrApp):
     kind: Literal["window_focused"]
-    title_regex: Regex | None = None
-    app: str | None = Field(None, min_length=1, max_length=200)
-
-    @model_validator(mode="after")
-    def _some(self):
-        if self.title_regex is None and self.app is None:
-            raise ValueError("give title_regex, app or both")
-        return self
 
 
 class WindowExists(_Strict):
