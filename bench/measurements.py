@@ -672,6 +672,24 @@ def _view(d: dict, plots: Plots) -> list[str]:
     return out + [""]
 
 
+def _trace(d: dict, plots: Plots) -> list[str]:
+    meta, replay = d.get("meta") or {}, d.get("replay") or {}
+    rows = d.get("rows") or []
+    out = [f"One {meta.get('output', '1280x800')} session, Chromium on a form; {meta.get('iterations', '?')} rounds "
+           "per row after an untimed one, the rows alternated; the baseline is the same action with no trace.", ""]
+    out += _table(["row", "n", "median ms", "p95 ms", "x baseline"], ["l", "r", "r", "r", "r"],
+                  [[r.get("row", "?"), _int(r.get("n")), _ms(r.get("median_ms")), _ms(r.get("p95_ms")),
+                    "1x" if r.get("x_baseline") is None else f"{r['x_baseline']:.2f}x"] for r in rows])
+    if d.get("bytes_per_step") is not None:
+        out += ["", f"- A traced step with screenshots adds {d['bytes_per_step']:,} bytes to its folder (median)."]
+    if replay:
+        ratio = replay.get("ratio")
+        out.append(f"- Replay of a {replay.get('steps')}-step demonstration: {replay.get('replay_ms'):,} ms against "
+                   f"{replay.get('recorded_ms'):,} ms recorded ({'?' if ratio is None else f'{ratio:.2f}'}x), "
+                   f"{replay.get('divergences')} divergences, all steps ok: {replay.get('all_ok')}.")
+    return out + [""]
+
+
 def _toolset(d: dict, plots: Plots) -> list[str]:
     meta, tokens, act = d.get("meta") or {}, d.get("tokens") or {}, d.get("act")
     base = meta.get("baselines") or {}
@@ -806,6 +824,8 @@ BENCHES = [
     Bench("toolset", "Observer toolset: observe since a token, act and observe, prompt tokens",
           "python -m bench.toolset", True, _toolset, None),
     Bench("view", "Live view: a change on screen to the viewer's canvas", "python -m bench.view", True, _view, None),
+    Bench("trace", "Traces: overhead per action, and replay against the recording", "python -m bench.trace", True,
+          _trace, None),
     Bench("soak", "Soak: one session under mixed load", "make soak", False, _soak, "Earlier: soak and chaos"),
 ]
 

@@ -32,6 +32,7 @@ from typing import Any, Literal
 from aiohttp import ClientError, ClientSession, ClientTimeout
 
 from .common.options import DEFAULT_URLS, client_env
+from .common.web import INTERFACE_HEADER
 
 __all__ = [
     "Client",
@@ -42,6 +43,8 @@ __all__ = [
     "ExpiredError",
     "UnauthorizedError",
     "ActionFailedError",
+    "DeniedError",
+    "BudgetExceededError",
     "TooLargeError",
     "UnavailableError",
     "ConnectError",
@@ -116,9 +119,18 @@ class DeadlineExceededError(DeskboxError):
     pass
 
 
+class DeniedError(DeskboxError):
+    """The session's policy does not allow that action (403 action_denied)."""
+
+
+class BudgetExceededError(DeskboxError):
+    """A budget of the session's policy is spent (429 budget_exceeded; ``context`` says which)."""
+
+
 _BY_STATUS: dict[int, type[DeskboxError]] = {
-    400: InvalidRequestError, 401: UnauthorizedError, 404: NotFoundError, 409: ActionFailedError,
-    410: ExpiredError, 422: TooLargeError, 503: UnavailableError, 504: DeadlineExceededError,
+    400: InvalidRequestError, 401: UnauthorizedError, 403: DeniedError, 404: NotFoundError,
+    409: ActionFailedError, 410: ExpiredError, 422: TooLargeError, 429: BudgetExceededError,
+    503: UnavailableError, 504: DeadlineExceededError,
 }
 
 
@@ -152,11 +164,14 @@ class Client:
 
     def __init__(self, scene: str | None = DEFAULT_URLS["scene"], desktopd: str | None = DEFAULT_URLS["desktopd"],
                  bridge: str | None = DEFAULT_URLS["bridge"], token: str | None = None, *,
-                 timeout: float = 60.0) -> None:
+                 timeout: float = 60.0, interface: str | None = None) -> None:
         self.urls: dict[str, str | None] = {"scene": scene, "desktopd": desktopd, "bridge": bridge}
         self.urls = {k: v.rstrip("/") if v else None for k, v in self.urls.items()}
         self.timeout = timeout
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        if interface:
+            # What the session's traces, audit log and allow/deny rules call this client.
+            self._headers[INTERFACE_HEADER] = interface
         self._http: ClientSession | None = None
 
     @classmethod

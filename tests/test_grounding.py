@@ -425,7 +425,9 @@ def test_every_button_of_writers_standard_toolbar_clicked_by_id_lands(writer):
     # chart's own toolbars: Escape unselects the area, a second Escape leaves the chart
     # (selected in the text), and Undo takes it out.
     writer.click("Chart")
-    writer.until(lambda s: writer.has(s, "embedded", "Object1"), "a chart in the document")
+    # The first chart loads LibreOffice's chart module: on a fresh machine, from a cold
+    # disk and beside the other tests, that has taken more than 20 s.
+    writer.until(lambda s: writer.has(s, "embedded", "Object1"), "a chart in the document", timeout=90)
     writer.key("Escape")
     writer.until(lambda s: any(e["name"] == "Format Selection" and "disabled" in e["states"]
                                for e in writer.elements(s)), "the chart area unselected")

@@ -118,6 +118,11 @@ async def test_bad_scenarios_and_what_mock_mode_cannot_do_are_clear(tmp_path):
         assert shot.status == 503 and shot.json()["error"]["code"] == "no_pixels"
         unknown = await asyncio.to_thread(http, "POST", base + "/api/v1/act", {"target": "a0-999", "action": "click"})
         assert unknown.status == 404 and unknown.json()["error"]["code"] == "unknown_element"
+        # No desktop, no traces: said as such.
+        for path, body in (("/api/v1/trace/start", {}), ("/api/v1/replay/step", {"replay_id": "x"}),
+                           ("/api/v1/replay", {"trace": "x"})):
+            resp = await asyncio.to_thread(http, "POST", base + path, body)
+            assert resp.status == 501 and resp.json()["error"]["code"] == "not_served", (path, resp.body[:200])
 
 
 def test_deskbox_up_mock_serves_a_scenario_and_its_observer_api():

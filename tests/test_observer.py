@@ -1,7 +1,8 @@
 """The OS Screen Observer-compatible API (``deskbox up --observer``) against a real
 session: its documented routes and shapes, driven the way its clients drive it (list the
 windows, observe, read the tree, click at a bounds' centre, observe again), its v2
-element actions, waits and snapshots, its error shapes, and 501 for what comes later."""
+element actions, waits and snapshots, traces and replay, the guard rails' status, its
+error shapes, and 501 for loading a scenario (a mock session loads it as it starts)."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def test_discovery_routes(session):
     health = api(session, "GET", "/api/healthz")
     assert health["ok"] and health["adapter"] == "deskbox"
     caps = api(session, "GET", "/api/capabilities")
-    assert caps["protocol_version"] == 2 and caps["supports"]["accessibility_tree"] and not caps["supports"]["replay"]
+    assert caps["protocol_version"] == 2 and caps["supports"]["accessibility_tree"] and caps["supports"]["replay"]
     monitors = api(session, "GET", "/api/monitors")["monitors"]
     assert monitors == [{"index": 0, "name": monitors[0]["name"], "primary": True, "scale_factor": 1.0,
                          "bounds": {"x": 0, "y": 0, "width": 1280, "height": 800},
@@ -165,9 +166,10 @@ def test_errors_come_in_the_shapes_its_clients_read(page):
     assert action["success"] is False and isinstance(action["error"], str)
     bad = api(page, "GET", "/api/find_element", selector="button[", status=400)
     assert bad["error"]["code"] == "BadRequest"
-    later = api(page, "POST", "/api/trace/start", {"label": "x"}, status=501)
-    assert later["error"]["code"] == "PlatformUnsupported" and "not served yet" in later["error"]["message"]
-    assert api(page, "GET", "/api/budget_status", status=501)["ok"] is False
+    later = api(page, "POST", "/api/scenario/load", {"path": "x.yaml"}, status=501)
+    assert later["error"]["code"] == "PlatformUnsupported" and "--mock" in later["error"]["message"]
+    gone = api(page, "POST", "/api/replay/step", {"replay_id": "nope"}, status=404)
+    assert gone["ok"] is False and gone["error"]["context"]["deskbox_code"] == "unknown_replay"
     metrics = http("GET", page.state["observer"] + "/api/metrics")
     assert metrics.status == 200 and "deskbox_http_requests_total" in metrics.body.decode()
 
@@ -254,3 +256,30 @@ def test_a_client_of_its_tool_table_completes_a_task_through_port_5001_alone(pag
     assert shot["format"] == "png" and base64.b64decode(shot["data"])[:4] == b"\x89PNG"
     sketch = tools.call("get_screen_sketch", {"window_index": index})
     assert sketch["sketch"].splitlines()[0].startswith("chromium window")
+
+
+def test_traces_replay_and_the_guard_rails_status(page, pages):
+    assert api(page, "GET", "/api/trace/status")["active_trace_id"] is None
+    started = api(page, "POST", "/api/trace/start", {"label": "observer"})
+    assert started["ok"] and started["trace_id"] and api(page, "GET", "/api/trace/status")["active_trace_id"]
+    add = api(page, "GET", "/api/find_element", selector='Button[name="Add item"]')
+    api(page, "POST", "/api/element/click", {"element_id": add["element_id"]})
+    pages.wait_for(type="click", target="add")
+    stopped = api(page, "POST", "/api/trace/stop")
+    assert stopped["trace_id"] == started["trace_id"] and stopped["step_count"] == 1
+    pages.clear()
+    replay = api(page, "POST", "/api/replay/start", {"path": stopped["trace_id"], "mode": "verify"})
+    assert replay["total"] == 1 and replay["label"] == "observer"
+    step = api(page, "POST", "/api/replay/step", {"replay_id": replay["replay_id"]})
+    assert step["finished"] and step["tool"] == "click" and step["divergence"] is None
+    assert step["actual_summary"]["ok"] and step["actual_summary"]["resolved_by"] == "element"
+    pages.wait_for(type="click", target="add")
+    assert api(page, "POST", "/api/replay/status", {"replay_id": replay["replay_id"]})["divergences"] == []
+    # Without a policy: nothing configured, nothing to confirm.
+    assert api(page, "GET", "/api/budget_status")["configured"] is False
+    redaction = api(page, "GET", "/api/redaction_status")
+    assert redaction["enabled"] is False and redaction["applied_count"] == 0
+    proposed = api(page, "POST", "/api/propose_action", {"action": "click_element",
+                                                          "args": {"element_id": add["element_id"]}})
+    assert proposed["needed"] is False and proposed["confirm_token"] is None
+    assert proposed["would_target"]["element_id"] == add["element_id"]

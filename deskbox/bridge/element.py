@@ -17,7 +17,11 @@ scene aggregator needs to act on it with real input. None of these send input ev
   would leave it (selected, focused, input and change fired). Chromium draws a select's
   list as a popup of its own; picking through it takes two clicks and a popup to place.
   Anything else answers ``{"ok": false, "reason": "not a select"}`` and the aggregator
-  opens it and clicks the option."""
+  opens it and clicks the option.
+- ``secret``: whether it is a field for a secret (a password input, or one whose
+  ``autocomplete`` asks for a password, a card number or a one-time code): the
+  accessibility tree does not say so while the field is empty, and what is typed into it
+  must stay out of traces and logs."""
 
 from __future__ import annotations
 
@@ -53,6 +57,13 @@ _INVOKE = """function () {
   if (!el || typeof el.click !== 'function') return false;
   el.click();
   return true;
+}"""
+
+_SECRET = """function () {
+  const el = this.nodeType === 1 ? this : this.parentElement;
+  if (!el || el.tagName !== 'INPUT') return {secret: false};
+  const auto = (el.getAttribute('autocomplete') || '').toLowerCase();
+  return {secret: el.type === 'password' || /password|cc-number|cc-csc|one-time-code/.test(auto)};
 }"""
 
 _SELECT = """function (name, index) {
@@ -126,6 +137,11 @@ async def element_action(browser: Browser, action: str, tab: str, frame_id: str 
                          x: float | None = None, y: float | None = None, *, option: str | None = None,
                          option_index: int | None = None) -> dict[str, Any]:
     conn, page, session, out_of_process = await _sessions(browser, tab, frame_id)
+    if action == "secret":
+        target = await _object(conn, session, backend_id)
+        reply = await conn.send("Runtime.callFunctionOn", {"objectId": target, "functionDeclaration": _SECRET,
+                                                           "returnByValue": True}, session=session)
+        return reply.get("result", {}).get("value") or {"secret": False}
     if action in ("invoke", "select"):
         target = await _object(conn, session, backend_id)
         call: dict[str, Any] = {"objectId": target, "returnByValue": True, "userGesture": True,

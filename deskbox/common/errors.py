@@ -5,8 +5,12 @@
     |   +-- NotFoundError (404 not_found)
     |   +-- Expired (410 expired): a token or snapshot that was valid and is no more
     +-- Unauthorized (401 unauthorized)
+    +-- ActionDenied (403 action_denied): the session's policy forbids this action
     +-- ActionFailed (409 action_failed): valid, but could not be applied now
+    |   +-- ConfirmationRequired (409 confirmation_required): repeat it with ``confirm_token``
+    |   +-- ConfirmationInvalid (409 confirmation_invalid): that token does not confirm this
     +-- TooLarge (422 too_large): valid, but beyond a documented limit
+    +-- BudgetExceeded (429 budget_exceeded): the session's policy allows no more of these
     +-- Unavailable (503 unavailable): a component the request needs is down
     +-- DeadlineExceeded (504 deadline_exceeded): valid, but it did not finish in time
     +-- NotServed (501 not_implemented): a route kept for a compatible API, not served yet
@@ -21,6 +25,8 @@ sway IPC) are translated into these where they enter.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ServiceError",
     "InvalidRequest",
@@ -32,6 +38,10 @@ __all__ = [
     "Unavailable",
     "DeadlineExceeded",
     "NotServed",
+    "ActionDenied",
+    "BudgetExceeded",
+    "ConfirmationRequired",
+    "ConfirmationInvalid",
 ]
 
 
@@ -108,3 +118,42 @@ class DeadlineExceeded(ServiceError):
 class NotServed(ServiceError):
     status = 501
     code = "not_implemented"
+
+
+# The guard rails' answers (deskbox.policy): what the session's policy refuses.
+
+
+class ActionDenied(ServiceError):
+    status = 403
+    code = "action_denied"
+
+
+class BudgetExceeded(ServiceError):
+    # Not recoverable by default: the session's budget is spent. A rate budget (actions
+    # per minute) is, by waiting: its raiser says so.
+    status = 429
+    code = "budget_exceeded"
+
+
+class ConfirmationRequired(ActionFailed):
+    """The action needs a second, confirmed call: the same action with ``confirm_token``
+    (in ``context``, with when it expires). ``suggested_next_tool`` is that action."""
+
+    status = 409
+    code = "confirmation_required"
+    recoverable = True
+
+    def __init__(self, message: str, *, action: str | None = None, token: str | None = None,
+                 expires_at: float | None = None, context: dict | None = None,
+                 suggested_next_tool: str | None = None, **kwargs: Any) -> None:
+        context = dict(context or {})
+        if token is not None:
+            context.update(confirm_token=token, expires_at=expires_at)
+        super().__init__(message, context=context or None, suggested_next_tool=suggested_next_tool or action,
+                         **kwargs)
+
+
+class ConfirmationInvalid(ActionFailed):
+    # Recoverable: the action without a token asks for a fresh one.
+    status = 409
+    code = "confirmation_invalid"

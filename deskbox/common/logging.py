@@ -20,11 +20,11 @@ def configure_logging(service: str, level: str = "info") -> None:
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
-    renderer = (
-        structlog.dev.ConsoleRenderer(colors=False)
-        if sys.stderr.isatty()
-        else structlog.processors.JSONRenderer()
-    )
+    tty = sys.stderr.isatty()
+    renderer = structlog.dev.ConsoleRenderer(colors=False) if tty else structlog.processors.JSONRenderer()
+    # A logged exception's traceback, as a string in the JSON line (the console renderer
+    # prints its own).
+    tracebacks = [] if tty else [structlog.processors.format_exc_info]
     structlog.configure(
         processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
@@ -37,6 +37,7 @@ def configure_logging(service: str, level: str = "info") -> None:
             foreign_pre_chain=shared,
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                *tracebacks,
                 renderer,
             ],
         )

@@ -36,3 +36,13 @@ DEFAULT_URLS = {
 def client_env(name: str) -> str | None:
     """The value of the client setting ``name`` (a key of ``CLIENT_ENV``), None when unset."""
     return os.environ.get(CLIENT_ENV[name]) or None
+
+
+# The secret ``deskbox up`` gives desktopd and the scene aggregator (in their environment,
+# never on a command line): the scene's own requests to desktopd carry it, and desktopd's
+# questions to the scene's gate do. Unset when the services run on their own.
+INTERNAL_SECRET_ENV = "DESKBOX_INTERNAL_SECRET"
+
+
+def internal_secret_from_env() -> str | None:
+    return os.environ.get(INTERNAL_SECRET_ENV) or None

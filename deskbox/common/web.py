@@ -89,6 +89,13 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
         structlog.contextvars.unbind_contextvars("request_id")
 
 
+# The scene's own requests to desktopd carry the session's internal secret in this header
+# (deskbox.common.options.INTERNAL_SECRET_ENV); a client names the interface it is (the MCP
+# server, OS Screen Observer's API) in the other, for traces and the policy.
+INTERNAL_HEADER = "X-Deskbox-Internal"
+INTERFACE_HEADER = "X-Deskbox-Interface"
+
+
 def auth_middleware(token: str | None, open_paths: frozenset[str]):
     """Bearer-token auth when ``token`` is set; ``open_paths`` (health probes) stay open."""
 

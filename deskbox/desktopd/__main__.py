@@ -11,6 +11,7 @@ from aiohttp import web
 from ..common.errors import ServiceError
 from ..common.logging import configure_logging, get_logger
 from ..common.net import parse_listen
+from ..common.options import internal_secret_from_env
 from .app import DesktopdConfig, create_app
 from .backends import make_backend
 
@@ -24,12 +25,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--input", choices=["auto", "virtual", "uinput"], default=os.environ.get("DESKTOPD_INPUT", "auto"),
                         help="pointer and keyboard devices: the backend's own (virtual), or kernel uinput devices "
                              "(needs /dev/uinput); auto picks the backend's own")
+    parser.add_argument("--gate", default=None,
+                        help="the scene aggregator's URL: input sent here directly passes its gate (the session's "
+                             "policy, traces); needs DESKBOX_INTERNAL_SECRET")
+    parser.add_argument("--gate-required", action="store_true",
+                        help="a policy is in force: refuse direct input while the gate cannot be reached")
     parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
     args = parser.parse_args(argv)
     configure_logging("desktopd", args.log_level)
     host, port = parse_listen(args.listen)
     backend = make_backend(args.backend, args.input)
-    app = create_app(backend, DesktopdConfig(token=os.environ.get("DESKBOX_TOKEN") or None))
+    app = create_app(backend, DesktopdConfig(token=os.environ.get("DESKBOX_TOKEN") or None, gate=args.gate,
+                                             secret=internal_secret_from_env(), gate_required=args.gate_required))
     log = get_logger("deskbox.desktopd")
     log.info("starting", url=f"http://{host}:{port}", backend=backend.name)
     try:

@@ -29,8 +29,10 @@ from .actions import (
     slices,
 )
 from .backends.base import Backend, KeyEvent
+from .gate import GATE_CLIENT, GateClient, gate_middleware, gate_state
 from .keys import UnknownKey, parse_key
 from .models import (
+    GateStateRequest,
     KeyboardEventsRequest,
     KeyboardRequest,
     MoveWindowRequest,
@@ -49,6 +51,9 @@ __version__ = "0.1.0"
 @dataclass(frozen=True)
 class DesktopdConfig:
     token: str | None = None
+    gate: str | None = None  # the scene aggregator's URL: its gate is told of direct input
+    secret: str | None = None  # the session's internal secret (the scene's requests carry it)
+    gate_required: bool = False  # a policy is in force: refuse input while the gate is unreachable
 
 
 BACKEND = web.AppKey("backend", Backend)
@@ -79,10 +84,21 @@ OPEN_PATHS = frozenset({"/api/v1/health", "/health", "/api/v1/openapi.json"})
 def create_app(backend: Backend, config: DesktopdConfig | None = None) -> web.Application:
     config = config or DesktopdConfig()
     app = web.Application(
-        middlewares=[metrics_middleware, error_middleware, auth_middleware(config.token, OPEN_PATHS)],
+        middlewares=[metrics_middleware, error_middleware, auth_middleware(config.token, OPEN_PATHS),
+                     gate_middleware],
         client_max_size=1024 * 1024,
     )
     app[BACKEND] = backend
+    if config.gate and config.secret:
+        gate = app[GATE_CLIENT] = GateClient(config.gate, config.secret, token=config.token,
+                                              required=config.gate_required)
+
+        async def gate_ctx(app: web.Application):
+            await gate.start()
+            yield
+            await gate.close()
+
+        app.cleanup_ctx.append(gate_ctx)
     app[SHOTS] = Screenshots(backend)
     app[INPUT_LOCK] = asyncio.Lock()
     app[STARTED] = time.time()
@@ -364,6 +380,8 @@ ROUTES = [
     Route("POST", "/api/v1/pointer", pointer, "Move, click, press, release, drag or scroll", body=PointerRequest),
     Route("POST", "/api/v1/keyboard", keyboard, "Type text, press key combinations, hold keys", body=KeyboardRequest),
     Route("POST", "/api/v1/input/release", release_input, "Release every key and button deskbox holds"),
+    Route("POST", "/api/v1/gate", gate_state, "Internal (the scene): whether to take direct input to its gate",
+          body=GateStateRequest),
     Route("GET", "/api/v1/tree", tree, "Windows with display-local bounds"),
     Route("POST", "/api/v1/windows/{id}/focus", window_focus, "Focus a window"),
     Route("POST", "/api/v1/windows/{id}/close", window_close, "Ask a window to close"),

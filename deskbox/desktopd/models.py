@@ -123,6 +123,10 @@ class KeyboardRequest(_Strict):
         return self
 
 
+class GateStateRequest(_Strict):
+    active: bool  # whether to take direct input to the scene's gate
+
+
 class MoveWindowRequest(_Strict):
     display: int = Field(ge=0)
 

@@ -49,7 +49,7 @@ class McpEndpoint:
                 own = _own_url(request)
                 # (No desktopd URL: this app serves desktopd's routes itself, as mock mode does.)
                 urls = {**self._urls, "desktopd": self._urls["desktopd"] or own}
-                self._client = Client(own, token=self._token, **urls)
+                self._client = Client(own, token=self._token, interface="mcp", **urls)
                 manager = StreamableHTTPSessionManager(build_server(self._client), stateless=True, json_response=True)
                 running = asyncio.Event()
                 self._task = asyncio.create_task(self._run(manager, running))

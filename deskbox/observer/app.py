@@ -6,8 +6,9 @@ deskbox's own client: windows by index (focused first, then by title), element i
 the Scene's, bounds are desktop-wide layout pixels (``shapes``). v1 routes answer errors
 as ``{"error": "message"}`` and ``/api/action`` as ``{"success": false, "error": ...}``,
 as its clients read them; v2 routes as ``{"ok": false, "success": false, "error": {code,
-message, recoverable, suggested_next_tool, context}}`` with its codes. What the next
-issue brings (traces, replay, budgets, redaction, confirmation, scenarios) answers 501."""
+message, recoverable, suggested_next_tool, context}}`` with its codes. Traces, replay,
+budgets, redaction and confirmation are the scene's (its gate); loading a scenario over
+the API answers 501 (a mock session loads its scenario as it starts)."""
 
 from __future__ import annotations
 
@@ -36,9 +37,13 @@ from .models import (
     HoverRequest,
     KeyRequest,
     ObserveQuery,
+    ProposeRequest,
+    ReplayIdRequest,
+    ReplayStartRequest,
     SketchQuery,
     SnapshotDiffRequest,
     StructureQuery,
+    TraceStartRequest,
     TypeRequest,
     WaitIdleRequest,
     WaitRequest,
@@ -152,7 +157,7 @@ def create_app(config: ObserverConfig | None = None) -> web.Application:
     app = web.Application(middlewares=[metrics_middleware, error_middleware, auth_middleware(config.token, OPEN_PATHS),
                                        oso_errors], client_max_size=1024 * 1024)
     add_metrics(app)
-    client = Client(config.scene, config.desktopd, config.bridge, config.token, timeout=120)
+    client = Client(config.scene, config.desktopd, config.bridge, config.token, timeout=120, interface="observer")
     app[OBSERVER] = Observer(client)
 
     async def client_ctx(app: web.Application):
@@ -274,8 +279,8 @@ async def healthz(request: web.Request) -> web.Response:
 async def capabilities(request: web.Request) -> web.Response:
     return _ok(platform="linux-wayland", adapter="deskbox", version=__version__, protocol_version=PROTOCOL_VERSION,
                supports={"accessibility_tree": True, "uia_invoke": True, "occlusion_detection": True, "drag": True,
-                         "ocr": True, "vlm": False, "redaction": False, "scenarios": False, "tracing": False,
-                         "replay": False, "image_blur": False},
+                         "ocr": True, "vlm": False, "redaction": True, "scenarios": False, "tracing": True,
+                         "replay": True, "image_blur": True},
                config={"tree_max_depth": None, "ascii_grid": {"width": 72, "height": 24}})
 
 
@@ -333,6 +338,8 @@ async def _receipt(request: web.Request, action: str, act: dict[str, Any], *, ob
     body = {"target": element["id"], "settle_ms": req.wait_after_ms, **act}
     if req.since is not None:
         body["since"] = req.since
+    if req.confirm_token is not None:
+        body["confirm_token"] = req.confirm_token
     done = await obs.client.request("scene", "POST", "/api/v1/act_and_observe",
                                     body={**body, "format": "compact"})
     changes = done["changes"] or {}
@@ -563,8 +570,111 @@ async def assert_state(request: web.Request) -> web.Response:
 
 
 async def later(request: web.Request) -> web.Response:
-    raise NotServed(f"{request.path} comes with deskbox's traces, replay and guard rails, which are not served yet",
+    raise NotServed(f"{request.path}: a scenario is loaded as the session starts (deskbox up --mock SCENARIO)",
                     context={"path": request.path})
+
+
+# -- traces, replay and guard rails: the scene's, in OS Screen Observer's shapes ---------
+
+
+async def trace_start(request: web.Request) -> web.Response:
+    req = await read_body(request, TraceStartRequest)
+    out = await request.app[OBSERVER].client.request("scene", "POST", "/api/v1/trace/start",
+                                                     body={"label": req.label})
+    return _ok(trace_id=out["trace_id"], started_at=out["started_at"], dir=out["dir"])
+
+
+async def trace_stop(request: web.Request) -> web.Response:
+    out = await request.app[OBSERVER].client.request("scene", "POST", "/api/v1/trace/stop", body={})
+    return _ok(trace_id=out["trace_id"], path=out["path"], step_count=out["step_count"],
+               duration_ms=out["duration_ms"])
+
+
+async def trace_status(request: web.Request) -> web.Response:
+    out = await request.app[OBSERVER].client.request("scene", "GET", "/api/v1/trace/status")
+    return _ok(active_trace_id=out["active_trace_id"], step_count=out["step_count"], dir=out["dir"])
+
+
+async def replay_start(request: web.Request) -> web.Response:
+    req = await read_body(request, ReplayStartRequest)
+    out = await request.app[OBSERVER].client.request("scene", "POST", "/api/v1/replay/start", body={
+        "trace": req.path, "mode": req.mode, "on_divergence": req.on_divergence})
+    return _ok(replay_id=out["replay_id"], total=out["total"], mode=out["mode"], label=out["label"])
+
+
+async def replay_step(request: web.Request) -> web.Response:
+    req = await read_body(request, ReplayIdRequest)
+    out = await request.app[OBSERVER].client.request("scene", "POST", "/api/v1/replay/step",
+                                                     body={"replay_id": req.replay_id})
+    result = out["result"]
+    return _ok(position=out["position"], total=out["total"], tool=result["action"], divergence=out["divergence"],
+               actual_summary={"ok": result["ok"], "resolved_by": result["resolved_by"],
+                               "resolution": result["resolution"], "error": result["error"]},
+               finished=out["finished"])
+
+
+async def replay_status(request: web.Request) -> web.Response:
+    req = await read_body(request, ReplayIdRequest)
+    out = await request.app[OBSERVER].client.request("scene", "POST", "/api/v1/replay/status",
+                                                     body={"replay_id": req.replay_id})
+    return _ok(position=out["position"], total=out["total"], finished=out["finished"],
+               divergences=out["divergences"])
+
+
+async def replay_stop(request: web.Request) -> web.Response:
+    req = await read_body(request, ReplayIdRequest)
+    out = await request.app[OBSERVER].client.request("scene", "POST", "/api/v1/replay/stop",
+                                                     body={"replay_id": req.replay_id})
+    return _ok(stopped=out["stopped"])
+
+
+async def _policy(request: web.Request) -> dict[str, Any]:
+    return await request.app[OBSERVER].client.request("scene", "GET", "/api/v1/policy")
+
+
+async def budget_status(request: web.Request) -> web.Response:
+    policy = await _policy(request)
+    if not policy.get("configured"):
+        return _ok(configured=False, actions=None, screenshots=None, vlm_tokens=None, session_seconds=None,
+                   actions_per_minute=None)
+    used = policy["budget_status"]
+    return _ok(configured=True, actions=used["max_actions"], screenshots=used["max_screenshots"], vlm_tokens=None,
+               session_seconds=used["max_session_seconds"], actions_per_minute=used["actions_per_minute"])
+
+
+async def redaction_status(request: web.Request) -> web.Response:
+    policy = await _policy(request)
+    redaction = policy.get("redaction") or {}
+    done = policy.get("redaction_status") or {}
+    patterns = sum(redaction.get(k) or 0 for k in ("element_name_patterns", "window_title_patterns", "text_patterns"))
+    return _ok(enabled=bool(redaction.get("enabled")), active=bool(done.get("enabled")), patterns_count=patterns,
+               applied_count=done.get("applied_count", 0), blur_screenshots=bool(redaction.get("blur_screenshots")))
+
+
+# OS Screen Observer's tool names -> the scene's actions.
+_PROPOSED = {"click_element": "click", "click": "click", "double_click": "double_click",
+             "right_click": "right_click", "invoke": "invoke", "invoke_element": "invoke", "set_value": "set_value",
+             "select": "select", "select_option": "select", "type_text": "type", "press_key": "key", "key": "key",
+             "clear_text": "clear_text", "drag": "drag"}
+
+
+async def propose_action(request: web.Request) -> web.Response:
+    req = await read_body(request, ProposeRequest)
+    obs = request.app[OBSERVER]
+    try:
+        target = ElementRequest(**{k: v for k, v in req.args.items() if k in ElementRequest.model_fields})
+    except ValueError as exc:
+        raise InvalidRequest(f"args: {exc}", code="validation_error") from None
+    scene, window, element = await obs.target(target)
+    out = await obs.client.request("scene", "POST", "/api/v1/act/propose", body={
+        "target": element["id"], "action": _PROPOSED.get(req.action, req.action)})
+    would = out["would_target"] or {}
+    displays = {d.id: d for d in shapes.displays_of(scene)}
+    return _ok(needed=out["needed"], confirm_token=out["confirm_token"], expires_at=out["expires_at"],
+               would_target={"window_uid": window.get("window_uid"), "selector": target.selector,
+                             "element_id": element["id"],
+                             "bounds": shapes.bounds(displays, element.get("display_id"), element.get("bbox")),
+                             "screenshot_b64": would.get("screenshot_b64")})
 
 
 async def openapi(request: web.Request) -> web.Response:
@@ -616,6 +726,18 @@ ROUTES = [
     Route("POST", "/api/assert_state", assert_state, "Check predicates", body=AssertRequest),
     Route("GET", "/api/metrics", serve_metrics, "Prometheus metrics", responses="text/plain"),
     Route("GET", "/metrics", serve_metrics, "Prometheus metrics", responses="text/plain"),
-    *[Route(method, path, later, "Not served yet (501)", success=(501,)) for method, path in shapes.LATER],
+    Route("POST", "/api/trace/start", trace_start, "Start a trace", body=TraceStartRequest),
+    Route("POST", "/api/trace/stop", trace_stop, "Stop the trace"),
+    Route("GET", "/api/trace/status", trace_status, "The trace being recorded"),
+    Route("POST", "/api/replay/start", replay_start, "Begin replaying a trace", body=ReplayStartRequest),
+    Route("POST", "/api/replay/step", replay_step, "Replay the next step", body=ReplayIdRequest),
+    Route("POST", "/api/replay/status", replay_status, "Where a replay is", body=ReplayIdRequest),
+    Route("POST", "/api/replay/stop", replay_stop, "Stop a replay", body=ReplayIdRequest),
+    Route("GET", "/api/budget_status", budget_status, "Budgets: limits, used, remaining"),
+    Route("GET", "/api/redaction_status", redaction_status, "Redaction: on, patterns, replacements made"),
+    Route("POST", "/api/propose_action", propose_action, "A confirmation token for a risky action",
+          body=ProposeRequest),
+    *[Route(method, path, later, "Not served: scenarios load at start (501)", success=(501,))
+      for method, path in shapes.LATER],
     Route("GET", "/api/openapi.json", openapi, "This document"),
 ]

@@ -75,6 +75,7 @@ class ElementRequest(WindowQuery):
     option_name: str | None = Field(None, min_length=1, max_length=1000)  # select
     option_index: int | None = Field(None, ge=0, le=100_000)
     keys: str | list[str] | None = None  # key
+    confirm_token: str | None = Field(None, min_length=8, max_length=64)  # what propose_action gave
     # *_and_observe
     wait_after_ms: int = Field(1500, ge=0, le=10_000)
     since: str | None = Field(None, max_length=32)
@@ -150,3 +151,22 @@ class SnapshotDiffRequest(_Lenient):
 
 class AssertRequest(_Lenient):
     predicate: list[dict[str, Any]] = Field(min_length=1, max_length=64)
+
+
+class TraceStartRequest(_Lenient):
+    label: str | None = Field(None, max_length=200)
+
+
+class ReplayStartRequest(_Lenient):
+    path: str = Field(min_length=1, max_length=4096)  # a trace id, or its folder, as trace/stop answered
+    mode: Literal["execute", "verify"] = "execute"
+    on_divergence: Literal["stop", "warn", "resume"] = "warn"
+
+
+class ReplayIdRequest(_Lenient):
+    replay_id: str = Field(min_length=1, max_length=64)
+
+
+class ProposeRequest(_Lenient):
+    action: str = Field(min_length=1, max_length=64)  # click_element, click, invoke ...
+    args: dict = Field(default_factory=dict)  # window_uid / window_index, element_id / selector

@@ -11,12 +11,9 @@ from ..geometry import Display, Rect, device_rect_to_layout, display_at_layout_p
 
 __all__ = ["displays_of", "bounds", "windows", "structure", "to_display", "oso_code", "LATER"]
 
-# Served by issue 17's work (traces, replay, budgets, redaction, confirmation, scenarios):
-# until then they answer 501.
-LATER = (("POST", "/api/trace/start"), ("POST", "/api/trace/stop"), ("GET", "/api/trace/status"),
-         ("POST", "/api/replay/start"), ("POST", "/api/replay/step"), ("POST", "/api/replay/status"),
-         ("POST", "/api/replay/stop"), ("GET", "/api/budget_status"), ("GET", "/api/redaction_status"),
-         ("POST", "/api/propose_action"), ("POST", "/api/scenario/load"))
+# A scenario is loaded when a session starts (deskbox up --mock SCENARIO), not over the
+# API: this answers 501.
+LATER = (("POST", "/api/scenario/load"),)
 
 # deskbox error codes -> OS Screen Observer's.
 _CODES = {
@@ -28,6 +25,9 @@ _CODES = {
     "unsupported_action": "PatternUnsupported", "no_default_action": "PatternUnsupported",
     "unauthorized": "PermissionDenied", "not_implemented": "PlatformUnsupported",
     "deadline_exceeded": "Timeout", "client_timeout": "Timeout", "timeout": "Timeout",
+    "action_denied": "PermissionDenied", "budget_exceeded": "BudgetExceeded",
+    "confirmation_required": "ConfirmationRequired", "confirmation_invalid": "ConfirmationInvalid",
+    "unknown_trace": "BadRequest", "unknown_replay": "BadRequest",
 }
 
 

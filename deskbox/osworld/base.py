@@ -93,4 +93,6 @@ def local_path(raw: str) -> Path:
 
 
 def session_env() -> dict[str, str]:
-    return dict(os.environ)
+    # Commands it runs name themselves to desktopd (the pyautogui shim sends it as the
+    # interface of the input they make: traces and the policy call it "osworld").
+    return {**os.environ, "DESKBOX_INTERFACE": "osworld"}

@@ -10,8 +10,27 @@ from aiohttp import web
 
 from ..common.logging import configure_logging, get_logger
 from ..common.net import parse_listen
-from ..common.options import OCR_MODES, ocr_mode_from_env
+from ..common.options import OCR_MODES, internal_secret_from_env, ocr_mode_from_env
+from ..policy import Policy, load_policy
 from .app import SceneConfig, create_app
+
+BUDGET_FLAGS = ("max_actions", "max_screenshots", "max_session_seconds", "actions_per_minute")
+
+
+def default_traces_dir() -> str:
+    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return os.path.join(state, "deskbox", "traces")
+
+
+def _policy(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Policy | None:
+    budgets = {flag: getattr(args, flag) for flag in BUDGET_FLAGS if getattr(args, flag)}
+    if not args.policy and not budgets:
+        return None
+    try:
+        policy = load_policy(args.policy) if args.policy else Policy()
+        return policy.merged({"budgets": budgets}) if budgets else policy
+    except (OSError, ValueError) as exc:
+        parser.error(f"--policy: {exc}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -32,6 +51,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ids-file", default=None,
                         help="keep element ids in this file, so that a restarted scene honours them")
     parser.add_argument("--view", default=None, help="the live view's base URL, whose control its health reports")
+    parser.add_argument("--traces", default=default_traces_dir(), metavar="DIR",
+                        help="where traces are kept, a folder each (default: %(default)s)")
+    parser.add_argument("--trace-at-start", action="store_true", help="record a trace from the start")
+    parser.add_argument("--policy", default=None, metavar="FILE",
+                        help="guard rails: budgets, redaction, allowed actions, confirmation, audit (JSON or YAML)")
+    for flag in BUDGET_FLAGS:
+        parser.add_argument(f"--{flag.replace('_', '-')}", type=int, default=None, metavar="N",
+                            help=f"budget {flag} (over the policy file's)")
     parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
     args = parser.parse_args(argv)
     configure_logging("scene", args.log_level)
@@ -45,6 +72,10 @@ def main(argv: list[str] | None = None) -> None:
         control=args.control,
         ids_file=args.ids_file,
         view=args.view.rstrip("/") if args.view else None,
+        traces=args.traces,
+        trace_label="deskbox up --trace" if args.trace_at_start else None,
+        secret=internal_secret_from_env(),
+        policy=_policy(args, parser),
     )
     get_logger("deskbox.scene").info("starting", url=f"http://{host}:{port}", desktopd=config.desktopd,
                                      bridge=config.bridge)

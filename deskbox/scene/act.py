@@ -23,6 +23,7 @@ from ..common.errors import ActionFailed, NotFoundError
 from ..geometry import device_rect, display_to_css, probe_points, visible_part
 from .elements import Element
 from .engine import SceneEngine
+from .gate import Gate, traced
 from .models import ActRequest
 from .sources import Bridge, Desktop
 
@@ -184,10 +185,11 @@ def _inside(ident: str, ancestor: str, parents: dict[str, str | None]) -> bool:
 
 class Actor:
     def __init__(self, engine: SceneEngine, desktop: Desktop, bridge: Bridge | None,
-                 input_lock: asyncio.Lock | None = None) -> None:
+                 input_lock: asyncio.Lock | None = None, gate: Gate | None = None) -> None:
         self.engine = engine
         self.desktop = desktop
         self.bridge = bridge
+        self.gate = gate  # the policy and the trace (None: neither)
         # One action at a time: input is a shared resource (the provider adapters hold
         # the same lock, so an adapter's drag never interleaves with an /act click).
         self.input_lock = input_lock or asyncio.Lock()
@@ -236,23 +238,28 @@ class Actor:
                 raise ActionFailed(f"{element.id} ({element.role} {element.name!r}) is covered by another element "
                                    "at every point tried", code="occluded")
             target = Target(element, point)
-            before = await self.engine.frame_signatures([element.display_id])
-            await HANDLERS[req.action](self, target, req)
-            changed, settled = await self.engine.settle(element.display_id, before[element.display_id], req.settle_ms)
-            self.engine.mark_dirty()
-            return {
-                "ok": True,
-                "action": req.action,
-                "target": {"id": element.id, "role": element.role, "name": element.name,
-                           "bbox": list(device_rect(element.bbox)) if element.bbox else None,
-                           "source": element.source, "window_id": element.window_id},
-                "display_id": element.display_id,
-                "point": [round(target.point[0], 1), round(target.point[1], 1)] if target.point else None,
-                "scrolled": scrolled,
-                "changed": changed,
-                "settled": settled,
-                "elapsed_ms": round((time.monotonic() - started) * 1000),
-            }
+            async with traced(self.gate, req.action, req.model_dump(exclude={"target"}), element=element,
+                              point=point, via="act") as step:
+                before = await self.engine.frame_signatures([element.display_id])
+                await HANDLERS[req.action](self, target, req)
+                changed, settled = await self.engine.settle(element.display_id, before[element.display_id],
+                                                            req.settle_ms)
+                self.engine.mark_dirty()
+                step.receipt = {
+                    "ok": True,
+                    "action": req.action,
+                    "target": {"id": element.id, "role": element.role, "name": element.name,
+                               "bbox": list(device_rect(element.bbox)) if element.bbox else None,
+                               "source": element.source, "window_id": element.window_id},
+                    "display_id": element.display_id,
+                    "point": [round(target.point[0], 1), round(target.point[1], 1)] if target.point else None,
+                    "scrolled": scrolled,
+                    "changed": changed,
+                    "settled": settled,
+                    "elapsed_ms": round((time.monotonic() - started) * 1000),
+                    "step": step.number or None,  # (in the trace being recorded)
+                }
+            return step.receipt
 
     def _visible(self, e: Element):
         if e.bbox is None:

@@ -28,10 +28,14 @@ from .act import Actor
 from .computer import COMPUTER, Computer
 from .computer import ROUTES as COMPUTER_ROUTES
 from .engine import SceneEngine
+from .gate import Gate, interface_middleware
+from .guard import Guard
 from .metrics import SCENE_METRICS, SceneMetrics
 from .models import ActRequest, MarkedScreenshotQuery, ResolveRequest, SceneQuery, StreamQuery, TextQuery, VlmRequest
 from .recording import RECORDING, Recording
 from .recording import ROUTES as RECORDING_ROUTES
+from .replay import REPLAYER, REPLAYS, Replayer
+from .replay import ROUTES as REPLAY_ROUTES
 from .resolve import resolve as resolve_match
 from .session import ROUTES as SESSION_ROUTES
 from .session import SESSION, SessionApi
@@ -39,6 +43,8 @@ from .sources import Bridge, Desktop, LiveView
 from .text import CHARS_PER_TOKEN, scene_text
 from .toolset.routes import ROUTES as TOOLSET_ROUTES
 from .toolset.routes import TOOLSET, Toolset
+from .tracing import GATE
+from .tracing import ROUTES as TRACE_ROUTES
 
 __all__ = ["create_app", "SceneConfig", "Parts", "ENGINE", "__version__"]
 
@@ -57,6 +63,10 @@ class SceneConfig:
     control: str | None = None  # deskbox up's control socket: the session state API
     ids_file: str | None = None  # where ids are kept across restarts of the scene
     view: str | None = None  # the live view (deskbox up --view): whether a viewer has control
+    traces: str | None = None  # where traces are kept (a folder per trace)
+    trace_label: str | None = None  # start a trace at once, with this label (deskbox up --trace DIR)
+    secret: str | None = None  # the session's internal secret, shared with desktopd
+    policy: Any = None  # a deskbox.policy.Policy: budgets, redaction, actions, confirmation, audit
 
 
 ENGINE = web.AppKey("engine", SceneEngine)
@@ -81,7 +91,8 @@ class Parts:
 def create_app(config: SceneConfig | None = None, *, parts: Parts | None = None) -> web.Application:
     config = config or SceneConfig()
     app = web.Application(
-        middlewares=[metrics_middleware, error_middleware, auth_middleware(config.token, OPEN_PATHS)],
+        middlewares=[metrics_middleware, error_middleware, auth_middleware(config.token, OPEN_PATHS),
+                     interface_middleware],
         client_max_size=1024 * 1024,
     )
     native = None
@@ -90,7 +101,7 @@ def create_app(config: SceneConfig | None = None, *, parts: Parts | None = None)
         input_lock = parts.actor.input_lock
         app[ACTOR] = parts.actor
     else:
-        desktop = Desktop(config.desktopd, config.token)
+        desktop = Desktop(config.desktopd, config.token, secret=config.secret)
         bridge = Bridge(config.bridge, config.token) if config.bridge else None
         if config.atspi:
             from ..atspi.source import NativeSource
@@ -105,12 +116,17 @@ def create_app(config: SceneConfig | None = None, *, parts: Parts | None = None)
             ocr, fill = (chain, None) if config.ocr == "all" else (None, FillIn(chain))
         engine = SceneEngine(desktop, bridge, native, ocr, ids_file=config.ids_file, fill=fill)
         input_lock = asyncio.Lock()  # /act and the provider adapters take turns at the input
-        app[ACTOR] = Actor(engine, desktop, bridge, input_lock)
+        guard = Guard(config.policy) if config.policy is not None else None
+        if guard is not None:
+            engine.redact = guard.redact_scene
+        gate = app[GATE] = Gate(engine, desktop, bridge, traces=config.traces, secret=config.secret, policy=guard)
+        app[ACTOR] = Actor(engine, desktop, bridge, input_lock, gate)
+        app[REPLAYER], app[REPLAYS] = Replayer(app[ACTOR]), {}
     app[ENGINE] = engine
     app[DESKTOP] = desktop
     app[TOOLSET] = Toolset(engine, app[ACTOR], desktop, bridge)
     app[RECORDING] = Recording(desktop)
-    app[COMPUTER] = Computer(desktop, bridge, engine, input_lock)
+    app[COMPUTER] = Computer(desktop, bridge, engine, input_lock, app.get(GATE))
     app[STARTED] = time.time()
     live_view = app[LIVE_VIEW] = LiveView(config.view, config.token, timeout=2.0) if config.view else None
     control = SessionControl(config.control)
@@ -135,6 +151,14 @@ def create_app(config: SceneConfig | None = None, *, parts: Parts | None = None)
             await native.close()
         await app[RECORDING].close()
 
+    async def trace_ctx(app: web.Application):
+        gate = app.get(GATE)
+        if gate is not None and config.trace_label is not None:
+            await gate.start_trace(config.trace_label or None)
+        yield
+        if gate is not None and gate.tracing:
+            await gate.stop_trace()  # the folder is complete when the scene stops
+
     async def watch_ctx(app: web.Application):
         task = asyncio.create_task(engine.watch()) if config.watch else None
         yield
@@ -146,6 +170,7 @@ def create_app(config: SceneConfig | None = None, *, parts: Parts | None = None)
 
     app.cleanup_ctx.append(clients_ctx)
     app.cleanup_ctx.append(watch_ctx)
+    app.cleanup_ctx.append(trace_ctx)
     add_routes(app, ROUTES)
     app.router.add_get("/api/v1/scene/stream", stream)
     app.router.add_get("/api/v1/openapi.json", openapi)
@@ -239,8 +264,13 @@ async def post_vlm(request: web.Request) -> web.Response:
 async def screenshot(request: web.Request) -> web.Response:
     q = read_query(request, MarkedScreenshotQuery)
     engine = request.app[ENGINE]
-    params = {"display": str(q.display), "format": "png" if q.marks else q.format}
-    if not q.marks:
+    gate = request.app.get(GATE)
+    guard = gate.policy if gate is not None else None
+    if guard is not None:
+        guard.budgets.charge_screenshot()
+    blur = guard is not None and guard.blurs
+    params = {"display": str(q.display), "format": "png" if q.marks or blur else q.format}
+    if not q.marks and not blur:
         body, headers = await request.app[DESKTOP].screenshot(params)
         return web.Response(body=body, content_type=headers.get("Content-Type", "image/png"))
     scene = await engine.scene("active")
@@ -248,12 +278,14 @@ async def screenshot(request: web.Request) -> web.Response:
     body, _ = await request.app[DESKTOP].screenshot(params)
     marks = [(e.id, device_rect(e.bbox)) for e in scene.ax
              if e.display_id == q.display and e.bbox is not None and e.visibility in ("visible", "partial")
-             and (q.all or e.interactive)]
+             and (q.all or e.interactive)] if q.marks else []
     from .marks import draw_marks
 
     def render() -> bytes:
         image = Image.open(io.BytesIO(body)).convert("RGB")
-        out = draw_marks(image, marks)
+        if blur:
+            image = guard.blur_image(image, q.display, scene)  # before the marks: they stay legible
+        out = draw_marks(image, marks) if marks else image
         buf = io.BytesIO()
         if q.format == "jpeg":
             out.save(buf, "JPEG", quality=85)
@@ -346,6 +378,8 @@ ROUTES = [
           query=MarkedScreenshotQuery, responses="image/*"),
     *TOOLSET_ROUTES,
     *RECORDING_ROUTES,
+    *TRACE_ROUTES,
+    *REPLAY_ROUTES,
     *COMPUTER_ROUTES,
     *SESSION_ROUTES,
 ]

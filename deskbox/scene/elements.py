@@ -137,6 +137,13 @@ def _text(value: Any) -> str | None:
     return v if isinstance(v, str) else str(v)
 
 
+_MASKS = frozenset("\u2022\u25cf*")
+
+
+def _masked(value: str | None) -> bool:
+    return bool(value) and set(value) <= _MASKS
+
+
 def _cdp_states_actions(role: str, props: dict[str, Any]) -> tuple[list[str], list[str]]:
     states = [p for p in _CDP_STATE_PROPS if props.get(p) is True]
     if props.get("editable") not in (None, False, "", "false") and "editable" not in states:
@@ -199,6 +206,8 @@ def page_elements(
         if raw_role in _STRUCTURAL_CDP_ROLES and props.get("focusable") is not True:
             continue
         states, actions = _cdp_states_actions(role, props)
+        if role == "textbox" and _masked(_text(node.get("value"))):
+            states.append("protected")  # a password field: Chromium shows its value as bullets
         if not actions and not name.strip():
             continue  # a nameless container: nothing to read, nothing to act on
         vb = node.get("viewportBounds")
@@ -287,6 +296,8 @@ def native_elements(
         states = ["multiline" if s == "multi line" else s for s in states if s not in ("sensitive", "enabled")]
         if "enabled" not in node.states and "sensitive" not in node.states:
             states.append("disabled")
+        if node.role == "password text":
+            states.append("protected")
         editable = "editable" in node.states or role in _EDITABLE_ROLES and "editable" in node.states
         actions: list[str] = []
         if "disabled" not in states:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any
+from typing import Any, Callable
 
 from PIL import Image
 
@@ -77,6 +77,8 @@ class SceneEngine:
         self._open.set()
         self.epoch = 0
         self.metrics: SceneMetrics | None = None  # the app's, when it serves /metrics
+        # The policy's redaction (deskbox.policy): secrets out of every scene as it is built.
+        self.redact: Callable[[Scene], Scene] | None = None
 
     # -- requests ---------------------------------------------------------------------
 
@@ -362,8 +364,10 @@ class SceneEngine:
         scene.timings = timings
         if prev is None or any_change:
             self.last_change = time.monotonic()
+        if self.redact is not None:
+            scene = self.redact(scene)  # before anyone sees it
         self.last = scene
-        self.by_id = {e.id: e for e in elements}
+        self.by_id = {e.id: e for e in scene.ax}
         self._watch_sigs = dict(sigs)
         self._dirty = False
         self._publish(scene)

@@ -84,6 +84,9 @@ class ActRequest(_Strict):
         Annotated[str, Field(min_length=1, max_length=128)]] | None = Field(None, max_length=32)  # key
     to: DragTo | None = None  # drag
     settle_ms: int = Field(1500, ge=0, le=10_000)
+    # The token a 409 confirmation_required answered, when the policy asks to confirm
+    # actions on this target.
+    confirm_token: str | None = Field(None, min_length=8, max_length=64)
 
     @model_validator(mode="after")
     def _check(self) -> "ActRequest":

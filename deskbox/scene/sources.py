@@ -4,16 +4,18 @@ HTTP APIs (never their internals). Their failures are translated here into our e
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 from aiohttp import ClientError, ClientSession, ClientTimeout
 
 from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, ServiceError, Unavailable
+from ..common.web import INTERNAL_HEADER
 from ..geometry import Display, Rect, device_rect
 
-__all__ = ["Desktop", "Bridge", "Frame", "Window", "Tree"]
+__all__ = ["Desktop", "Bridge", "Frame", "Window", "Tree", "INPUT_SINK"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,11 +106,19 @@ class _Service:
         return Unavailable(message, code=code)
 
 
+# Where the input the scene sends desktopd is told to the action it is part of (the
+# gate's open step), if any: called with ("pointer" | "keyboard", the request).
+INPUT_SINK: contextvars.ContextVar[Callable[[str, dict[str, Any]], None] | None] = contextvars.ContextVar(
+    "deskbox_input_sink", default=None)
+
+
 class Desktop(_Service):
     name = "desktopd"
 
-    def __init__(self, base: str, token: str | None, timeout: float = 30.0) -> None:
+    def __init__(self, base: str, token: str | None, timeout: float = 30.0, *, secret: str | None = None) -> None:
         super().__init__(base, token, timeout)
+        if secret:
+            self._headers[INTERNAL_HEADER] = secret  # desktopd does not ask the gate about it
         self._frames: dict[int, tuple[str, Frame]] = {}  # display -> (ETag, frame)
 
     async def tree(self) -> Tree:
@@ -147,9 +157,17 @@ class Desktop(_Service):
 
     async def pointer(self, **request: Any) -> None:
         await self._request("POST", "/api/v1/pointer", json=request)
+        self._sent("pointer", request)
 
     async def keyboard(self, **request: Any) -> None:
         await self._request("POST", "/api/v1/keyboard", json=request)
+        self._sent("keyboard", request)
+
+    @staticmethod
+    def _sent(kind: str, request: dict[str, Any]) -> None:
+        sink = INPUT_SINK.get()
+        if sink is not None:
+            sink(kind, request)
 
     async def health(self) -> dict:
         return await self._request("GET", "/api/v1/health")
@@ -166,6 +184,10 @@ class Desktop(_Service):
         if data is None or data.get("display") is None:
             return None
         return data["display"], data["x"], data["y"]
+
+    async def tell_gate(self, active: bool) -> None:
+        """Tell desktopd whether to take the input it is sent directly to the gate."""
+        await self._request("POST", "/api/v1/gate", json={"active": active})
 
     async def focus_window(self, window_id: str) -> None:
         await self._request("POST", f"/api/v1/windows/{window_id}/focus")

@@ -14,6 +14,7 @@ from aiohttp import ClientSession, ClientTimeout
 
 from ..common.chromium import chromium_argv
 from ..common.logging import get_logger
+from ..common.options import INTERNAL_SECRET_ENV
 from . import processes, readiness, xwayland
 from .readiness import until_ready
 from .supervisor import Child, ChildSpec
@@ -173,9 +174,11 @@ class SessionChildren:
             ChildSpec(
                 name="desktopd",
                 argv=lambda: [sys.executable, "-m", "deskbox.desktopd", "--listen",
-                              f"{args.host}:{args.desktopd_port}", "--log-level", args.log_level],
+                              f"{args.host}:{args.desktopd_port}", "--gate", scene_url,
+                              *(["--gate-required"] if self._policy_given else []), "--log-level", args.log_level],
                 ready=lambda child: self._http_ready(child, desktopd_url + "/api/v1/health", "desktopd"),
-                needs=("sway",), log_path=str(logs / "desktopd.log"), ports=(args.desktopd_port,), **service,
+                needs=("sway",), log_path=str(logs / "desktopd.log"), ports=(args.desktopd_port,),
+                **{**service, "env": self._gated_env},
             ),
         ]
         if not args.no_browser:
@@ -205,7 +208,7 @@ class SessionChildren:
                 ready=lambda child: self._http_ready(child, scene_url + "/api/v1/health", "scene"),
                 # Its AT-SPI connection dies with the buses, so it restarts after them.
                 needs=("desktopd", "dbus", "atspi"), log_path=str(logs / "scene.log"),
-                ports=(args.scene_port,), **service,
+                ports=(args.scene_port,), **{**service, "env": self._gated_env},
             )
         )
         if args.osworld:
@@ -261,6 +264,15 @@ class SessionChildren:
             argv += ["--bridge", bridge_url, "--cdp-port", str(self.args.cdp_port)]
         return [*argv, "--log-level", self.args.log_level]
 
+    @property
+    def _policy_given(self) -> bool:
+        a = self.args
+        return bool(a.policy or a.max_actions or a.max_screenshots or a.max_session_seconds or a.actions_per_minute)
+
+    def _gated_env(self) -> dict[str, str]:
+        """desktopd's and the scene's environment: the services', and the internal secret."""
+        return {**self._service_env(), INTERNAL_SECRET_ENV: self.internal_secret}
+
     def _scene_argv(self, desktopd_url: str, bridge_url: str | None) -> list[str]:
         assert self.runtime is not None
         argv = [sys.executable, "-m", "deskbox.scene", "--listen", f"{self.args.host}:{self.args.scene_port}",
@@ -272,6 +284,15 @@ class SessionChildren:
             argv += ["--ocr", self.args.ocr]
         if self.args.view:
             argv += ["--view", self.url(self.args.view_port)]
+        if self.traces_dir is not None:
+            argv += ["--traces", str(self.traces_dir)]
+        if self.args.trace:
+            argv.append("--trace-at-start")
+        if self.args.policy:
+            argv += ["--policy", str(Path(self.args.policy).resolve())]
+        for flag in ("max_actions", "max_screenshots", "max_session_seconds", "actions_per_minute"):
+            if getattr(self.args, flag):
+                argv += [f"--{flag.replace('_', '-')}", str(getattr(self.args, flag))]
         return [*argv, "--log-level", self.args.log_level]
 
     def _bridge_argv(self) -> list[str]:

@@ -124,6 +124,17 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write the session's endpoints, sockets and pids to this JSON file once it is up")
     up.add_argument("--chromium", default=os.environ.get("DESKBOX_CHROMIUM", "chromium"),
                     help="the Chromium executable")
+    up.add_argument("--trace", default=os.environ.get("DESKBOX_TRACE") or None, metavar="DIR",
+                    help="record a trace from the start, in a folder under DIR (POST /api/v1/trace/start "
+                         "records more later); traces started later go there too")
+    up.add_argument("--policy", default=os.environ.get("DESKBOX_POLICY") or None, metavar="FILE",
+                    help="guard rails: budgets, redaction, allowed actions, confirmation, audit log (JSON or "
+                         "YAML; see docs/guardrails.md)")
+    for flag, what in (("max-actions", "actions"), ("max-screenshots", "screenshots"),
+                       ("max-session-seconds", "seconds of the session"),
+                       ("actions-per-minute", "actions in any minute")):
+        up.add_argument(f"--{flag}", type=int, default=None, metavar="N",
+                        help=f"a budget: at most N {what} (over the policy file's)")
     up.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
     mcp = sub.add_parser(
         "mcp",
@@ -145,10 +156,21 @@ def build_parser() -> argparse.ArgumentParser:
                           "cannot read off the command line")
     mcp.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "warning"),
                      help="logs go to stderr (stdout is the MCP channel)")
+    trace = sub.add_parser("trace", help="traces a session recorded (deskbox up --trace, /api/v1/trace/start)")
+    trace_sub = trace.add_subparsers(dest="trace_command", required=True)
+    show = trace_sub.add_parser("view", help="show a trace folder in the browser: its steps, screenshots, elements",
+                                add_help=False)
+    show.add_argument("rest", nargs=argparse.REMAINDER, help="DIR [--port N] [--host H] [--no-serve]")
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:2] == ["trace", "view"]:
+        from ..trace.view import main as view_main
+
+        view_main(argv[2:])  # (its own options and help)
+        return
     args = build_parser().parse_args(argv)
     configure_logging("deskbox", args.log_level)
     if args.command == "up" and args.mock:
@@ -183,7 +205,8 @@ def serve_mcp(args: argparse.Namespace) -> int:
     from ..mcp.server import serve_stdio
 
     try:
-        client = Client.from_state_file(args.state_file, args.token) if args.state_file else Client(token=args.token)
+        client = (Client.from_state_file(args.state_file, args.token, interface="mcp") if args.state_file
+                  else Client(token=args.token, interface="mcp"))
     except (OSError, ValueError, KeyError) as exc:
         print(f"deskbox mcp: cannot read the state file {args.state_file}: {exc!r}", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ import asyncio
 import json
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import sys
@@ -110,6 +111,10 @@ class Session(SessionChildren):
         self.stop_event = asyncio.Event()
         self._wallpaper_shown = False
         self.token = os.environ.get("DESKBOX_TOKEN") or None
+        # desktopd and the scene aggregator only: the scene's requests to desktopd carry
+        # it, and desktopd's questions to the scene's gate do.
+        self.internal_secret = secrets.token_urlsafe(24)
+        self.traces_dir: Path | None = None
 
     # -- paths ----------------------------------------------------------------------------
 
@@ -216,6 +221,27 @@ class Session(SessionChildren):
                                               "another session user")
             raise SessionError(f"{exc}{hint}") from None
 
+    def _prepare_traces(self) -> None:
+        """The folder traces are kept in (the scene aggregator writes them): --trace's,
+        DESKBOX_TRACES, or the invoking user's state folder; as root, /var/lib/deskbox/traces.
+        Made, and given to the user the services run as, who must be able to reach it."""
+        if self.args.trace:
+            path = Path(self.args.trace).absolute()
+        elif os.environ.get("DESKBOX_TRACES"):
+            path = Path(os.environ["DESKBOX_TRACES"]).absolute()
+        elif os.geteuid() == 0:
+            path = Path("/var/lib/deskbox/traces")
+        else:
+            path = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local/state") / "deskbox/traces"
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        owner = self.service_uid if self.service_uid is not None else os.geteuid()
+        if os.geteuid() == 0 and path.stat().st_uid != owner:
+            os.chown(path, owner, self.gid if self.service_uid is not None else 0)
+        if not users.readable_by(path, owner, self.gid):
+            raise SessionError(f"the scene aggregator runs as uid {owner}, which cannot reach the trace folder "
+                               f"{path}: choose one it can (under /var/tmp, or its own home)")
+        self.traces_dir = path
+
     def _prepare(self) -> None:
         own_home = self._prepare_user()
         if self.args.osworld and not self.service_uid:
@@ -272,6 +298,7 @@ class Session(SessionChildren):
             for path in [self.runtime, *self.runtime.rglob("*")]:
                 os.chown(path, self.uid, self.gid, follow_symlinks=False)
         self._prepare_home(own_home)
+        self._prepare_traces()
         if self.args.sudo:
             self.sudoers = users.grant_sudo(self.user_name, OSWORLD_PASSWORD)
 

@@ -28,8 +28,10 @@ class SpawnedSession:
 
     def __init__(self, args: list[str], *, env: dict[str, str] | None = None, prefix: str = "deskbox-session-") -> None:
         self.args = list(args)
-        self.env = {**os.environ, **(env or {})}
         self.tmp = Path(tempfile.mkdtemp(prefix=prefix))
+        # Its traces are its own, and go with it (the session's user reaches them: x only).
+        self.tmp.chmod(0o711)
+        self.env = {**os.environ, "DESKBOX_TRACES": str(self.tmp / "traces"), **(env or {})}
         self.state_file = self.tmp / "state.json"
         self.log_path = self.tmp / "up.log"
         self.proc: subprocess.Popen | None = None

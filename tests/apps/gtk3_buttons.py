@@ -45,6 +45,8 @@ def main() -> None:
     parser.add_argument("--title", default="deskbox GTK3 fixture")
     parser.add_argument("--combo", action="store_true",
                         help="a combo box too (Size: Small, Medium, Large), for the select action's test")
+    parser.add_argument("--reversed", action="store_true",
+                        help="the three buttons in the other order (a changed layout, for replay's test)")
     parser.add_argument("--headerbar", action="store_true",
                         help="a GtkHeaderBar title bar: client-side decorations, with shadows when floating")
     args = parser.parse_args()
@@ -63,7 +65,7 @@ def main() -> None:
         button = Gtk.Button(label=name)
         button.set_hexpand(True)
         button.connect("clicked", lambda _b, n=name: emit(event="click", widget=n))
-        grid.attach(button, i, 0, 1, 1)
+        grid.attach(button, len(BUTTONS) - 1 - i if args.reversed else i, 0, 1, 1)
         widgets[name] = button
     toggle = Gtk.ToggleButton(label="Delta")
     toggle.connect("toggled", lambda b: emit(event="toggle", widget="Delta", active=b.get_active()))

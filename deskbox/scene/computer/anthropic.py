@@ -241,7 +241,8 @@ async def handle(request: web.Request) -> web.Response:
         raise InvalidRequest("zoom is an action of computer_20251124 only", code="unsupported_action")
     handler = HANDLERS[action.action]
     screen, outcome = await request.app[COMPUTER].act(q, lambda s: handler(s, action),
-                                                      settle=action.action not in _LOOKING)
+                                                      settle=action.action not in _LOOKING, action=action.action,
+                                                      args=action.model_dump(exclude={"action"}, exclude_none=True))
     image = outcome.image if outcome.image is not None else (await screen.screenshot() if outcome.screenshot else None)
     b64 = image.b64 if image is not None else None
     content: list[dict] = []

@@ -15,7 +15,7 @@ import base64
 import io
 import time
 from dataclasses import dataclass
-from typing import Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 from aiohttp import web
 from PIL import Image
@@ -34,6 +34,7 @@ from ...geometry import (
     normalized_to_display,
 )
 from ..engine import SceneEngine
+from ..gate import Gate, traced
 from ..sources import Bridge, Desktop
 
 __all__ = ["COMPUTER", "Computer", "Screen", "ScreenQuery", "Shot", "split_combo", "key_name", "png_b64",
@@ -198,7 +199,12 @@ class Screen:
 
     async def _image(self) -> Image.Image:
         frame = await self.computer.desktop.frame(self.display.id)
-        return Image.frombuffer("RGB", (frame.width, frame.height), frame.rgb, "raw", "RGB", 0, 1)
+        image = Image.frombuffer("RGB", (frame.width, frame.height), frame.rgb, "raw", "RGB", 0, 1)
+        guard = self.computer.gate.policy if self.computer.gate is not None else None
+        if guard is not None and guard.blurs:
+            # (The newest scene's boxes: secrets the engine has seen.)
+            image = await asyncio.to_thread(guard.blur_image, image, self.display.id, self.computer.engine.last)
+        return image
 
     async def screenshot(self) -> Shot:
         """The whole display at the declared size."""
@@ -233,10 +239,11 @@ class Computer:
     browser through the bridge, change detection through the scene engine."""
 
     def __init__(self, desktop: Desktop, bridge: Bridge | None, engine: SceneEngine,
-                 input_lock: asyncio.Lock | None = None) -> None:
+                 input_lock: asyncio.Lock | None = None, gate: Gate | None = None) -> None:
         self.desktop = desktop
         self.bridge = bridge
         self.engine = engine
+        self.gate = gate
         # One action at a time: input is a shared resource (shared with /act's Actor).
         self.input_lock = input_lock or asyncio.Lock()
 
@@ -250,17 +257,22 @@ class Computer:
         declared = (q.display_width, q.display_height) if q.display_width and q.display_height else size
         return Screen(self, display, declared)
 
-    async def act(self, q: ScreenQuery, work: Callable[[Screen], Awaitable[T]], *, settle: bool = True) -> tuple[Screen, T]:
+    async def act(self, q: ScreenQuery, work: Callable[[Screen], Awaitable[T]], *, settle: bool = True,
+                  action: str = "computer", args: dict[str, Any] | None = None) -> tuple[Screen, T]:
         """Run ``work`` on the screen, then wait (at most ``settle_ms``) until the display
-        has stopped changing, so that the screenshot shows what the action did."""
+        has stopped changing, so that the screenshot shows what the action did. The
+        provider's ``action`` (with ``args``) is one step of the gate; an action that only
+        looks (``settle`` false) counts as a screenshot."""
         async with self.input_lock:
             screen = await self.screen(q)
             did = screen.display.id
-            before = (await self.engine.frame_signatures([did]))[did] if settle and q.settle_ms else None
-            result = await work(screen)
-            self.engine.mark_dirty()
-            if before is not None:
-                await self.engine.settle(did, before, q.settle_ms)
+            async with traced(self.gate, action, args or {}, display=did, looking=not settle) as step:
+                before = (await self.engine.frame_signatures([did]))[did] if settle and q.settle_ms else None
+                result = await work(screen)
+                self.engine.mark_dirty()
+                if before is not None:
+                    await self.engine.settle(did, before, q.settle_ms)
+                step.receipt = {"ok": True}
             return screen, result
 
     # -- the browser ------------------------------------------------------------------

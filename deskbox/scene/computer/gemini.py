@@ -307,7 +307,8 @@ async def handle(request: web.Request) -> web.Response:
         await handler(s, call, q)
 
     computer = request.app[COMPUTER]
-    screen, _ = await computer.act(q, work, settle=call.name != "wait_5_seconds")
+    screen, _ = await computer.act(q, work, settle=call.name != "wait_5_seconds", action=call.name,
+                                   args=call.args.model_dump(exclude_none=True))
     shot = await screen.screenshot()
     return json_ok({
         "name": call.name,

@@ -241,7 +241,9 @@ async def handle(request: web.Request) -> web.Response:
             await plan.run()
 
     looking = all(a.type in ("screenshot", "wait") for a in actions)
-    screen, _ = await request.app[COMPUTER].act(q, work, settle=not looking)
+    screen, _ = await request.app[COMPUTER].act(
+        q, work, settle=not looking, action="+".join(a.type for a in actions),
+        args={"actions": [a.model_dump(exclude_none=True) for a in actions]})
     shot = await screen.screenshot()
     return json_ok({
         "type": "computer_call_output",

@@ -21,6 +21,7 @@ from ...common.web import json_ok, read_body, read_query
 from ..act import Actor
 from ..engine import SceneEngine
 from ..frames import changed_regions
+from ..gate import traced
 from ..models import ActRequest
 from ..sources import Bridge, Desktop
 from ..text import scene_text
@@ -319,8 +320,11 @@ async def _keys_and_observe(request: web.Request, req: Any, keyboard: dict[str, 
         display = (scene.focused_window.display_id if scene is not None and scene.focused_window is not None
                    and scene.focused_window.display_id is not None else 0)
         sig = (await tools.engine.frame_signatures([display]))[display]
-        await tools.desktop.keyboard(**keyboard)
-        changed, settled = await tools.engine.settle(display, sig, req.settle_ms)
+        async with traced(getattr(tools.actor, "gate", None), keyboard["action"], keyboard,
+                          display=display) as step:
+            await tools.desktop.keyboard(**keyboard)
+            changed, settled = await tools.engine.settle(display, sig, req.settle_ms)
+            step.receipt = {"changed": changed, "settled": settled}
         tools.engine.mark_dirty()
     receipt = {"ok": True, "action": keyboard["action"], "display_id": display, "changed": changed,
                "settled": settled, "elapsed_ms": round((time.monotonic() - started) * 1000)}

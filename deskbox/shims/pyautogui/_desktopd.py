@@ -111,6 +111,9 @@ class Desktopd:
             req.add_header("Content-Type", "application/json")
         if self.token:
             req.add_header("Authorization", f"Bearer {self.token}")
+        interface = os.environ.get("DESKBOX_INTERFACE")
+        if interface:  # what traces and the session's policy call this program's input
+            req.add_header("X-Deskbox-Interface", interface)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 return resp.read(), {k.lower(): v for k, v in resp.headers.items()}

@@ -1,0 +1,114 @@
+"""The session's budgets: how many actions and screenshots, for how long, how fast.
+
+Charged before the work is done, so what a budget refuses never runs; what it refuses
+is not counted, so a refused call costs nothing, and a charged call that did nothing
+(refused further on) can be refunded. No awaits inside: each charge is one
+step of the event loop (and a lock makes it safe from threads too)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any, Callable
+
+from ..common.errors import BudgetExceeded
+from .config import BudgetsConfig
+
+__all__ = ["Budgets"]
+
+_WINDOW_S = 60.0  # actions_per_minute is counted over the last minute, sliding
+
+
+class Budgets:
+    def __init__(self, config: BudgetsConfig, clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self._clock = clock
+        self._started = clock()
+        self._actions = 0
+        self._screenshots = 0
+        self._recent: deque[float] = deque()  # when the actions of the last minute were charged
+        self._lock = threading.Lock()
+
+    def charge_action(self) -> None:
+        """Count one action, or raise BudgetExceeded (the session's time, its actions, or
+        the actions of the last minute) without counting it."""
+        with self._lock:
+            now = self._clock()
+            self._check_session(now)
+            limit = self.config.max_actions
+            if limit is not None and self._actions >= limit:
+                raise _exceeded("max_actions", limit, self._actions, "actions")
+            rate = self.config.actions_per_minute
+            if rate is not None:
+                self._slide(now)
+                if len(self._recent) >= rate:
+                    # Recoverable: the oldest action of the window leaves it in retry_after_s.
+                    retry = round(self._recent[0] + _WINDOW_S - now, 1)
+                    raise _exceeded("actions_per_minute", rate, len(self._recent), "actions in the last minute",
+                                    recoverable=True, retry_after_s=retry)
+                self._recent.append(now)
+            self._actions += 1
+
+    def charge_screenshot(self) -> None:
+        """Count one screenshot, or raise BudgetExceeded without counting it."""
+        with self._lock:
+            self._check_session(self._clock())
+            limit = self.config.max_screenshots
+            if limit is not None and self._screenshots >= limit:
+                raise _exceeded("max_screenshots", limit, self._screenshots, "screenshots")
+            self._screenshots += 1
+
+    def refund_action(self) -> None:
+        """Un-count the latest action: it was charged but never reached the desktop."""
+        with self._lock:
+            if self._actions > 0:
+                self._actions -= 1
+                if self._recent:
+                    self._recent.pop()
+
+    def refund_screenshot(self) -> None:
+        with self._lock:
+            self._screenshots = max(0, self._screenshots - 1)
+
+    def check_session(self) -> None:
+        """Raise BudgetExceeded once the session has lasted max_session_seconds."""
+        with self._lock:
+            self._check_session(self._clock())
+
+    def status(self) -> dict[str, Any]:
+        """Each budget's limit (None: unlimited), what was used and what remains."""
+        with self._lock:
+            now = self._clock()
+            self._slide(now)
+            c = self.config
+            return {
+                "max_actions": _entry(c.max_actions, self._actions),
+                "max_screenshots": _entry(c.max_screenshots, self._screenshots),
+                "max_session_seconds": _entry(c.max_session_seconds, round(now - self._started, 1)),
+                "actions_per_minute": _entry(c.actions_per_minute, len(self._recent)),
+            }
+
+    def _check_session(self, now: float) -> None:
+        limit = self.config.max_session_seconds
+        elapsed = now - self._started
+        if limit is not None and elapsed >= limit:
+            raise _exceeded("max_session_seconds", limit, round(elapsed, 1), "seconds")
+
+    def _slide(self, now: float) -> None:
+        while self._recent and self._recent[0] <= now - _WINDOW_S:
+            self._recent.popleft()
+
+
+def _entry(limit: int | None, used: float) -> dict[str, Any]:
+    return {"limit": limit, "used": used, "remaining": None if limit is None else max(0, round(limit - used, 1))}
+
+
+def _exceeded(budget: str, limit: int, used: float, what: str, *, recoverable: bool = False,
+              retry_after_s: float | None = None) -> BudgetExceeded:
+    context: dict[str, Any] = {"budget": budget, "limit": limit, "used": used}
+    message = f"budget {budget} exceeded: {used:g} {what} used of {limit}"
+    if retry_after_s is not None:
+        context["retry_after_s"] = retry_after_s
+        message += f"; retry in {retry_after_s:g} s"
+    return BudgetExceeded(message, context=context, recoverable=recoverable)

@@ -1,0 +1,1 @@
+"""Traces: every action of a session, its element and screenshots, kept in a folder; and their replay."""
