@@ -48,7 +48,8 @@ def guarded(folder, pages):
     os.chmod(folder / "audit", 0o777)
     path = folder / "policy.yaml"
     path.write_text(json.dumps(policy))  # (JSON is YAML)
-    session = Session(["1280x800"], extra_args=["--policy", str(path), "--trace", str(folder / "traces")]).start()
+    session = Session(["1280x800"], extra_args=["--policy", str(path), "--trace", str(folder / "traces"),
+                                                "--ocr"]).start()
     session.browser_window()
     yield session
     session.stop()
@@ -89,6 +90,8 @@ def test_secrets_are_out_of_every_output(guarded, pages, folder):
     assert pin and all(e["value"] == "[REDACTED]" for e in pin)
     card = [e for e in scene["ax"] if "Card" in e["name"] and "REDACTED" in e["name"]]
     assert card, [e["name"] for e in scene["ax"] if "Card" in e["name"]]
+    # What OCR reads on the screen too: the card number is printed large on the page.
+    assert any("REDACTED" in o["text"] and "Card" in o["text"] for o in scene["ocr"]), [o["text"] for o in scene["ocr"]]
     outputs = {
         "scene": json.dumps(scene),
         "text": http("GET", guarded.scene + "/api/v1/scene/text").body.decode(),
@@ -151,10 +154,13 @@ def test_a_risky_target_needs_a_confirmation_token(guarded, pages):
     pages.settle(0.3)
     assert pages.matching(type="delete") == []  # nothing was done
     token = context["confirm_token"]
-    # The token is for that target: not for another one.
-    save = element(guarded, "button", "Save")
-    other = http("POST", guarded.scene + "/api/v1/act", {"target": save["id"], "confirm_token": token})
-    assert other.status == 200  # (Save needs no confirmation: the token is not spent on it)
+    # The token is for that target: another one a rule guards is refused (and the token
+    # is not spent on it).
+    draft = element(guarded, "button", "Delete draft")
+    other = http("POST", guarded.scene + "/api/v1/act", {"target": draft["id"], "confirm_token": token})
+    assert other.status == 409 and other.json()["error"]["code"] == "confirmation_invalid", other.body[:300]
+    pages.settle(0.3)
+    assert pages.matching(type="draft") == []
     done = http("POST", guarded.scene + "/api/v1/act", {"target": delete["id"], "confirm_token": token})
     assert done.status == 200, done.body[:300]
     pages.wait_for(type="delete")

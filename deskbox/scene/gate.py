@@ -135,6 +135,7 @@ class Gate:
         self._pending: dict[str, Step] = {}  # desktopd's steps between its begin and end
         self._write_lock = asyncio.Lock()  # lines in the order steps end
         self._recording = None  # the trace's video, when it records one
+        self._finishing: set[asyncio.Task] = set()  # desktopd's steps being written
 
     # -- the trace --------------------------------------------------------------------
 
@@ -180,6 +181,8 @@ class Gate:
         writer = self.writer
         if writer is None:
             raise ActionFailed("no trace is being recorded", code="no_trace", suggested_next_tool="trace_start")
+        if self._finishing:  # every step that ended is in the trace it stops
+            await asyncio.gather(*self._finishing, return_exceptions=True)
         async with self._write_lock:
             self.writer = None
         await self._tell_desktopd()
@@ -373,7 +376,12 @@ class Gate:
                 self.policy.refund(step)
         elif step.action != "screenshot":
             self.engine.mark_dirty()  # input the scene did not send: its scene is stale
-        await self.end(step, receipt=receipt, error=None if ok else (error or {"code": "failed", "message": ""}))
+        # desktopd answers its client without waiting for the screen to settle and the
+        # screenshot after it: the step is finished (and written) meanwhile.
+        task = asyncio.create_task(self.end(step, receipt=receipt,
+                                            error=None if ok else (error or {"code": "failed", "message": ""})))
+        self._finishing.add(task)
+        task.add_done_callback(self._finishing.discard)
 
 
 @asynccontextmanager
