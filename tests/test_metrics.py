@@ -166,9 +166,12 @@ def test_an_act_on_an_element_counts_under_its_action(single, pages: PageServer)
     assert resp.status == 200, resp.body
     # An act on an element that never existed is refused, and not counted.
     assert http("POST", single.scene + "/api/v1/act", {"target": "a999-999999", "action": "focus"}).status >= 400
+    # act_and_observe acts through the same Actor: counted too.
+    resp = http("POST", single.scene + "/api/v1/act_and_observe", {"target": target["id"], "action": "focus"})
+    assert resp.status == 200, resp.body
     after = scrape(single.scene)
     assert value(after, "deskbox_scene_actions_total", action="focus") \
-        - value(before, "deskbox_scene_actions_total", action="focus") == 1
+        - value(before, "deskbox_scene_actions_total", action="focus") == 2
 
 
 def test_the_scene_reports_the_session_childrens_restarts(single):

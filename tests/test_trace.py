@@ -20,7 +20,7 @@ from PIL import Image
 from deskbox.trace import view
 from deskbox.trace.recorder import read_steps
 from tests.conftest import open_fixture
-from tests.support import ROOT, Process, Session, http, wait_until
+from tests.support import ROOT, Process, Session, http, mp4_video_size, wait_until
 
 FIXTURE_APP = ROOT / "tests" / "apps" / "gtk3_buttons.py"
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -139,7 +139,7 @@ def test_a_trace_keeps_every_action_with_the_element_it_hit(demo, session, trace
         assert a.getpixel((cx, cy)) != b.getpixel((cx, cy))
     video = folder / "video.mp4"
     assert meta["video"] == "video.mp4" and video.stat().st_size > 1000
-    assert video.read_bytes()[4:8] == b"ftyp"
+    assert video.read_bytes()[4:8] == b"ftyp" and mp4_video_size(video.read_bytes()) == (1280, 800)
 
 
 def test_the_trace_viewer_renders_the_folder(demo):

@@ -134,7 +134,7 @@ class Redactor:
                 if isinstance(element.get(key), str):
                     element[key] = self.text(element[key])
         for line in scene_json.get("ocr") or []:
-            if self._ocr_window(line, secret_windows) is not None:
+            if self.ocr_window(line, secret_windows) is not None:
                 line["text"] = self.hide(line.get("text"))
             elif isinstance(line.get("text"), str):
                 line["text"] = self.text(line["text"])
@@ -171,7 +171,7 @@ class Redactor:
             if why is not None or self._matches(e.get("name")) or self._matches(e.get("value")):
                 _add(out, e.get("display_id"), e.get("bbox"))
         for line in scene_json.get("ocr") or []:
-            if self._ocr_window(line, secret_windows) is None and self._matches(line.get("text")):
+            if self.ocr_window(line, secret_windows) is None and self._matches(line.get("text")):
                 _add(out, line.get("display_id"), line.get("bbox"))
         return out
 
@@ -188,7 +188,7 @@ class Redactor:
         return titles, secret
 
     @staticmethod
-    def _ocr_window(line: dict[str, Any], secret_windows: dict[str, dict[str, Any]]) -> str | None:
+    def ocr_window(line: dict[str, Any], secret_windows: dict[str, dict[str, Any]]) -> str | None:
         """The secret window an OCR line was read in: the one it names, or (reading the whole
         screen names none) one its centre lies in. Another window may be in front there:
         hiding an ordinary line is the cheaper mistake."""

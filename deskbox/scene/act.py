@@ -259,6 +259,8 @@ class Actor:
                     "elapsed_ms": round((time.monotonic() - started) * 1000),
                     "step": step.number or None,  # (in the trace being recorded)
                 }
+            if self.engine.metrics is not None:
+                self.engine.metrics.actions.labels(req.action).inc()
             return step.receipt
 
     def _visible(self, e: Element):

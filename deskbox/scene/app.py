@@ -300,9 +300,7 @@ async def screenshot(request: web.Request) -> web.Response:
 
 async def act(request: web.Request) -> web.Response:
     req = await read_body(request, ActRequest)
-    receipt = await request.app[ACTOR].act(req)
-    request.app[SCENE_METRICS].actions.labels(req.action).inc()
-    return json_ok(receipt)
+    return json_ok(await request.app[ACTOR].act(req))
 
 
 async def post_resolve(request: web.Request) -> web.Response:

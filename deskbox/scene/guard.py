@@ -118,8 +118,14 @@ class Guard:
                 e.value = r.text(e.value)
             if e.formula:
                 e.formula = r.text(e.formula)
-        secret_windows = {w.id for w in scene.windows if why_window(r, w.title)}
-        ocr = [dataclasses.replace(o, text=r.hide(o.text) if o.window_id in secret_windows else r.text(o.text))
+        secret_windows = {w.id: {"display_id": w.display_id, "bounds": w.bounds_list} for w in scene.windows
+                          if why_window(r, w.title)}
+
+        def in_secret_window(o) -> bool:
+            line = {"window_id": o.window_id, "bbox": list(o.bbox), "display_id": o.display_id}
+            return bool(secret_windows) and r.ocr_window(line, secret_windows) is not None
+
+        ocr = [dataclasses.replace(o, text=r.hide(o.text) if in_secret_window(o) else r.text(o.text))
                for o in scene.ocr]
         windows = [dataclasses.replace(w, title=r.text(w.title)) if w.title else w for w in scene.windows]
         apps = [{**a, "windows": [{**w, "title": r.text(w["title"]) if w.get("title") else w.get("title")}

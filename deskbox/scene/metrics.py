@@ -1,5 +1,6 @@
 """The scene aggregator's own metrics, on its app's registry (``deskbox.common.metrics``):
-scene builds by mode, actions through ``/api/v1/act`` by action, and the session's
+scene builds by mode, element actions by action (``/api/v1/act``, the toolset's
+act_and_observe, replays, and what calls them: MCP, the Observer API), and the session's
 restarts and resets as ``deskbox up`` counts them."""
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def session_families(state: dict[str, Any]) -> list[Metric]:
 
 
 class SceneMetrics:
-    """One per app: the engine counts its builds on it, the /act handler its actions."""
+    """One per app: the engine counts its builds on it, the Actor its actions."""
 
     def __init__(self, metrics: Metrics, control: SessionControl) -> None:
         registry = metrics.registry
@@ -65,8 +66,9 @@ class SceneMetrics:
                               ["mode", "outcome"], registry=registry)
         self.build_seconds = Histogram("deskbox_scene_build_seconds", "How long a scene build took, by mode",
                                        ["mode"], buckets=BUILD_BUCKETS, registry=registry)
-        self.actions = Counter("deskbox_scene_actions", "Actions carried out through /api/v1/act, by action",
-                               ["action"], registry=registry)
+        self.actions = Counter("deskbox_scene_actions",
+                               "Element actions carried out (/api/v1/act and what uses it), by action", ["action"],
+                               registry=registry)
         self.session = SessionCounts(control)
         registry.register(self.session)
         metrics.before_scrape(self.session.refresh)

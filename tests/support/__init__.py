@@ -171,6 +171,39 @@ class PageServer:
                 count = len(self.events)
 
 
+def mp4_video_size(data: bytes) -> tuple[int, int] | None:
+    """The width and height of an MP4's video track, from its boxes (moov > trak > tkhd):
+    what ffprobe would say, with no ffmpeg installed. None when there is no such track."""
+
+    def boxes(buf: bytes, start: int, end: int):
+        while start + 8 <= end:
+            size = int.from_bytes(buf[start:start + 4], "big")
+            kind = buf[start + 4:start + 8]
+            header = 8
+            if size == 1:
+                size, header = int.from_bytes(buf[start + 8:start + 16], "big"), 16
+            elif size == 0:
+                size = end - start
+            if size < header:
+                return
+            yield kind, start + header, start + size
+            start += size
+
+    for kind, body, end in boxes(data, 0, len(data)):
+        if kind != b"moov":
+            continue
+        for trak, tbody, tend in boxes(data, body, end):
+            if trak != b"trak":
+                continue
+            for box, bbody, _ in boxes(data, tbody, tend):
+                if box == b"tkhd":
+                    at = bbody + (88 if data[bbody] == 1 else 76)  # version 1 has 64-bit times
+                    width, height = (int.from_bytes(data[at + i:at + i + 4], "big") >> 16 for i in (0, 4))
+                    if width and height:
+                        return width, height
+    return None
+
+
 def require_apps(*programs: str) -> None:
     """The apps of the apps image a test needs. Missing ones skip it on a developer's
     machine (``make test`` stays quick) and fail it under CI, where ``make test APPS=1``
