@@ -233,6 +233,19 @@ def test_provider_and_toolset_actions_are_steps_too(session, pages):
     assert started["trace_id"] == stopped["trace_id"]
 
 
+def test_a_password_typed_stays_out_of_the_trace_without_a_policy(session, pages):
+    open_fixture(session, pages, "secrets.html")
+    post(session, "/api/v1/trace/start", {"label": "password", "shots": False})
+    password = "correct-horse-battery"
+    act(session, 'textbox[name="Password"]', "type", text=password)
+    act(session, 'button[name="Save"]')
+    assert pages.wait_for(type="save")["password"] == password  # (it was typed)
+    stopped = post(session, "/api/v1/trace/stop", {})
+    assert password not in (Path(stopped["path"]) / "steps.jsonl").read_text()
+    step = read_steps(Path(stopped["path"]))[0]
+    assert step["args"]["text"] == "[REDACTED]" and "protected" in step["element"]["states"]
+
+
 # -- a GTK app ---------------------------------------------------------------------------
 
 

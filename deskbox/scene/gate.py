@@ -32,6 +32,8 @@ from ..common.errors import ActionFailed, InvalidRequest, ServiceError, Unauthor
 from ..common.logging import get_logger
 from ..common.recording import Recorder, RecordingError
 from ..common.web import INTERFACE_HEADER, INTERNAL_HEADER
+from ..policy import Redactor
+from ..policy.config import RedactionConfig
 from ..trace.recorder import TraceWriter
 from ..trace.reference import element_at, element_ref
 from .elements import Element
@@ -131,6 +133,9 @@ class Gate:
         self.traces_root = Path(traces) if traces else None
         self.secret = secret
         self.policy: Guard | None = policy
+        # What keeps secrets out of trace records (the policy's, else the least every
+        # record gets: text typed into password fields, arguments named as secrets).
+        self.redactor = policy.records if policy is not None else Redactor(RedactionConfig(enabled=True))
         self.writer: TraceWriter | None = None
         self._pending: dict[str, Step] = {}  # desktopd's steps between its begin and end
         self._write_lock = asyncio.Lock()  # lines in the order steps end
@@ -235,9 +240,15 @@ class Gate:
             step.point = [round(point[0], 2), round(point[1], 2)]
         if scene is not None and step.element is None:
             step.locate = lambda d, x, y: element_at(scene, d, x, y)
+        text = args.get("text")
+        if (self.policy is not None or self.writer is not None) and element is not None and \
+                step.element is not None and isinstance(text, str):
+            # Typed into a password field: out of every record from now on.
+            ref = step.element
+            await self._mark_secret_field(element, ref)
+            if self.redactor.is_secret(ref["role"], ref["name"], ref["states"], ref["window_title"]):
+                self.redactor.remember(text)
         if self.policy is not None:
-            if element is not None and step.element is not None and isinstance(args.get("text"), str):
-                await self._mark_secret_field(element, step.element)
             try:
                 await self.policy.before(step, looking=looking, desktop=self.desktop)
             except ServiceError as exc:  # refused: in the audit log, as every action is
@@ -290,7 +301,7 @@ class Gate:
                 await asyncio.to_thread(writer.append, record)
 
     def _redacted(self, args: dict[str, Any]) -> dict[str, Any]:
-        return self.policy.redact_args(args) if self.policy is not None else args
+        return self.redactor.args(args)
 
     async def _mark_secret_field(self, e: Element, ref: dict[str, Any]) -> None:
         """A page's password field shows nothing that says so while it is empty: the page

@@ -15,6 +15,7 @@ from PIL import Image
 
 from ..common.errors import ConfirmationRequired
 from ..policy import ActionRules, AuditLog, Budgets, Confirmations, Policy, Redactor
+from ..policy.config import RedactionConfig
 from .scene_json import Scene
 
 if TYPE_CHECKING:
@@ -37,8 +38,12 @@ class Guard:
         self.rules = ActionRules(policy.actions)
         self.budgets = Budgets(policy.budgets)
         self.redactor = Redactor(policy.redaction)
+        # What keeps secrets out of records (trace and audit lines): the policy's
+        # redaction, or when it has none, the least every record gets: text typed into
+        # password fields, and arguments named as secrets.
+        self.records = self.redactor if self.redactor.enabled else Redactor(RedactionConfig(enabled=True))
         self.confirmations = Confirmations(policy.confirmation)
-        self.audit = AuditLog(policy.audit, self.redactor)
+        self.audit = AuditLog(policy.audit, self.records)
 
     # -- before and after an action -------------------------------------------------------
 
@@ -48,9 +53,6 @@ class Guard:
         self.rules.check(step.interface, step.action)
         self.budgets.check_session()
         target = step.element
-        if target is not None and isinstance(step.args.get("text"), str) and self.redactor.is_secret(
-                target.get("role"), target.get("name"), target.get("states"), target.get("window_title")):
-            self.redactor.remember(step.args["text"])  # typed into a password field: out of every record
         rule = self.confirmations.rule_for(step.action, target.get("role"), target.get("name")) if (
             not looking and target is not None) else None
         if rule is not None and (rule.action is not None or step.action not in _HARMLESS):
@@ -93,9 +95,6 @@ class Guard:
         self.budgets.refund_action()
 
     # -- secrets --------------------------------------------------------------------------
-
-    def redact_args(self, args: dict[str, Any]) -> dict[str, Any]:
-        return self.redactor.args(args)
 
     def redact_scene(self, scene: Scene) -> Scene:
         """``scene`` with secret fields' values (and all the text of secret windows and of
