@@ -267,6 +267,15 @@ def moved_with(box: Box, owner_before: Box, owner_after: Box) -> Box:
     return (box[0] + owner_after[0] - owner_before[0], box[1] + owner_after[1] - owner_before[1], box[2], box[3])
 
 
+def same_spot(point: Point, before: Box, after: Box) -> Point:
+    """``point`` at the same place relative to a box that moved from ``before`` to
+    ``after`` and may have grown (a zoomed page): a replayed click lands where it landed
+    in the element (kept inside it)."""
+    fx = (point[0] - before[0]) / before[2] if before[2] else 0.5
+    fy = (point[1] - before[1]) / before[3] if before[3] else 0.5
+    return (after[0] + min(max(fx, 0.0), 1.0) * after[2], after[1] + min(max(fy, 0.0), 1.0) * after[3])
+
+
 def offset_box(box: Box, offset: Point) -> Box:
     """A box in its own document -> the same box in the top document."""
     return box[0] + offset[0], box[1] + offset[1], box[2], box[3]

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 
+# The policy's budgets that deskbox up and the scene aggregator take as flags too
+# (--max-actions ...), over the policy file's.
+BUDGET_FLAGS = ("max_actions", "max_screenshots", "max_session_seconds", "actions_per_minute")
+
 # The scene's OCR: off; "fill", only where native apps expose nothing (a canvas, a
 # video, a window without accessibility); "all", the whole screen.
 OCR_MODES = ("off", "fill", "all")

@@ -10,11 +10,9 @@ from aiohttp import web
 
 from ..common.logging import configure_logging, get_logger
 from ..common.net import parse_listen
-from ..common.options import OCR_MODES, internal_secret_from_env, ocr_mode_from_env
+from ..common.options import BUDGET_FLAGS, OCR_MODES, internal_secret_from_env, ocr_mode_from_env
 from ..policy import Policy, load_policy
 from .app import SceneConfig, create_app
-
-BUDGET_FLAGS = ("max_actions", "max_screenshots", "max_session_seconds", "actions_per_minute")
 
 
 def default_traces_dir() -> str:

@@ -231,6 +231,8 @@ class Gate:
         element action (replayed through /act), "input" for input (replayed as its parts)."""
         step = Step(interface or INTERFACE.get(), action, _args(args),
                     element.display_id if element is not None else display, resolved_by=RESOLVED_BY.get(), via=via)
+        if self.writer is None and self.policy is None:
+            return step  # nothing to check, nothing to record: /act pays nothing for the gate
         scene = self.engine.last
         if element is not None and scene is not None:
             step.element = element_ref(element, scene, await self._url(element))
@@ -241,8 +243,7 @@ class Gate:
         if scene is not None and step.element is None:
             step.locate = lambda d, x, y: element_at(scene, d, x, y)
         text = args.get("text")
-        if (self.policy is not None or self.writer is not None) and element is not None and \
-                step.element is not None and isinstance(text, str):
+        if element is not None and step.element is not None and isinstance(text, str):
             # Typed into a password field: out of every record from now on.
             ref = step.element
             await self._mark_secret_field(element, ref)

@@ -27,9 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..common.errors import InvalidRequest, NotFoundError, ServiceError
 from ..common.openapi import Route
 from ..common.web import json_ok, read_body
+from ..geometry import Rect, same_spot
 from ..policy.config import RedactionConfig
 from ..trace.recorder import read_steps, read_trace
-from ..trace.reference import box_tuple, resolve
+from ..trace.reference import resolve
 from .act import Actor
 from .gate import RESOLVED_BY, traced
 from .models import ActRequest
@@ -77,16 +78,13 @@ def _recorded_ms(steps: list[dict[str, Any]]) -> int | None:
     return round((last.get("t", 0) - steps[0].get("t", 0)) * 1000 + (last.get("duration_ms") or 0))
 
 
-def _moved(point: list[float], old_box: list[int] | None, new_box: Any) -> list[float]:
-    """``point`` at the same place relative to the element's box as it was to the old box
-    (the element moved, or grew with a zoom)."""
+def _moved(point: list[float], old_box: list[int] | None, new_box: Rect | tuple | None) -> list[float]:
+    """The recorded point moved with its element (unmoved when either box is unknown)."""
     if not old_box or new_box is None:
         return point
-    ox, oy, ow, oh = old_box
-    nx, ny, nw, nh = box_tuple(new_box)
-    fx = (point[0] - ox) / ow if ow else 0.5
-    fy = (point[1] - oy) / oh if oh else 0.5
-    return [round(nx + min(max(fx, 0.0), 1.0) * nw, 1), round(ny + min(max(fy, 0.0), 1.0) * nh, 1)]
+    after = (new_box.x, new_box.y, new_box.w, new_box.h) if isinstance(new_box, Rect) else tuple(new_box)
+    x, y = same_spot((point[0], point[1]), tuple(old_box), after)
+    return [round(x, 1), round(y, 1)]
 
 
 class Replayer:

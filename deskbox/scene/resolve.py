@@ -19,7 +19,7 @@ from ..geometry import Rect, device_rect, rect_center
 from .elements import Element, normalize_atspi_role
 from .scene_json import OcrItem
 
-__all__ = ["Match", "resolve", "AMBIGUOUS_GAP", "MIN_SCORE"]
+__all__ = ["Match", "resolve", "name_similarity", "place_score", "AMBIGUOUS_GAP", "MIN_SCORE"]
 
 AMBIGUOUS_GAP = 0.08  # a runner-up this close means we cannot tell them apart
 MIN_SCORE = 0.5  # below this nothing matches
@@ -67,13 +67,15 @@ def _role_score(want: str, have: str | None) -> float:
 _MIN_REACH = 40.0  # device px: the scale of "near" for a recorded point or a tiny box
 
 
-def _place_score(want: tuple[float, float, float, float], have: Rect | None) -> float:
+def place_score(want: tuple[float, float, float, float], have: Rect | None, *, reach: float = 1.0) -> float:
+    """1 when ``have``'s centre is ``want``'s, falling off over ``reach`` times the
+    recorded box's diagonal (at least ``_MIN_REACH``)."""
     if have is None:
         return 0.0
     wx, wy = want[0] + want[2] / 2, want[1] + want[3] / 2
     hx, hy = rect_center(have)
-    reach = max(_MIN_REACH, math.hypot(want[2], want[3]))
-    return math.exp(-math.hypot(wx - hx, wy - hy) / reach)
+    scale = reach * max(_MIN_REACH, math.hypot(want[2], want[3]))
+    return math.exp(-math.hypot(wx - hx, wy - hy) / scale)
 
 
 def _score(role: str | None, name: str | None, bbox, cand_role: str | None, cand_name: str,
@@ -86,7 +88,7 @@ def _score(role: str | None, name: str | None, bbox, cand_role: str | None, cand
         total += _WEIGHTS["name"] * name_similarity(name, cand_name)
         weight += _WEIGHTS["name"]
     if bbox is not None:
-        total += _WEIGHTS["place"] * _place_score(bbox, cand_box)
+        total += _WEIGHTS["place"] * place_score(bbox, cand_box)
         weight += _WEIGHTS["place"]
     return total / weight if weight else 0.0
 

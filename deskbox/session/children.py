@@ -14,7 +14,7 @@ from aiohttp import ClientSession, ClientTimeout
 
 from ..common.chromium import chromium_argv
 from ..common.logging import get_logger
-from ..common.options import INTERNAL_SECRET_ENV
+from ..common.options import BUDGET_FLAGS, INTERNAL_SECRET_ENV
 from . import processes, readiness, xwayland
 from .readiness import until_ready
 from .supervisor import Child, ChildSpec
@@ -266,8 +266,7 @@ class SessionChildren:
 
     @property
     def _policy_given(self) -> bool:
-        a = self.args
-        return bool(a.policy or a.max_actions or a.max_screenshots or a.max_session_seconds or a.actions_per_minute)
+        return bool(self.args.policy or any(getattr(self.args, flag) for flag in BUDGET_FLAGS))
 
     def _gated_env(self) -> dict[str, str]:
         """desktopd's and the scene's environment: the services', and the internal secret."""
@@ -290,7 +289,7 @@ class SessionChildren:
             argv.append("--trace-at-start")
         if self.args.policy:
             argv += ["--policy", str(Path(self.args.policy).resolve())]
-        for flag in ("max_actions", "max_screenshots", "max_session_seconds", "actions_per_minute"):
+        for flag in BUDGET_FLAGS:
             if getattr(self.args, flag):
                 argv += [f"--{flag.replace('_', '-')}", str(getattr(self.args, flag))]
         return [*argv, "--log-level", self.args.log_level]

@@ -10,7 +10,7 @@ import sys
 
 from ..common.errors import InvalidRequest
 from ..common.logging import configure_logging
-from ..common.options import CLIENT_ENV, DEFAULT_URLS, OCR_MODES, client_env, ocr_mode_from_env
+from ..common.options import BUDGET_FLAGS, CLIENT_ENV, DEFAULT_URLS, OCR_MODES, client_env, ocr_mode_from_env
 from .lifecycle import OSWORLD_CDP_PORT, OSWORLD_USER, PROJECT_ROOT, SESSION_USER, Session, SessionError
 from .outputs import OutputSpec, parse_output
 
@@ -130,11 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--policy", default=os.environ.get("DESKBOX_POLICY") or None, metavar="FILE",
                     help="guard rails: budgets, redaction, allowed actions, confirmation, audit log (JSON or "
                          "YAML; see docs/guardrails.md)")
-    for flag, what in (("max-actions", "actions"), ("max-screenshots", "screenshots"),
-                       ("max-session-seconds", "seconds of the session"),
-                       ("actions-per-minute", "actions in any minute")):
-        up.add_argument(f"--{flag}", type=int, default=None, metavar="N",
-                        help=f"a budget: at most N {what} (over the policy file's)")
+    budgets = {"max_actions": "actions", "max_screenshots": "screenshots",
+               "max_session_seconds": "seconds of the session", "actions_per_minute": "actions in any minute"}
+    for flag in BUDGET_FLAGS:
+        up.add_argument(f"--{flag.replace('_', '-')}", type=int, default=None, metavar="N",
+                        help=f"a budget: at most N {budgets[flag]} (over the policy file's)")
     up.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
     mcp = sub.add_parser(
         "mcp",

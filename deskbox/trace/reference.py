@@ -12,20 +12,20 @@ or nothing, leaving coordinates to the caller as the last resort."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..geometry import Rect, device_rect, rect_center
+from ..geometry import Rect, device_rect
 from ..scene.elements import Element
-from ..scene.resolve import name_similarity
+from ..scene.resolve import name_similarity, place_score
 from ..scene.scene_json import OcrItem, Scene
 
-__all__ = ["element_ref", "element_at", "resolve", "Resolution", "box_tuple", "MIN_SCORE", "AMBIGUOUS_GAP"]
+__all__ = ["element_ref", "element_at", "resolve", "Resolution", "MIN_SCORE", "AMBIGUOUS_GAP"]
 
 MIN_SCORE = 0.6  # below this, no element is the one recorded
 AMBIGUOUS_GAP = 0.05  # a runner-up this close: the reference cannot tell them apart
 ANCESTORS = 6  # how many ancestors a reference keeps (nearest first)
+PLACE_REACH = 4.0  # how far (in the recorded box's sizes) a moved element still counts as near
 
 
 def element_ref(e: Element, scene: Scene, url: str | None = None) -> dict[str, Any]:
@@ -64,14 +64,8 @@ def ocr_ref(o: OcrItem, scene: Scene) -> dict[str, Any]:
             "bbox": list(o.bbox), "display_id": o.display_id}
 
 
-def box_tuple(box: Rect | tuple | list) -> tuple[float, float, float, float]:
-    """(x, y, w, h) of a Scene element's Rect, or of a box already given as numbers."""
-    return (box.x, box.y, box.w, box.h) if isinstance(box, Rect) else tuple(box)
-
-
 def _contains(box: Rect | tuple, x: float, y: float) -> bool:
-    bx, by, bw, bh = box_tuple(box)
-    return bx <= x < bx + bw and by <= y < by + bh
+    return (box if isinstance(box, Rect) else Rect(*box)).contains(x, y)
 
 
 def element_at(scene: Scene, display: int, x: float, y: float) -> dict[str, Any] | None:
@@ -116,9 +110,7 @@ def _place(recorded: list | None, box: Rect | tuple | None) -> float:
     layout change moves things: place only breaks ties between look-alikes)."""
     if not recorded or box is None:
         return 0.5
-    (ax, ay), (bx, by) = rect_center(Rect(*recorded)), rect_center(Rect(*box_tuple(box)))
-    scale = max(recorded[2], recorded[3], 24) * 4
-    return math.exp(-math.hypot(ax - bx, ay - by) / scale)
+    return place_score(tuple(recorded), box if isinstance(box, Rect) else Rect(*box), reach=PLACE_REACH)
 
 
 def _ancestry(recorded: list[dict], e: Element, by_id: dict[str, Element]) -> float:

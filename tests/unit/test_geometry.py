@@ -238,3 +238,12 @@ def test_a_desktop_box_made_relative_to_its_frame_is_what_window_coordinates_say
     # (500, 200): 3 px in, 24 px down in the frame.
     assert frame_relative((503, 224, 32, 28), (500, 200)) == (3, 24, 32, 28)
     assert frame_relative((0, 0, 10, 10), (0, 0)) == (0, 0, 10, 10)
+
+
+def test_a_replayed_point_keeps_its_place_in_a_moved_and_zoomed_box():
+    from deskbox.geometry import same_spot
+
+    # A click a quarter of the way into a button; the button moved and grew by 1.25.
+    assert same_spot((125, 210), (100, 200, 100, 40), (300, 500, 125, 50)) == (331.25, 512.5)
+    # A point outside the old box stays on the new box's edge, inside the element.
+    assert same_spot((90, 260), (100, 200, 100, 40), (0, 0, 10, 10)) == (0.0, 10.0)
