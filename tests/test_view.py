@@ -6,8 +6,11 @@ scene's health says control was taken."""
 from __future__ import annotations
 
 import io
+import os
 import secrets
+import signal
 import struct
+import subprocess
 import time
 
 import pytest
@@ -136,3 +139,22 @@ def test_the_relay_itself_drops_input_without_control(viewed, pages):
     assert pages.matching(type="click", target="other") == []
     rfb_click(base + "&control=1", x + w // 2, y + h // 2)
     pages.wait_for(type="click", target="other", timeout=10)
+
+
+def test_the_page_reconnects_when_the_vnc_server_dies(viewed, browser):
+    """A fault that loses nothing: wayvnc is killed under a watching page; the view starts
+    a new one on the next connection, and the page reconnects by itself."""
+    base = viewed.state["view"]
+    page = browser.new_page()
+    page.goto(f"{base}/?token={TOKEN}")
+    wait_until(lambda: page.text_content("#status") == "connected", 20, what="the first connection")
+    sock = f"{viewed.state['runtime_dir']}/vnc-0.sock"
+    found = subprocess.run(["pgrep", "-f", f"wayvnc .*{sock}"], capture_output=True, text=True).stdout.split()
+    assert len(found) == 1, found
+    os.kill(int(found[0]), signal.SIGKILL)
+    wait_until(lambda: page.text_content("#status") != "connected", 10, what="the page to see the loss")
+    wait_until(lambda: page.text_content("#status") == "connected", 30, what="the page to reconnect")
+    page.wait_for_selector("#screen canvas", timeout=10_000)
+    again = subprocess.run(["pgrep", "-f", f"wayvnc .*{sock}"], capture_output=True, text=True).stdout.split()
+    assert again and again != found
+    assert authed("GET", base + "/api/status").json()["vnc_servers"] == [0]

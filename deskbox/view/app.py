@@ -35,7 +35,7 @@ log = get_logger("deskbox.view")
 PAGE = Path(__file__).with_name("page.html")
 NOVNC_DIR = Path("/usr/share/novnc")
 COOKIE = "deskbox_view"
-SOCKET_WAIT_S = 5.0
+SOCKET_WAIT_S = 20.0
 _OPEN = frozenset({"/health", "/login"})
 
 
@@ -55,7 +55,10 @@ class Servers:
         self.procs: dict[int, asyncio.subprocess.Process] = {}
         self._lock = asyncio.Lock()
 
-    async def socket(self, display: int, output: str) -> Path:
+    async def connect(self, display: int, output: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A connection to the display's wayvnc, started if it is not running. wayvnc makes
+        its socket a moment before it accepts on it, and starts slowly on a loaded machine:
+        connecting is retried until it answers or ends."""
         path = self.runtime / f"vnc-{display}.sock"
         async with self._lock:
             proc = self.procs.get(display)
@@ -64,15 +67,21 @@ class Servers:
                 if exe is None:
                     raise Unavailable("wayvnc is not installed (Debian package wayvnc)", code="no_wayvnc")
                 path.unlink(missing_ok=True)
-                self.procs[display] = await asyncio.create_subprocess_exec(
+                proc = self.procs[display] = await asyncio.create_subprocess_exec(
                     exe, "--unix-socket", "--output", output, str(path), stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
-                deadline = time.monotonic() + SOCKET_WAIT_S
-                while not path.exists():
-                    if self.procs[display].returncode is not None or time.monotonic() > deadline:
-                        raise Unavailable(f"wayvnc did not start on {output}", code="vnc_failed")
+            deadline = time.monotonic() + SOCKET_WAIT_S
+            while True:
+                try:
+                    return await asyncio.open_unix_connection(str(path))
+                except (FileNotFoundError, ConnectionRefusedError):
+                    if proc.returncode is not None:
+                        raise Unavailable(f"wayvnc ended on {output} (exit {proc.returncode})",
+                                          code="vnc_failed") from None
+                    if time.monotonic() > deadline:
+                        raise Unavailable(f"wayvnc did not answer on {output} within {SOCKET_WAIT_S:.0f} s",
+                                          code="vnc_failed") from None
                     await asyncio.sleep(0.05)
-        return path
 
     async def close(self) -> None:
         for proc in self.procs.values():
@@ -211,8 +220,7 @@ async def relay(request: web.Request) -> web.StreamResponse:
     listed = {d["id"]: d for d in (await view.client.displays())["displays"]}
     if display not in listed:
         raise NotFoundError(f"no display {display}; the session has {sorted(listed)}", code="unknown_display")
-    path = await view.servers.socket(display, listed[display]["name"])
-    reader, writer = await asyncio.open_unix_connection(str(path))
+    reader, writer = await view.servers.connect(display, listed[display]["name"])
     ws = web.WebSocketResponse(protocols=("binary",), max_msg_size=0)
     await ws.prepare(request)
     stream = ClientStream(control=control)
