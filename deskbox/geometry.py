@@ -56,6 +56,8 @@ __all__ = [
     "native_document_to_display",
     "vcl_body_offset",
     "popup_origin",
+    "submenu_origin",
+    "GTK_MENU_INSET",
     "native_vcl_box",
     "device_rect",
     "visible_part",
@@ -429,13 +431,30 @@ def band_span(box: Box, band: tuple[float, float]) -> tuple[float, float]:
     return y + top * h, y + (top + height) * h
 
 
-def popup_origin(anchor: Box) -> Point:
+# A GTK 3 menu's popup surface keeps a margin around what it draws (room for its
+# shadow): its first item lies this far inside the surface, in layout px (measured with
+# LibreOffice's gtk3 plugin, Adwaita, Sway: the item's highlight starts exactly at the
+# anchor's bottom-left while its box says (6, 5) further).
+GTK_MENU_INSET: Point = (6, 5)
+
+
+def popup_origin(anchor: Box, inset: Point = (0, 0)) -> Point:
     """Where a popup (a menu of the menu bar, a toolbar's drop-down) opens, in the
-    coordinates of the box that dropped it: at that box's bottom-left (measured with
-    LibreOffice's gtk3 plugin). What the popup holds reports boxes relative to the
-    popup, a surface of its own: ``offset_box(box, popup_origin(anchor))`` puts them in
-    the window's coordinates."""
-    return anchor[0], anchor[1] + anchor[3]
+    coordinates of the box that dropped it: what it draws starts at that box's
+    bottom-left, its surface ``inset`` (GTK_MENU_INSET for a GTK menu, none for VCL's
+    own popups) further up and left. What the popup holds reports boxes relative to the
+    popup's surface: ``offset_box(box, popup_origin(anchor))`` puts them in the
+    window's coordinates."""
+    return anchor[0] - inset[0], anchor[1] + anchor[3] - inset[1]
+
+
+def submenu_origin(item: Box, inset: Point = GTK_MENU_INSET) -> Point:
+    """Where the popup of a GTK 3 submenu opens, in the coordinates of ``item`` (the menu
+    item that opened it, already placed): to the item's right, its first item level with
+    ``item`` (measured with LibreOffice's Format > Text). GTK opens it to the left
+    instead when the output has no room on the right, which is not modelled: the
+    reader does not know the output's size."""
+    return item[0] + item[2] - inset[0] - 1, item[1] - inset[1]
 
 
 def native_vcl_box(box: Box, offset: Point | None, toolkit: str) -> tuple[Box, Point | None]:

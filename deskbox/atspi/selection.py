@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..geometry import frame_relative, native_vcl_box, offset_box, popup_origin, vcl_body_offset
+from ..geometry import (
+    GTK_MENU_INSET,
+    frame_relative,
+    native_vcl_box,
+    offset_box,
+    popup_origin,
+    submenu_origin,
+    vcl_body_offset,
+)
 from .tree import (
     _CALC_FORMULA_BAR,
     _CALC_INPUT_LINE,
@@ -186,8 +194,8 @@ class _Selection:
         (geometry.vcl_body_offset); ``popup``: where the popup of the menu being walked
         lies in the window: its items' boxes are relative to that popup (GTK 3 and 2,
         Wayland and X11: a popup is a surface of its own), which opens below the menu
-        bar's menu (measured with LibreOffice's menu bar; a submenu's popup, to the
-        right of its item, is not placed)."""
+        bar's menu, and a submenu's to the right of its item (measured with
+        LibreOffice's menus)."""
         key = (obj.path, depth, frame_title, parent_name, frame_extents, parent_box, offset, popup, parent_role,
                self._origin, up)
         found = self.settled.get(key)
@@ -276,9 +284,14 @@ class _Selection:
             # its popup, is never selected.)
             return out
         child_parent = name if keep else parent_name
-        if (role == "menu" and parent_role == "menu bar" and extents is not None and not gtk4
-                and not self.app.browser and not self.app.desktop_coords):
-            popup = popup_origin(extents)  # type: ignore[assignment]
+        if (role == "menu" and extents is not None and not gtk4 and not self.app.browser
+                and not self.app.desktop_coords):
+            # LibreOffice's menus are GTK 3's: their popups' surfaces have a margin.
+            inset = GTK_MENU_INSET if self.app.name == "soffice" else (0, 0)
+            if parent_role == "menu bar":
+                popup = popup_origin(extents, inset)  # type: ignore[assignment]
+            elif parent_role == "menu" and self.app.name == "soffice":
+                popup = submenu_origin(extents, inset)  # type: ignore[assignment]
         for kid in kids if kids is not None else self._kids(obj):
             out += self._visit(kid, depth + 1, frame_title, child_parent, frame_extents, spans, extents, offset,
                                popup, role, up)

@@ -3,6 +3,7 @@
 import struct
 
 from deskbox.geometry import (
+    GTK_MENU_INSET,
     Display,
     Rect,
     absolute_motion,
@@ -20,9 +21,11 @@ from deskbox.geometry import (
     measured_to_snapshot,
     moved_with,
     offset_box,
+    popup_origin,
     resize_factor,
     scaled_size,
     side_by_side,
+    submenu_origin,
 )
 
 LEFT = Display(0, "HEADLESS-1", Rect(0, 0, 1280, 800), 1.0, (1280, 800), True)
@@ -247,3 +250,17 @@ def test_a_replayed_point_keeps_its_place_in_a_moved_and_zoomed_box():
     assert same_spot((125, 210), (100, 200, 100, 40), (300, 500, 125, 50)) == (331.25, 512.5)
     # A point outside the old box stays on the new box's edge, inside the element.
     assert same_spot((90, 260), (100, 200, 100, 40), (0, 0, 10, 10)) == (0.0, 10.0)
+
+
+def test_gtk_menus_and_their_submenus_open_where_libreoffice_draws_them():
+    # Measured in Writer at 1280x800: the menu bar's Format at (193, 0, 68, 26); its
+    # popup's items report (6, 5, 329, 26) and up, relative to the popup's surface; the
+    # Text item's highlight is drawn from (193, 26), and its submenu's first item from
+    # (521, 26).
+    format_menu = (193, 0, 68, 26)
+    text_item = offset_box((6, 5, 329, 26), popup_origin(format_menu, GTK_MENU_INSET))
+    assert text_item[:2] == (193, 26)
+    bold_item = offset_box((6, 5, 316, 26), submenu_origin(text_item))
+    assert bold_item[:2] == (521, 26)
+    # VCL's own popups (a toolbar's Table drop-down) have no margin.
+    assert popup_origin((40, 60, 30, 24)) == (40, 84)
