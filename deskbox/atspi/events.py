@@ -10,7 +10,11 @@ listened to. Measured (Sway headless, Chromium on a 1,000-element page, Calc,
 gnome-calculator): idle, none sent any in 8 s; two values typed into Calc brought
 1,262 from LibreOffice (it rebuilds its toolbars) and a navigation 18 from Chromium.
 A page rewriting 50 texts every 100 ms made Chromium send 580 a second, for no
-measurable CPU: its processes used 0.225 s a second without listeners, 0.229 with."""
+measurable CPU: its processes used 0.225 s a second without listeners, 0.229 with.
+What LibreOffice sends for one value typed into a Calc cell and Return: 883 events, most
+from objects no walk has seen, because it rebuilds its sidebar's Properties panel
+(children removed and added, the old ones defunct) and swaps the formula bar's buttons;
+so an edit costs a whole walk of it, not of the cell's row alone."""
 
 from __future__ import annotations
 

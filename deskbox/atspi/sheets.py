@@ -3,7 +3,14 @@
 What it owns: which cells of a sheet are on screen, the object LibreOffice made for
 each, and what each sheet's visible cells read last. It must not know what becomes of
 the cells (the snapshot's nodes, the full read's); it reads through the reader's
-``call`` (one D-Bus call, its connections and limits)."""
+``call`` (one D-Bus call, its connections and limits).
+
+What a cell costs LibreOffice 7.4 (400 cells, pipelined, this 2-core machine): its text
+(``Text.GetText``) 0.43 ms, as much as everything else read of it; its ``Value``
+0.04 ms and its ``CharacterCount`` 0.1 ms, but neither says what the cell shows (a
+number's format, a text). A sheet scrolled a page is therefore some 250 ms of
+LibreOffice's time at 1920x1080, whatever the reader does: the rows kept between reads
+are the only saving."""
 
 from __future__ import annotations
 
