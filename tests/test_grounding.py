@@ -175,9 +175,10 @@ TEXT = "The first paragraph of the test document."
 DIALOGS = {"Open": "Open", "Export Directly as PDF": "Export", "Print": "Print",
            "Find and Replace": "Find and Replace", "Image": "Insert Image", "Hyperlink": "Hyperlink",
            "Bookmark": "Bookmark", "Cross-reference": "Fields"}
-# Drop-downs the Scene places what they hold for: Table's popup is named as its button,
-# Symbol's VCL frame hangs from its button; Field's is a GTK menu that says neither.
-PLACED_POPUPS = ("Table", "Symbol")
+# Drop-downs the Scene places what they hold for, each its own way: Table's popup is named
+# as its button, Symbol's VCL frame hangs from its button, and Field's, a GTK menu that
+# says neither, opens below the button under the pointer that clicked it.
+PLACED_POPUPS = ("Table", "Symbol", "Field")
 # Split buttons whose click drops a popup down, by an element only the popup has.
 POPUPS = {"Table": ("button", "More Options..."), "Field": ("menuitemcheckbox", "More Fields..."),
           "Symbol": ("button", "More Characters\u2026")}

@@ -326,8 +326,8 @@ def _place_drop_downs(frames: list[list[NativeNode]]) -> list[list[NativeNode]]:
     The button is the one the popup is named after (Table's), or else the one its
     VCL frame hangs from: that frame reports where the popup is in the window's VCL
     coordinates, its left edge at the button's (Symbol's, unnamed); it is put at the
-    popup's place. A popup with neither (Field's, a GTK menu) cannot be told whose it
-    is and stays where it says."""
+    popup's place. A GTK menu with neither (Field's: no relation, no state of the
+    button says it is open, measured) is marked ``unplaced`` for the caller."""
     buttons = [(n.name, n.extents) for nodes in frames if nodes and nodes[0].role == "frame" for n in nodes
                if n.role in ("push button", "toggle button") and n.extents is not None]
     by_name = {name: box for name, box in buttons if name}
@@ -347,6 +347,10 @@ def _place_drop_downs(frames: list[list[NativeNode]]) -> list[list[NativeNode]]:
             nodes = [dataclasses.replace(n, extents=(*origin, *n.extents[2:]) if n is hung
                                          else offset_box(n.extents, origin)) if n.extents is not None else n
                      for n in nodes]
+        elif any(n.role == "menu" for n in nodes[1:3]):
+            # A GTK menu whose button nothing here names: left for the caller, who knows
+            # where the pointer that opened it is.
+            nodes = [dataclasses.replace(nodes[0], unplaced=True), *nodes[1:]]
         out.append(nodes)
     return out
 

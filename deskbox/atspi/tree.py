@@ -50,6 +50,10 @@ class NativeNode:
     spans: tuple[tuple[int, int, int, int], ...] = field(default=(), repr=False)
     formula: str | None = None  # a spreadsheet cell's formula, where the app shows it
     parent: str = ""  # the key of its nearest ancestor that is a node too ("" for a frame)
+    # Set on a popup's window node whose contents could not be placed (a GTK menu that
+    # names no button: LibreOffice's Field drop-down): they stay relative to the popup,
+    # for the caller to place (``deskbox.scene.placing.place_popups_at_pointer``).
+    unplaced: bool = False
 
 
 # Roles of top-level windows (children of an application).

@@ -29,7 +29,7 @@ from .frames import FrameSignature, changed_regions, signature
 from .id_store import IdStore
 from .ids import IdRegistry
 from .metrics import SceneMetrics
-from .placing import changed_pids, region_of, window_for_tab, windows_for_native
+from .placing import changed_pids, place_popups_at_pointer, region_of, window_for_tab, windows_for_native
 from .scene_json import Mode, OcrItem, Scene, apps_of
 from .sources import Bridge, Desktop, Frame, Tree, Window
 
@@ -296,11 +296,12 @@ class SceneEngine:
         elif self.atspi is None:
             sources["atspi"] = "disabled"
         opaque: list[Opaque] = []
+        pointer = await self._pointer_for_popups(self._native_cache or [])
         if self.atspi is not None and not native_failed:
-            native, opaque = self._native_elements(self._native_cache or [], tree)
+            native, opaque = self._native_elements(self._native_cache or [], tree, pointer)
             elements += native
         elif self._native_cache:
-            elements += self._native_elements(self._native_cache, tree)[0]
+            elements += self._native_elements(self._native_cache, tree, pointer)[0]
 
         ocr_items: list[OcrItem] = []
         try:
@@ -439,9 +440,21 @@ class SceneEngine:
         # elements' ids alive; elements gone from a tab that was read are retired.
         return out, alive - read, errors
 
-    def _native_elements(self, nodes: list[Any], tree: Tree) -> tuple[list[Element], list[Opaque]]:
+    async def _pointer_for_popups(self, nodes: list[Any]) -> tuple[int, float, float] | None:
+        """Where the pointer is, when a popup waits to be placed below the button under
+        it (``placing.place_popups_at_pointer``); None otherwise (no call is made)."""
+        if not any(getattr(n, "unplaced", False) for n in nodes):
+            return None
+        try:
+            return await self.desktop.pointer_position()
+        except Unavailable:
+            return None
+
+    def _native_elements(self, nodes: list[Any], tree: Tree,
+                         pointer: tuple[int, float, float] | None = None) -> tuple[list[Element], list[Opaque]]:
         """The native apps' elements, and the parts of their windows that expose nothing
-        (surfaces they draw on, windows without a node): where ``--ocr fill`` reads."""
+        (surfaces they draw on, windows without a node): where ``--ocr fill`` reads.
+        ``pointer``: where desktopd last put it, for popups placed below the button under it."""
         displays = {d.id: d for d in tree.displays}
         by_window: dict[str, tuple[Window, list[Any]]] = {}
         for window, group in windows_for_native(nodes, tree.windows, displays):
@@ -461,6 +474,8 @@ class SceneEngine:
                 from ..atspi import visible_window
 
                 surface = visible_window(frame, (window.bounds.w / display.scale, window.bounds.h / display.scale))
+            if pointer is not None and pointer[0] == display.id:
+                group = place_popups_at_pointer(group, window.bounds, display.scale, surface, pointer[1:])
             out += native_elements(group, window=window.bounds, scale=display.scale, clip=clip,
                                    display_id=display.id, window_id=window.id, surface_window=surface)
             if self.fill is not None:

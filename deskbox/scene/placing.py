@@ -4,12 +4,15 @@ touches. Pure functions over the window tree; no source is read here."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from ..geometry import Rect, visible_part
+from ..geometry import GTK_MENU_INSET, Rect, native_to_display, offset_box, popup_origin, visible_part
 from .sources import Tree, Window
 
-__all__ = ["region_of", "changed_pids", "window_for_tab", "windows_for_native"]
+__all__ = ["region_of", "changed_pids", "window_for_tab", "windows_for_native", "place_popups_at_pointer"]
+
+_BUTTON_ROLES = frozenset({"push button", "toggle button"})
 
 
 def region_of(box: Rect) -> tuple[int, int, int, int]:
@@ -83,3 +86,29 @@ def _size_distance(window: Window, frame: Any, displays: dict) -> float:
         return 0.0
     scale = displays[window.display_id].scale if window.display_id in displays else 1.0
     return abs(window.bounds.w / scale - frame.extents[2]) + abs(window.bounds.h / scale - frame.extents[3])
+
+
+def place_popups_at_pointer(nodes: list[Any], window: Rect, scale: float, surface: Any,
+                            pointer: tuple[float, float] | None) -> list[Any]:
+    """One window's native nodes (``deskbox.atspi.NativeNode``) with each popup the
+    reader could not place (its window node ``unplaced``: a GTK menu that names no
+    button) put below the button under the pointer, as GTK opens it (``popup_origin``
+    with ``GTK_MENU_INSET``). ``pointer``: display-local device px, on this window's
+    display (desktopd knows where it last put it: the click that opened the popup).
+    A popup with no button under the pointer stays as it is."""
+    if pointer is None or not any(getattr(n, "unplaced", False) for n in nodes):
+        return nodes
+    px, py = pointer
+    in_popup, inside = [], False
+    for node in nodes:
+        if node.depth <= 1:
+            inside = bool(getattr(node, "unplaced", False))
+        in_popup.append(inside)
+    under = [n for n, popup in zip(nodes, in_popup) if not popup and n.role in _BUTTON_ROLES
+             and n.extents is not None and native_to_display(window, scale, n.extents, surface).contains(px, py)]
+    if not under:
+        return nodes
+    button = min(under, key=lambda n: n.extents[2] * n.extents[3])
+    origin = popup_origin(button.extents, GTK_MENU_INSET)
+    return [dataclasses.replace(n, unplaced=False, extents=offset_box(n.extents, origin) if n.extents else None)
+            if popup else n for n, popup in zip(nodes, in_popup)]
