@@ -29,7 +29,7 @@ from .actions import (
     slices,
 )
 from .backends.base import Backend, KeyEvent
-from .gate import GATE_CLIENT, GateClient, gate_middleware, gate_state
+from .gate import BLUR, GATE_CLIENT, GateClient, gate_middleware, gate_state
 from .keys import UnknownKey, parse_key
 from .models import (
     GateStateRequest,
@@ -156,7 +156,7 @@ async def screenshot(request: web.Request) -> web.Response:
     q = read_query(request, ScreenshotQuery)
     planner = Planner(request.app[BACKEND])
     display = planner.display(q.display)
-    shot = await request.app[SHOTS].take(display, q, request.headers.get("If-None-Match"))
+    shot = await request.app[SHOTS].take(display, q, request.headers.get("If-None-Match"), blur=request.get(BLUR, ()))
     request.app[DESKTOPD_METRICS].screenshots.labels(q.format, "not_modified" if shot.not_modified else "sent").inc()
     if shot.not_modified:
         return web.Response(status=304, headers=shot.headers())

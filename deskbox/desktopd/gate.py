@@ -9,7 +9,9 @@ through: the scene has already put them through its gate. Whether to ask at all 
 the scene's to say: it tells desktopd when a trace starts or stops (``POST
 /api/v1/gate``), and desktopd asks again at most once a second (``GET /api/v1/gate`` on
 the scene: a restarted scene, a restarted desktopd); while the scene cannot be reached, input passes unless the session has a policy (``required``),
-in which case it is refused: a guard rail the scene cannot check is not waived."""
+in which case it is refused: a guard rail the scene cannot check is not waived. When the
+policy blurs secrets in screenshots, the scene's answer for a screenshot names the boxes,
+and desktopd blurs them before the picture leaves (``BLUR``)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from ..common.logging import get_logger
 from ..common.web import INTERFACE_HEADER, INTERNAL_HEADER, json_ok, read_body
 from .models import GateStateRequest
 
-__all__ = ["GateClient", "GATE_CLIENT", "gate_middleware", "gate_state"]
+__all__ = ["GateClient", "GATE_CLIENT", "BLUR", "gate_middleware", "gate_state"]
 
 log = get_logger("deskbox.desktopd.gate")
 
@@ -84,9 +86,10 @@ class GateClient:
         self._active = active or self.required
         self._checked = time.monotonic()
 
-    async def begin(self, interface: str, route: str, args: dict[str, Any]) -> str | None:
-        answer = await self._call("POST", "/api/v1/gate/begin", {"interface": interface, "route": route, "args": args})
-        return answer.get("step")
+    async def begin(self, interface: str, route: str, args: dict[str, Any]) -> dict[str, Any]:
+        """The scene's answer: ``step`` (None: nothing to record), and for a screenshot
+        the boxes to ``blur`` (display-local device px)."""
+        return await self._call("POST", "/api/v1/gate/begin", {"interface": interface, "route": route, "args": args})
 
     async def end(self, step: str, ok: bool, receipt: dict | None, error: dict | None) -> None:
         try:
@@ -115,6 +118,8 @@ class GateClient:
 
 
 GATE_CLIENT = web.AppKey("gate_client", GateClient)
+# On a screenshot request: the boxes the policy blurs in it (display-local device px).
+BLUR = "deskbox_blur"
 
 
 async def _args(request: web.Request) -> dict[str, Any]:
@@ -140,11 +145,16 @@ async def gate_middleware(request: web.Request, handler):
     if confirm:
         args["confirm_token"] = confirm[:64]  # (desktopd's own bodies have no field for it)
     try:
-        step = await gate.begin(interface[:32], request.path, args)
+        answer = await gate.begin(interface[:32], request.path, args)
     except Unavailable:
         if gate.required:
             raise
-        step = None  # only a trace missed this one: the input is not refused for it
+        answer = {}  # only a trace missed this one: the input is not refused for it
+    step = answer.get("step")
+    blur = answer.get("blur")
+    if isinstance(blur, list):
+        # The policy blurs secrets in screenshots: in this one too, before it leaves.
+        request[BLUR] = tuple(tuple(box) for box in blur if isinstance(box, list) and len(box) == 4)
     if step is None:
         return await handler(request)
     try:

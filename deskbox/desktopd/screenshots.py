@@ -13,6 +13,7 @@ from PIL import Image, ImageDraw
 from ..common.errors import InvalidRequest, TooLarge, Unavailable
 from ..common.memory import release_memory
 from ..geometry import Display, device_to_region, resize_factor, scaled_size
+from ..policy.redact import Redactor
 from .backends.base import Backend, Frame
 from .encode import CONTENT_TYPES, encode, encode_raw
 from .models import ScreenshotQuery
@@ -90,11 +91,14 @@ class Screenshots:
         self._encoded: OrderedDict[tuple, tuple[int, Shot]] = OrderedDict()
         self._cache_size = cache_size
 
-    async def take(self, display: Display, q: ScreenshotQuery, if_none_match: str | None = None) -> Shot:
+    async def take(self, display: Display, q: ScreenshotQuery, if_none_match: str | None = None,
+                   blur: tuple[tuple[int, int, int, int], ...] = ()) -> Shot:
         """The screenshot ``q`` asks for. With ``if_none_match`` (the ETag of an earlier
         shot), a shot without a body when the screen has not changed since: a client
         polling for change (the scene's watcher) then costs no capture, no encoding and
-        no transfer."""
+        no transfer. ``blur``: boxes (display device px) blurred past reading, as the
+        session's policy asks (part of the shot's key: a shot kept unblurred is never
+        given for one that must be blurred)."""
         down = self.backend.health().get("error")
         if down is not None:
             # Never the old compositor's pixels: what was kept of it goes.
@@ -106,7 +110,7 @@ class Screenshots:
         _check_size(display, q.format, out_size)
         pointer = self.backend.pointer_position() if q.cursor else None
         generation = self.backend.frame_generation(display)
-        key = (display.id, display.size, q.format, q.quality, region, out_size, pointer)
+        key = (display.id, display.size, q.format, q.quality, region, out_size, pointer, blur)
         etag = None
         if generation is not None:
             etag = f'"{self._boot}-{generation:x}-{zlib.crc32(repr(key).encode()):08x}"'
@@ -119,7 +123,7 @@ class Screenshots:
                 return replace(hit[1], cached=True)
 
         def render(frame: Frame) -> bytes:
-            return _render(frame, display, region, out_size, q, pointer)
+            return _render(frame, display, region, out_size, q, pointer, blur)
 
         body = await self.backend.capture_with(display, render)
         shot = Shot(body, CONTENT_TYPES[q.format], out_size, out_size[0] / region[2], region, display, False)
@@ -148,16 +152,18 @@ class Screenshots:
         return (x, y, rw, rh)
 
 
-def _render(frame: Frame, display: Display, region, out_size, q: ScreenshotQuery, pointer) -> bytes:
+def _render(frame: Frame, display: Display, region, out_size, q: ScreenshotQuery, pointer, blur=()) -> bytes:
     """Runs in a worker thread, on the frame as captured (possibly the shared buffer)."""
     x, y, w, h = region
     whole = (x, y, w, h) == (0, 0, frame.width, frame.height)
     drawn = pointer is not None and pointer[0] == display.id
-    if whole and not drawn and out_size == (w, h):
+    if whole and not drawn and not blur and out_size == (w, h):
         # The common request: encoded straight from the compositor's pixels.
         return encode_raw(frame.data, (frame.width, frame.height), frame.stride, frame.mode, q.format, q.quality,
                           y_invert=frame.y_invert)
     image = frame.to_image()
+    if blur:
+        image = Redactor.blur(image, blur)  # (boxes in the frame's pixels: before the crop)
     if not whole:
         image = image.crop((x, y, x + w, y + h))
     if drawn:

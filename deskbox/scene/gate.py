@@ -377,7 +377,13 @@ class Gate:
         self._pending[key] = step
         if len(self._pending) > 256:  # a desktopd that never ended its steps
             self._pending.pop(next(iter(self._pending)))
-        return {"step": key, "number": step.number}
+        answer: dict[str, Any] = {"step": key, "number": step.number}
+        if action == "screenshot" and self.policy is not None and self.policy.blurs:
+            # What desktopd must blur before it answers: the same boxes the scene's own
+            # screenshot blurs (display-local device px of that display).
+            scene = await self.engine.scene("active")
+            answer["blur"] = [list(b) for b in self.policy.boxes(scene).get(display if display is not None else 0, [])]
+        return answer
 
     async def end_direct(self, key: str, ok: bool, receipt: dict | None, error: dict | None) -> None:
         step = self._pending.pop(key, None)
@@ -424,6 +430,8 @@ _NOTHING_DONE = frozenset({"validation_error", "invalid_request", "invalid_json"
 def _direct_action(route: str, args: dict[str, Any]) -> tuple[str, int | None, tuple[float, float] | None, bool]:
     """(action, display, point, looking) of a request desktopd was sent directly."""
     display = args.get("display", 0)
+    if isinstance(display, str) and display.isdigit():  # (a screenshot's query)
+        display = int(display)
     if not isinstance(display, int):
         display = 0
     point = None
