@@ -11,8 +11,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, Unavailable
+from ..common.errors import ActionFailed, InvalidRequest, Unavailable
 from ..geometry import Display, Rect, device_rect, probe_points
+from ..scene.act import lookup_element
 from ..scene.elements import INTERACTIVE_ROLES, Element
 from ..scene.frames import FrameSignature
 from ..scene.ids import IdRegistry
@@ -303,13 +304,7 @@ class MockActor:
         self.input_lock = asyncio.Lock()
 
     def lookup(self, ident: str) -> Element:
-        element = self.engine.by_id.get(ident)
-        if element is not None:
-            return element
-        if self.engine.ids.retired(ident) is not None or self.engine.ids.issued(ident):
-            raise ActionFailed(f"{ident} is stale: that element is gone; GET /api/v1/scene for current ids",
-                               code="stale_element")
-        raise NotFoundError(f"no element {ident}; ids come from GET /api/v1/scene", code="unknown_element")
+        return lookup_element(self.engine.by_id, self.engine.ids, ident)
 
     async def act(self, req: ActRequest) -> dict:
         async with self.input_lock:

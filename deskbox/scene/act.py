@@ -24,10 +24,11 @@ from ..geometry import device_rect, display_to_css, probe_points, visible_part
 from .elements import Element
 from .engine import SceneEngine
 from .gate import Gate, traced
+from .ids import IdRegistry
 from .models import ActRequest
 from .sources import Bridge, Desktop
 
-__all__ = ["Actor", "HANDLERS"]
+__all__ = ["Actor", "HANDLERS", "lookup_element"]
 
 SCROLL_ROUNDS = 3
 
@@ -183,6 +184,25 @@ def _inside(ident: str, ancestor: str, parents: dict[str, str | None]) -> bool:
     return False
 
 
+def lookup_element(by_id: dict[str, Element], registry: IdRegistry, ident: str) -> Element:
+    """The element ``ident`` of the newest scene (``by_id``), or a clear error: 409
+    ``stale_element`` for an id the registry issued that is gone, 409 ``not_actionable``
+    for OCR text, 404 ``unknown_element`` for one never issued."""
+    element = by_id.get(ident)
+    if element is not None:
+        return element
+    if ident.startswith("t"):
+        raise ActionFailed(f"{ident} is OCR text; act on accessibility elements (a...) or click its box "
+                           "through desktopd", code="not_actionable")
+    gone = registry.retired(ident)
+    if gone is not None or registry.issued(ident):
+        what = f" (it was {gone.role} {gone.name!r})" if gone is not None and gone.role else ""
+        raise ActionFailed(f"{ident} is stale: that element is gone{what}; GET /api/v1/scene for current ids",
+                           code="stale_element")
+    raise NotFoundError(f"no element {ident}; ids come from GET /api/v1/scene (mode=agent-turn for a fresh one)",
+                        code="unknown_element")
+
+
 class Actor:
     def __init__(self, engine: SceneEngine, desktop: Desktop, bridge: Bridge | None,
                  input_lock: asyncio.Lock | None = None, gate: Gate | None = None) -> None:
@@ -200,20 +220,7 @@ class Actor:
 
     def lookup(self, ident: str) -> Element:
         """The element ``ident`` named in the newest scene, or a clear 404/409."""
-        element = self.engine.by_id.get(ident)
-        if element is not None:
-            return element
-        if ident.startswith("t"):
-            raise ActionFailed(f"{ident} is OCR text; act on accessibility elements (a...) or click its box "
-                               "through desktopd", code="not_actionable")
-        registry = self.engine.ids
-        gone = registry.retired(ident)
-        if gone is not None or registry.issued(ident):
-            what = f" (it was {gone.role} {gone.name!r})" if gone is not None and gone.role else ""
-            raise ActionFailed(f"{ident} is stale: that element is gone{what}; GET /api/v1/scene for current ids",
-                               code="stale_element")
-        raise NotFoundError(f"no element {ident}; ids come from GET /api/v1/scene (mode=agent-turn for a fresh one)",
-                            code="unknown_element")
+        return lookup_element(self.engine.by_id, self.engine.ids, ident)
 
     async def act(self, req: ActRequest) -> dict:
         async with self.input_lock:
