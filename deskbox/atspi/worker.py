@@ -19,6 +19,7 @@ import asyncio
 import json
 import sys
 
+from ..common.memory import tune_gc
 from .full import FULL_APP_TIMEOUT_S
 from .reader import AtspiReader
 from .tree import AtspiError, NoSuchAction
@@ -48,8 +49,9 @@ async def _handle(reader: AtspiReader, request: dict) -> dict:
 
 def serve(lines, out) -> None:
     """Answer each request line in turn; one event loop (and one bus connection) for
-    the worker's life. Between requests nothing runs: the reader subscribes to no
-    signal, so the bus keeps nothing waiting for it."""
+    the worker's life. Between requests nothing runs: the AT-SPI events the reader
+    listens to (``events``) wait on its connection and are read at the next request."""
+    tune_gc()
     loop = asyncio.new_event_loop()
     reader = AtspiReader()
     try:

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from ..common.errors import ServiceError
 from ..common.logging import configure_logging, get_logger
-from ..common.memory import tune_memory
+from ..common.memory import tune_gc, tune_memory
 from ..common.net import parse_listen
 from .app import BridgeConfig, create_app
 from .chromium import ChromiumConfig
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     tune_memory()
+    tune_gc()
     configure_logging("bridge", args.log_level)
     host, port = parse_listen(args.listen)
     profile = args.user_data_dir or ("" if args.attach else tempfile.mkdtemp(prefix="deskbox-chromium-"))

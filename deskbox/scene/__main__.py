@@ -9,6 +9,7 @@ import os
 from aiohttp import web
 
 from ..common.logging import configure_logging, get_logger
+from ..common.memory import tune_gc
 from ..common.net import parse_listen
 from ..common.options import BUDGET_FLAGS, OCR_MODES, internal_secret_from_env, ocr_mode_from_env
 from ..policy import Policy, load_policy
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
     args = parser.parse_args(argv)
     configure_logging("scene", args.log_level)
+    tune_gc()
     host, port = parse_listen(args.listen)
     config = SceneConfig(
         desktopd=args.desktopd.rstrip("/"),

@@ -297,11 +297,13 @@ class SceneEngine:
             sources["atspi"] = "disabled"
         opaque: list[Opaque] = []
         pointer = await self._pointer_for_popups(self._native_cache or [])
+        t0 = time.perf_counter()
         if self.atspi is not None and not native_failed:
             native, opaque = self._native_elements(self._native_cache or [], tree, pointer)
             elements += native
         elif self._native_cache:
             elements += self._native_elements(self._native_cache, tree, pointer)[0]
+        timings["native_elements"] = (time.perf_counter() - t0) * 1000
 
         ocr_items: list[OcrItem] = []
         try:
@@ -318,6 +320,7 @@ class SceneEngine:
         # time are kept alive (absence of evidence is not a removal).
         # (A GTK popup menu is listed twice by AT-SPI: under the widget that opened it,
         # and as a window of its app. Each element is listed once.)
+        t0 = time.perf_counter()
         once: dict[tuple, Element] = {}
         for e in elements:
             once.setdefault((e.display_id, e.key), e)
@@ -345,6 +348,7 @@ class SceneEngine:
         self.ids.retire_absent(seen, keep=keep, describe=describe)
         self.id_store.reserve()  # before anyone sees these ids
         self.id_store.touched()
+        timings["ids"] = (time.perf_counter() - t0) * 1000
         self._seq += 1
         scene = Scene(
             seq=self._seq,
@@ -366,7 +370,9 @@ class SceneEngine:
         if prev is None or any_change:
             self.last_change = time.monotonic()
         if self.redact is not None:
+            t0 = time.perf_counter()
             scene = self.redact(scene)  # before anyone sees it
+            timings["redact"] = (time.perf_counter() - t0) * 1000
         self.last = scene
         self.by_id = {e.id: e for e in scene.ax}
         self._watch_sigs = dict(sigs)

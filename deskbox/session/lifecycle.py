@@ -328,7 +328,8 @@ class Session(SessionChildren):
             # 4 have it built in and do not read this variable.
             "GTK2_MODULES": "gail:atk-bridge",
         }
-        for key in ("DESKBOX_TOKEN", "DESKBOX_LOG_LEVEL", "DESKBOX_CHROMIUM_FLAGS", "DESKBOX_RECORDING_MAX_S", "TZ"):
+        for key in ("DESKBOX_TOKEN", "DESKBOX_LOG_LEVEL", "DESKBOX_CHROMIUM_FLAGS", "DESKBOX_RECORDING_MAX_S", "DESKBOX_GC",
+                    "TZ"):
             if key in os.environ:
                 env[key] = os.environ[key]
         return env
