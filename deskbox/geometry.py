@@ -451,9 +451,9 @@ def popup_origin(anchor: Box, inset: Point = (0, 0)) -> Point:
 def submenu_origin(item: Box, inset: Point = GTK_MENU_INSET) -> Point:
     """Where the popup of a GTK 3 submenu opens, in the coordinates of ``item`` (the menu
     item that opened it, already placed): to the item's right, its first item level with
-    ``item`` (measured with LibreOffice's Format > Text). GTK opens it to the left
-    instead when the output has no room on the right, which is not modelled: the
-    reader does not know the output's size."""
+    ``item`` (measured with LibreOffice's Format > Text). GTK opens it on the item's
+    left instead when the display has no room on the right: the reader does not know
+    the display, so the scene moves it then (``scene.placing.flip_submenus``)."""
     return item[0] + item[2] - inset[0] - 1, item[1] - inset[1]
 
 

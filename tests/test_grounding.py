@@ -453,3 +453,52 @@ def test_every_button_of_writers_standard_toolbar_clicked_by_id_lands(writer):
     writer.until(lambda s: not any(t.startswith("Untitled") for t in writer.titles(s)), "the second document closed")
 
     assert writer.clicked == set(start), sorted(set(start) - writer.clicked)
+
+
+def test_a_submenu_gtk_opens_on_the_left_beside_the_browser_is_clicked_by_id():
+    """Writer tiled beside Chromium at 1920x1080: Tools > AutoCorrect would leave the
+    display on the right, so GTK opens it on its item's left, where the Scene places its
+    items; AutoCorrect Options..., clicked by id, opens its dialog."""
+    require_apps("soffice")
+    from docx import Document
+
+    session = Session(["1920x1080"]).start()
+    office = None
+    try:
+        document = Path(session.state["home"]) / "beside.docx"
+        doc = Document()
+        doc.add_paragraph("Beside the browser.")
+        doc.save(document)
+        user = session.state["user"]
+        os.chown(document, user["uid"], user["gid"])
+        office = session.launch(["soffice", "--writer", "--norestore", str(document)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+
+        def scene() -> dict:
+            return http("GET", session.scene + "/api/v1/scene?mode=agent-turn").json()
+
+        def find(role: str, name: str) -> dict | None:
+            return next((e for e in scene()["ax"] if e["source"] == "atspi" and e["role"] == role
+                         and e["name"] == name and e["bbox"]), None)
+
+        def act(element: dict) -> None:
+            resp = http("POST", session.scene + "/api/v1/act", {"target": element["id"], "action": "click"})
+            assert resp.status == 200 and resp.json()["ok"], resp.body[:300]
+
+        tools = wait_until(lambda: find("menu", "Tools"), 120, 0.5, what="Writer's Tools menu")
+        assert tools["bbox"][0] >= 960, tools  # (Writer is the right-hand tile)
+        act(tools)
+        autocorrect = wait_until(lambda: find("menu", "AutoCorrect"), 15, 0.3, what="Tools > AutoCorrect")
+        act(autocorrect)
+        item = wait_until(lambda: find("menuitem", "AutoCorrect Options..."), 15, 0.3, what="its submenu")
+        x, y, w, h = item["bbox"]
+        assert x + w <= autocorrect["bbox"][0] + 2 and x >= 960, (item, autocorrect)
+        act(item)
+        wait_until(lambda: any(w["title"].startswith("AutoCorrect") for a in scene()["apps"] for w in a["windows"]),
+                   15, 0.3, what="the AutoCorrect dialog")
+    finally:
+        if office is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(office.pid, signal.SIGKILL)
+            office.wait()
+        session.stop()

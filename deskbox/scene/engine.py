@@ -29,7 +29,14 @@ from .frames import FrameSignature, changed_regions, signature
 from .id_store import IdStore
 from .ids import IdRegistry
 from .metrics import SceneMetrics
-from .placing import changed_pids, place_popups_at_pointer, region_of, window_for_tab, windows_for_native
+from .placing import (
+    changed_pids,
+    flip_submenus,
+    place_popups_at_pointer,
+    region_of,
+    window_for_tab,
+    windows_for_native,
+)
 from .scene_json import Mode, OcrItem, Scene, apps_of
 from .sources import Bridge, Desktop, Frame, Tree, Window
 
@@ -482,6 +489,7 @@ class SceneEngine:
                 surface = visible_window(frame, (window.bounds.w / display.scale, window.bounds.h / display.scale))
             if pointer is not None and pointer[0] == display.id:
                 group = place_popups_at_pointer(group, window.bounds, display.scale, surface, pointer[1:])
+            group = flip_submenus(group, window.bounds, display.scale, surface, display.size[0])
             out += native_elements(group, window=window.bounds, scale=display.scale, clip=clip,
                                    display_id=display.id, window_id=window.id, surface_window=surface)
             if self.fill is not None:

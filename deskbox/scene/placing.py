@@ -10,9 +10,11 @@ from typing import Any
 from ..geometry import GTK_MENU_INSET, Rect, native_to_display, offset_box, popup_origin, visible_part
 from .sources import Tree, Window
 
-__all__ = ["region_of", "changed_pids", "window_for_tab", "windows_for_native", "place_popups_at_pointer"]
+__all__ = ["region_of", "changed_pids", "window_for_tab", "windows_for_native", "place_popups_at_pointer",
+           "flip_submenus"]
 
 _BUTTON_ROLES = frozenset({"push button", "toggle button"})
+_MENU_ITEM_ROLES = frozenset({"menu", "menu item", "check menu item", "radio menu item", "tearoff menu item"})
 
 
 def region_of(box: Rect) -> tuple[int, int, int, int]:
@@ -112,3 +114,34 @@ def place_popups_at_pointer(nodes: list[Any], window: Rect, scale: float, surfac
     origin = popup_origin(button.extents, GTK_MENU_INSET)
     return [dataclasses.replace(n, unplaced=False, extents=offset_box(n.extents, origin) if n.extents else None)
             if popup else n for n, popup in zip(nodes, in_popup)]
+
+
+def flip_submenus(nodes: list[Any], window: Rect, scale: float, surface: Any, right_edge: float) -> list[Any]:
+    """One window's native nodes (in tree order) with each open submenu that would cross
+    ``right_edge`` (the display's, display-local device px) put on its item's left
+    instead, where GTK 3 opens it then. The reader places a submenu to its item's right
+    (``geometry.submenu_origin``): it does not know the display. Measured with
+    LibreOffice beside Chromium at 1920x1080: Tools > AutoCorrect's items drawn from
+    1156 to 1388, the AutoCorrect item from 1389: they end 1 px left of it. What the
+    submenu holds (a deeper submenu too) moves with it."""
+    by_key = {n.key: n for n in nodes}
+    out = list(nodes)
+    for i, sub in enumerate(out):
+        parent = by_key.get(sub.parent)
+        if sub.role != "menu" or parent is None or parent.role != "menu" or sub.extents is None:
+            continue
+        end = next((j for j in range(i + 1, len(out)) if out[j].depth <= sub.depth), len(out))
+        # (Its items, not the popup's own unnamed menu that holds them.)
+        items = [n for n in out[i + 1:end] if n.role in _MENU_ITEM_ROLES and n.name and n.extents is not None]
+        if not items:
+            continue  # (a closed submenu)
+        top = min(n.depth for n in items)
+        items = [n for n in items if n.depth == top]
+        boxes = [native_to_display(window, scale, n.extents, surface) for n in items]
+        if max(b.x + b.w for b in boxes) <= right_edge:
+            continue
+        # From the item's right (x + w - 1) to its left (x - width - 1).
+        dx = -(max(n.extents[2] for n in items) + sub.extents[2])
+        out[i + 1:end] = [dataclasses.replace(n, extents=(n.extents[0] + dx, *n.extents[1:])) if n.extents else n
+                          for n in out[i + 1:end]]
+    return out
