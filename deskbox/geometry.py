@@ -57,6 +57,7 @@ __all__ = [
     "vcl_body_offset",
     "popup_origin",
     "submenu_origin",
+    "submenu_flip_shift",
     "GTK_MENU_INSET",
     "native_vcl_box",
     "device_rect",
@@ -455,6 +456,15 @@ def submenu_origin(item: Box, inset: Point = GTK_MENU_INSET) -> Point:
     left instead when the display has no room on the right: the reader does not know
     the display, so the scene moves it then (``scene.placing.flip_submenus``)."""
     return item[0] + item[2] - inset[0] - 1, item[1] - inset[1]
+
+
+def submenu_flip_shift(item: Box, width: float) -> float:
+    """How far a submenu placed by ``submenu_origin`` moves along x when GTK opens it on
+    ``item``'s left instead (no room on the display's right): its items, ``width``
+    wide, then end 1 px left of the item (measured with LibreOffice's Tools >
+    AutoCorrect beside the browser at 1920x1080: items drawn from 1156 to 1388, the item
+    from 1389)."""
+    return -(width + item[2])
 
 
 def native_vcl_box(box: Box, offset: Point | None, toolkit: str) -> tuple[Box, Point | None]:

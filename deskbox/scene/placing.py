@@ -7,7 +7,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..geometry import GTK_MENU_INSET, Rect, native_to_display, offset_box, popup_origin, visible_part
+from ..geometry import (
+    GTK_MENU_INSET,
+    Rect,
+    native_to_display,
+    offset_box,
+    popup_origin,
+    submenu_flip_shift,
+    visible_part,
+)
 from .sources import Tree, Window
 
 __all__ = ["region_of", "changed_pids", "window_for_tab", "windows_for_native", "place_popups_at_pointer",
@@ -119,11 +127,9 @@ def place_popups_at_pointer(nodes: list[Any], window: Rect, scale: float, surfac
 def flip_submenus(nodes: list[Any], window: Rect, scale: float, surface: Any, right_edge: float) -> list[Any]:
     """One window's native nodes (in tree order) with each open submenu that would cross
     ``right_edge`` (the display's, display-local device px) put on its item's left
-    instead, where GTK 3 opens it then. The reader places a submenu to its item's right
-    (``geometry.submenu_origin``): it does not know the display. Measured with
-    LibreOffice beside Chromium at 1920x1080: Tools > AutoCorrect's items drawn from
-    1156 to 1388, the AutoCorrect item from 1389: they end 1 px left of it. What the
-    submenu holds (a deeper submenu too) moves with it."""
+    instead, where GTK 3 opens it then (``geometry.submenu_flip_shift``). The reader
+    places a submenu to its item's right (``geometry.submenu_origin``): it does not know
+    the display. What the submenu holds (a deeper submenu too) moves with it."""
     by_key = {n.key: n for n in nodes}
     out = list(nodes)
     for i, sub in enumerate(out):
@@ -140,8 +146,7 @@ def flip_submenus(nodes: list[Any], window: Rect, scale: float, surface: Any, ri
         boxes = [native_to_display(window, scale, n.extents, surface) for n in items]
         if max(b.x + b.w for b in boxes) <= right_edge:
             continue
-        # From the item's right (x + w - 1) to its left (x - width - 1).
-        dx = -(max(n.extents[2] for n in items) + sub.extents[2])
-        out[i + 1:end] = [dataclasses.replace(n, extents=(n.extents[0] + dx, *n.extents[1:])) if n.extents else n
+        dx = submenu_flip_shift(sub.extents, max(n.extents[2] for n in items))
+        out[i + 1:end] = [dataclasses.replace(n, extents=offset_box(n.extents, (dx, 0))) if n.extents else n
                           for n in out[i + 1:end]]
     return out

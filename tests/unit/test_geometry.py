@@ -25,6 +25,7 @@ from deskbox.geometry import (
     resize_factor,
     scaled_size,
     side_by_side,
+    submenu_flip_shift,
     submenu_origin,
 )
 
@@ -262,5 +263,10 @@ def test_gtk_menus_and_their_submenus_open_where_libreoffice_draws_them():
     assert text_item[:2] == (193, 26)
     bold_item = offset_box((6, 5, 316, 26), submenu_origin(text_item))
     assert bold_item[:2] == (521, 26)
+    # With no room on the display's right, GTK opens it on the item's left (measured beside
+    # the browser: Tools > AutoCorrect (1389, 183, 333, 26), its 232 px items drawn from 1156).
+    autocorrect = (1389, 183, 333, 26)
+    right = offset_box((6, 5, 232, 26), submenu_origin(autocorrect))
+    assert offset_box(right, (submenu_flip_shift(autocorrect, 232), 0))[0] == 1156
     # VCL's own popups (a toolbar's Table drop-down) have no margin.
     assert popup_origin((40, 60, 30, 24)) == (40, 84)
