@@ -28,6 +28,7 @@ from aiohttp import ClientError, ClientSession, ClientTimeout, web
 from ..atspi.source import NativeSource
 from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, Unavailable
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
+from ..common.net import outside_session
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.recording import Recorder, RecordingError
 from ..common.session_api import SessionControl
@@ -38,6 +39,7 @@ from .base import (
     CONFIG,
     CONTROL,
     HTTP,
+    OUTSIDE,
     RECORDER,
     STARTED,
     WORK,
@@ -97,9 +99,11 @@ def create_app(config: OsworldConfig) -> web.Application:
     async def http_ctx(app: web.Application):
         headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
         app[HTTP] = ClientSession(timeout=ClientTimeout(total=30), headers=headers)
+        app[OUTSIDE] = outside_session(ClientTimeout(total=300))
         await app[CONTROL].start()
         yield
         await app[CONTROL].close()
+        await app[OUTSIDE].close()
         await app[HTTP].close()
 
     async def recorder_ctx(app: web.Application):
@@ -255,7 +259,7 @@ async def download_file(request: web.Request) -> web.Response:
         try:
             dest.parent.mkdir(parents=True, exist_ok=True)
             size = 0
-            async with request.app[HTTP].get(req.url, timeout=ClientTimeout(total=300)) as resp:
+            async with request.app[OUTSIDE].get(req.url) as resp:
                 resp.raise_for_status()
                 with open(dest, "wb") as out:
                     async for chunk in resp.content.iter_chunked(1024 * 1024):

@@ -21,7 +21,7 @@ from ..common.session_api import SessionControl
 from ..common.web import validate
 
 __all__ = [
-    "OsworldConfig", "CONFIG", "HTTP", "RECORDER", "WORK", "STARTED", "ATSPI", "CONTROL",
+    "OsworldConfig", "CONFIG", "HTTP", "OUTSIDE", "RECORDER", "WORK", "STARTED", "ATSPI", "CONTROL",
     "osworld_error", "desktopd", "windows", "form", "local_path", "home", "session_env",
 ]
 
@@ -39,7 +39,10 @@ class OsworldConfig:
 
 
 CONFIG = web.AppKey("config", OsworldConfig)
+# The client of the session's own services (desktopd, the bridge): it carries the token.
 HTTP = web.AppKey("http", ClientSession)
+# The client of URLs a task config names: no token, no cookies (common.net.outside_session).
+OUTSIDE = web.AppKey("outside", ClientSession)
 RECORDER = web.AppKey("recorder", Recorder)
 WORK = web.AppKey("work", Path)
 STARTED = web.AppKey("started", float)
