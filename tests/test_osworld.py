@@ -224,18 +224,28 @@ def test_the_tree_is_the_one_the_libatspi_walk_reads_for_chromium_a_gtk3_and_a_g
             # (GTK 4 fills its keypad in after its window shows.)
             keys = sum(n["role"] == "push button" and [k.get("text") for k in n["children"]] == ["7"]
                        for n in _nodes(trees["reader"]))
-            seen[:] = [apps, keys, fixture.pid, calc.pid]
+            # The two are read one after the other from a live desktop (a window taking
+            # the focus, a page finishing its load): they are compared only when the
+            # reader's reads on either side of the walk agree, i.e. nothing moved meanwhile.
+            moved = parity(accessibility.build_xml(trees["reader"], []),
+                           accessibility.build_xml(trees["reader_after"], []), show=6)
+            still = not (moved["only_in_old"] or moved["only_in_new"] or moved["attributes_differing"])
+            seen[:] = [apps, keys, fixture.pid, calc.pid, moved["examples"]]
             pids = {pid for _, pid in apps[0] & apps[1]}
-            return trees if {fixture.pid, calc.pid} <= pids and keys else None
+            return trees if {fixture.pid, calc.pid} <= pids and keys and still else None
 
         try:
-            trees = wait_until(both_read, 30, 0.5, what="the fixture and the calculator in both trees")
+            trees = wait_until(both_read, 45, 0.5, what="the fixture and the calculator in both trees, held still")
         except AssertionError as exc:
-            raise AssertionError(f"{exc}; last seen (apps, keys, pids): {seen}") from None
+            raise AssertionError(f"{exc}; last seen (apps, keys, pids, what moved): {seen}") from None
         old = accessibility.build_xml(trees["libatspi"], [])
         new = accessibility.build_xml(trees["reader"], [])
-        found = parity(old, new, show=20)
-        assert found["only_in_old"] == found["only_in_new"] == found["attributes_differing"] == 0, found
+        found = parity(old, new, show=40)
+        differing = found["only_in_old"] + found["only_in_new"] + found["attributes_differing"]
+        assert differing == 0, (
+            f"{found['only_in_old']} nodes only in the libatspi walk's tree, {found['only_in_new']} only in the "
+            f"reader's, {found['attributes_differing']} attributes or texts differing (walk -> reader):\n"
+            + "\n".join(found["examples"]))
         root = lxml.etree.fromstring(new.encode())
         # Each kind of thing a node carries is there, not only the names:
         # GTK 4.8's label text (it answers "" to the usual request for all of it),
