@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import io
+import json
+import socket
 import threading
 import time
 
@@ -250,6 +252,35 @@ def test_an_act_click_sent_while_an_adapter_holds_a_key_waits_for_its_release(se
     up = pages.wait_for(type="keyup", key="Shift")
     down = pages.wait_for(type="mousedown", target="other")
     assert not down["shift"] and down["t"] >= up["t"], (up, down)
+
+
+def test_a_hold_whose_client_leaves_ends_and_lets_the_key_go(session, pages, page):
+    """A 30 s hold_key whose client goes away after it began: the key comes up then,
+    not 30 s later, and the next action answers at once instead of queueing."""
+    body = json.dumps({"action": "hold_key", "text": "shift", "duration": 30}).encode()
+    with socket.create_connection(("127.0.0.1", session.scene_port)) as s:
+        s.sendall(b"POST /api/v1/computer/anthropic HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        down = pages.wait_for(type="keydown", key="Shift")
+    up = pages.wait_for(type="keyup", key="Shift", timeout=10)
+    assert up["t"] - down["t"] < 10_000, (down, up)  # let go when the client left, not at 30 s
+    reply = anthropic(session, {"action": "left_click", "coordinate": at(page, "other")})
+    assert reply["error"] is None
+    assert not pages.wait_for(type="mousedown", target="other")["shift"]
+
+
+def test_an_action_waits_its_turn_at_most_ten_seconds_then_answers_busy(session, pages, page):
+    holder = threading.Thread(target=anthropic, args=(session, {"action": "hold_key", "text": "shift", "duration": 14}))
+    holder.start()
+    try:
+        pages.wait_for(type="keydown", key="Shift")
+        x, y = at(page, "other")
+        resp = post(session, "openai", {"type": "click", "x": x, "y": y, "button": "left"}, **declared())
+        assert resp.status == 409 and resp.json()["error"]["code"] == "input_busy", resp.body[:300]
+        assert not pages.matching(type="mousedown")  # nothing was sent
+    finally:
+        holder.join()
+    pages.wait_for(type="keyup", key="Shift")
 
 
 def test_anthropic_screenshot_wait_and_zoom_sizes(session, pages, page):

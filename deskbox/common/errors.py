@@ -37,6 +37,8 @@ __all__ = [
     "TooLarge",
     "Unavailable",
     "DeadlineExceeded",
+    "ClientGone",
+    "Busy",
     "NotServed",
     "ActionDenied",
     "BudgetExceeded",
@@ -113,6 +115,21 @@ class DeadlineExceeded(ServiceError):
     recoverable = True
     status = 504
     code = "deadline_exceeded"
+
+
+class Busy(ActionFailed):
+    """The input is another request's for longer than a caller should wait."""
+
+    code = "input_busy"
+
+
+class ClientGone(ServiceError):
+    """The client went away before its answer: the work was stopped. Nobody reads this
+    answer; its status (nginx's 499) is for logs and metrics."""
+
+    recoverable = True
+    status = 499
+    code = "client_gone"
 
 
 class NotServed(ServiceError):

@@ -10,6 +10,8 @@ from typing import Any, Awaitable, Callable
 from aiohttp import web
 from pydantic import BaseModel
 
+from .web import stop_when_client_leaves
+
 __all__ = ["Route", "add_routes", "openapi_document"]
 
 
@@ -38,10 +40,13 @@ class Route:
     query: type[BaseModel] | None = None
     responses: str = "application/json"
     success: tuple[int, ...] = (200,)
+    # Input or a wait: stopped (held keys let go) when the client leaves before its answer.
+    stops_when_client_leaves: bool = False
 
 
 def add_routes(app: web.Application, routes: list[Route]) -> None:
-    app.router.add_routes([web.route(r.method, r.path, r.handler) for r in routes])
+    app.router.add_routes([web.route(r.method, r.path, stop_when_client_leaves(r.handler)
+                                     if r.stops_when_client_leaves else r.handler) for r in routes])
 
 
 def openapi_document(title: str, version: str, routes: list[Route]) -> dict[str, Any]:

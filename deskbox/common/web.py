@@ -4,17 +4,19 @@ per request, optional bearer-token auth, and pydantic validation at the edge."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
 import time
 import uuid
-from typing import Any, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import structlog
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from .errors import InvalidRequest, ServiceError, Unauthorized
+from .errors import Busy, ClientGone, InvalidRequest, ServiceError, Unauthorized
 from .logging import get_logger
 
 __all__ = [
@@ -24,6 +26,10 @@ __all__ = [
     "read_query",
     "json_ok",
     "ModelT",
+    "stop_when_client_leaves",
+    "client_left",
+    "taking_turn",
+    "TURN_WAIT_S",
 ]
 
 log = get_logger("deskbox.http")
@@ -158,3 +164,64 @@ def read_query(request: web.Request, model: type[ModelT], *, context: dict[str, 
 
 def json_ok(data: Any, status: int = 200) -> web.Response:
     return web.json_response(data, status=status)
+
+
+# How often a long request looks whether its client is still there.
+_GONE_POLL_S = 0.1
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def client_left(request: web.Request) -> bool:
+    """The client closed its connection (its answer can no longer be given)."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+def stop_when_client_leaves(handler: Handler) -> Handler:
+    """``handler`` cancelled when its client closes the connection before the answer,
+    so that input it was sending stops and what it held is let go (its ``finally``
+    blocks run). aiohttp leaves a handler running after its client has gone unless told
+    otherwise for the whole server; this is for the routes whose work is input or a
+    wait, which nobody may want once the asker has left."""
+
+    async def watched(request: web.Request) -> web.StreamResponse:
+        task = asyncio.ensure_future(handler(request))
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=_GONE_POLL_S)
+                if done:
+                    return task.result()
+                if client_left(request):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+                    raise ClientGone(f"the client left {request.method} {request.path} before its answer")
+        finally:
+            if not task.done():
+                task.cancel()
+
+    watched.__name__ = getattr(handler, "__name__", "watched")
+    watched.__doc__ = handler.__doc__
+    return watched
+
+
+# The longest a request waits for its turn at a session's input before it answers 409
+# input_busy (another request is holding a key, waiting, typing ...).
+TURN_WAIT_S = 10.0
+
+
+@contextlib.asynccontextmanager
+async def taking_turn(lock: asyncio.Lock, what: str = "the input", wait_s: float | None = None) -> AsyncIterator[None]:
+    """``lock`` held for the block, or :class:`Busy` when it is not free within
+    ``wait_s`` (default :data:`TURN_WAIT_S`)."""
+    wait = TURN_WAIT_S if wait_s is None else wait_s
+    try:
+        await asyncio.wait_for(lock.acquire(), wait)
+    except asyncio.TimeoutError:
+        raise Busy(f"{what} has been another request's for over {wait:g} s (a hold, a wait or a long text); "
+                   "try again when it is done", context={"waited_s": wait}) from None
+    try:
+        yield
+    finally:
+        lock.release()

@@ -14,7 +14,7 @@ from prometheus_client import Counter
 from ..common.errors import DeadlineExceeded, InvalidRequest
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
-from ..common.web import auth_middleware, error_middleware, json_ok, read_body, read_query
+from ..common.web import auth_middleware, client_left, error_middleware, json_ok, read_body, read_query
 from .actions import (
     Keys,
     Pause,
@@ -221,7 +221,7 @@ async def _run(request: web.Request, steps: list[Step]) -> None:
     done: list[Step] = []
     try:
         for part in slices(steps):
-            if request.transport is None or request.transport.is_closing():
+            if client_left(request):
                 raise _Gone()
             if time.monotonic() > deadline:
                 raise DeadlineExceeded(f"input did not finish within {INPUT_DEADLINE_S:g} s; "

@@ -25,6 +25,7 @@ from aiohttp import web
 
 from ..client import Client
 from ..common.errors import Unavailable
+from ..common.web import client_left
 
 __all__ = ["McpEndpoint", "MCP", "add_mcp"]
 
@@ -123,8 +124,7 @@ class _Exchange:
         return {"type": "http.disconnect"}
 
     def _gone(self) -> bool:
-        transport = self.request.transport
-        return transport is None or transport.is_closing()
+        return client_left(self.request)
 
     async def send(self, message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable
 
 from ..common.errors import ActionFailed, NotFoundError
+from ..common.web import taking_turn
 from ..geometry import device_rect, display_to_css, probe_points, visible_part
 from .elements import Element
 from .engine import SceneEngine
@@ -240,7 +241,7 @@ class Actor:
         return lookup_element(self.engine.by_id, self.engine.ids, ident)
 
     async def act(self, req: ActRequest) -> dict:
-        async with self.input_lock:
+        async with taking_turn(self.input_lock):
             started = time.monotonic()
             if self.engine.last is not None:
                 # Known to be gone or never issued: answered before anything is read. (With

@@ -369,7 +369,7 @@ ROUTES = [
     Route("POST", "/api/v1/scene/vlm", post_vlm, "Set vlm_scene / vlm_elements, carried into later scenes",
           body=VlmRequest),
     Route("POST", "/api/v1/act", act, "Act on an element by id with real input; answers with a receipt",
-          body=ActRequest),
+          body=ActRequest, stops_when_client_leaves=True),
     Route("POST", "/api/v1/resolve", post_resolve, "Best current element for a role, name and place",
           body=ResolveRequest),
     Route("GET", "/api/v1/screenshot", screenshot, "A display's screenshot, with element ids drawn on (marks=1)",

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..common.errors import InvalidRequest, NotFoundError, ServiceError
 from ..common.openapi import Route
-from ..common.web import json_ok, read_body
+from ..common.web import json_ok, read_body, taking_turn
 from ..geometry import Rect, same_spot
 from ..policy.config import RedactionConfig
 from ..trace.recorder import read_steps, read_trace
@@ -166,7 +166,7 @@ class Replayer:
             result["resolved_by"], box = "ocr", found.ocr.bbox
         old_box = (record.get("element") or {}).get("bbox")
         display = record.get("display_id") or 0
-        async with self.actor.input_lock, traced(self.actor.gate, action, args, display=display) as step:
+        async with taking_turn(self.actor.input_lock), traced(self.actor.gate, action, args, display=display) as step:
             before = (await self.engine.frame_signatures([display]))[display]
             for part in parts:
                 request = {k: v for k, v in part.items() if k != "kind"}
@@ -211,10 +211,23 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# A folder's name is at most this many bytes (NAME_MAX on Linux); a longer one is no
+# trace's, and asking the file system about it fails with ENAMETOOLONG.
+NAME_MAX = 255
+
+
 class ReplayRequest(_Strict):
-    trace: str = Field(min_length=1, max_length=4096)  # a trace id, or its folder under the traces directory
+    # a trace id, or its folder under the traces directory
+    trace: str = Field(min_length=1, max_length=1024, pattern=r"^[^\x00]+$")
     mode: Literal["execute", "verify"] = "execute"
     on_divergence: Literal["stop", "warn", "resume"] = "warn"
+
+    @field_validator("trace")
+    @classmethod
+    def _names_fit(cls, value: str) -> str:
+        if any(len(part.encode()) > NAME_MAX for part in value.split("/")):
+            raise ValueError(f"each name in a trace's path is at most {NAME_MAX} bytes")
+        return value
 
 
 class ReplayIdRequest(_Strict):
@@ -229,8 +242,12 @@ def _trace_dir(request: web.Request, trace: str) -> Path:
     root = gate_of(request).traces_root
     if root is None:
         raise InvalidRequest("this scene keeps no traces (no traces directory)", code="no_trace_dir")
-    candidate = (root / trace).resolve() if not Path(trace).is_absolute() else Path(trace).resolve()
-    if root.resolve() not in candidate.parents or not (candidate / "steps.jsonl").is_file():
+    try:
+        candidate = (root / trace).resolve() if not Path(trace).is_absolute() else Path(trace).resolve()
+        found = root.resolve() in candidate.parents and (candidate / "steps.jsonl").is_file()
+    except (OSError, ValueError) as exc:  # (a path the file system will not take)
+        raise InvalidRequest(f"trace: {trace[:80]!r}... is not a trace's path: {exc}", code="invalid_trace") from exc
+    if not found:
         raise NotFoundError(f"no trace {trace!r} under {root}", code="unknown_trace")
     return candidate
 
@@ -295,9 +312,10 @@ async def replay_stop(request: web.Request) -> web.Response:
 ROUTES = [
     Route("POST", "/api/v1/replay", replay_all,
           "Replay a trace on the session now: each step's element found again, done, and (verify) compared",
-          body=ReplayRequest),
+          body=ReplayRequest, stops_when_client_leaves=True),
     Route("POST", "/api/v1/replay/start", replay_start, "Begin a step-wise replay of a trace", body=ReplayRequest),
-    Route("POST", "/api/v1/replay/step", replay_step, "Replay the next step", body=ReplayIdRequest),
+    Route("POST", "/api/v1/replay/step", replay_step, "Replay the next step", body=ReplayIdRequest,
+          stops_when_client_leaves=True),
     Route("POST", "/api/v1/replay/status", replay_status, "Where a replay is, and its divergences",
           body=ReplayIdRequest),
     Route("POST", "/api/v1/replay/stop", replay_stop, "Stop a replay", body=ReplayIdRequest),

@@ -22,7 +22,7 @@ from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...common.errors import ActionFailed, InvalidRequest, NotFoundError, Unavailable
-from ...common.web import read_body
+from ...common.web import read_body, taking_turn
 from ...geometry import (
     Display,
     Rect,
@@ -263,7 +263,7 @@ class Computer:
         has stopped changing, so that the screenshot shows what the action did. The
         provider's ``action`` (with ``args``) is one step of the gate; an action that only
         looks (``settle`` false) counts as a screenshot."""
-        async with self.input_lock:
+        async with taking_turn(self.input_lock):
             screen = await self.screen(q)
             did = screen.display.id
             async with traced(self.gate, action, args or {}, display=did, looking=not settle) as step:

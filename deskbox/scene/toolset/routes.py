@@ -17,7 +17,7 @@ from PIL import Image
 
 from ...common.errors import InvalidRequest, Unavailable
 from ...common.openapi import Route
-from ...common.web import json_ok, read_body, read_query
+from ...common.web import json_ok, read_body, read_query, taking_turn
 from ..act import Actor
 from ..engine import SceneEngine
 from ..frames import changed_regions
@@ -315,7 +315,7 @@ async def _keys_and_observe(request: web.Request, req: Any, keyboard: dict[str, 
     tools = request.app[TOOLSET]
     before = await _before(tools, req.since, _NO_VIEW)
     started = time.monotonic()
-    async with tools.actor.input_lock:
+    async with taking_turn(tools.actor.input_lock):
         scene = tools.engine.last
         display = (scene.focused_window.display_id if scene is not None and scene.focused_window is not None
                    and scene.focused_window.display_id is not None else 0)
@@ -369,7 +369,7 @@ ROUTES = [
     Route("GET", "/api/v1/observe", observe, "The state with a token; with since=TOKEN only what changed",
           query=ObserveQuery),
     Route("POST", "/api/v1/wait_for", wait_for, "Wait until any of the conditions holds, or the timeout",
-          body=WaitRequest),
+          body=WaitRequest, stops_when_client_leaves=True),
     Route("POST", "/api/v1/assert_state", assert_state, "Check predicates; each answers what was observed",
           body=AssertRequest),
     Route("POST", "/api/v1/snapshots", snapshot_save, "Save the current state under an id (a TTL, at most 32)",
@@ -380,9 +380,9 @@ ROUTES = [
     Route("POST", "/api/v1/snapshots/diff", snapshot_diff, "What changed between two snapshots, or one and now",
           body=SnapshotDiffRequest),
     Route("POST", "/api/v1/act_and_observe", act_and_observe, "Act on an element by id, then what changed",
-          body=ActObserveRequest),
+          body=ActObserveRequest, stops_when_client_leaves=True),
     Route("POST", "/api/v1/type_and_observe", type_and_observe, "Type text where the focus is, then what changed",
-          body=TypeObserveRequest),
+          body=TypeObserveRequest, stops_when_client_leaves=True),
     Route("POST", "/api/v1/key_and_observe", key_and_observe, "Press keys, then what changed",
-          body=KeyObserveRequest),
+          body=KeyObserveRequest, stops_when_client_leaves=True),
 ]
