@@ -161,6 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     show = trace_sub.add_parser("view", help="show a trace folder in the browser: its steps, screenshots, elements",
                                 add_help=False)
     show.add_argument("rest", nargs=argparse.REMAINDER, help="DIR [--port N] [--host H] [--no-serve]")
+    run = sub.add_parser("run", help="run OSWorld-format tasks with an agent across a pool of sessions, graded by "
+                                     "OSWorld's metrics; `deskbox run report DIR` makes its HTML page",
+                         add_help=False)
+    run.add_argument("rest", nargs=argparse.REMAINDER, help="TASKS --agent SPEC [options]; see deskbox run --help")
     return parser
 
 
@@ -171,6 +175,10 @@ def main(argv: list[str] | None = None) -> None:
 
         view_main(argv[2:])  # (its own options and help)
         return
+    if argv[:1] == ["run"]:
+        from ..run.cli import main as run_main
+
+        sys.exit(run_main(argv[1:]))  # (its own options and help)
     args = build_parser().parse_args(argv)
     configure_logging("deskbox", args.log_level)
     if args.command == "up" and args.mock:

@@ -1,0 +1,190 @@
+"""One task on one session, shaped like OSWorld's ``DesktopEnv``: ``reset() -> obs``,
+``step(action) -> (obs, reward, done, info)``, ``evaluate() -> score``.
+
+It is also what OSWorld's getters are given as their ``env``: they read ``controller``,
+``setup_controller``, ``vm_ip``, ``server_port``, ``chromium_port``, ``vlc_port``,
+``cache_dir``, ``vm_platform`` and ``current_use_proxy`` from it. Setup, observation,
+actions and grading are desktop-env's own controllers, getters and metrics, talking to
+the session's OSWorld server; only the VM is replaced, by the session's reset.
+
+Evaluation follows ``DesktopEnv.evaluate``: the postconfig runs first; ``infeasible``
+scores 1 only when the last action was ``FAIL``, and any other task scores 0 when it
+was; several metrics combine by ``conj`` (``and``: 0 at the first 0, else the mean;
+``or``: 1 at the first 1, else the best); a getter's ``FileNotFoundError`` is a 0."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..provider import Environment, ProviderError
+from . import graders
+from .tasks import Task
+
+__all__ = ["Episode", "InfrastructureError", "OBSERVATION_TYPES", "ACTION_SPACES", "SPECIAL_ACTIONS"]
+
+OBSERVATION_TYPES = ("screenshot", "a11y_tree", "screenshot_a11y_tree", "som")
+ACTION_SPACES = ("pyautogui", "computer_13")
+SPECIAL_ACTIONS = ("WAIT", "FAIL", "DONE")
+
+
+class InfrastructureError(RuntimeError):
+    """The environment, not the agent, failed: a session that died or did not reset, a
+    setup step it could not carry out. The task is run again elsewhere, never scored 0."""
+
+
+def _special(action: Any) -> str | None:
+    if isinstance(action, str) and action in SPECIAL_ACTIONS:
+        return action
+    if isinstance(action, dict) and action.get("action_type") in SPECIAL_ACTIONS:
+        return str(action["action_type"])
+    return None
+
+
+@dataclass
+class Episode:
+    """``env`` a running session (``deskbox.provider.Environment``), ``task`` the config."""
+
+    env: Environment
+    task: Task
+    observation_type: str = "screenshot"
+    action_space: str = "pyautogui"
+    sleep_after_action: float = 0.0
+    cache_dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="deskbox-run-cache-"))
+    screen: tuple[int, int] = (1920, 1080)
+    action_history: list[Any] = field(default_factory=list)
+    current_use_proxy: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.observation_type not in OBSERVATION_TYPES:
+            raise ValueError(f"observation type {self.observation_type!r}: one of {', '.join(OBSERVATION_TYPES)}")
+        if self.action_space not in ACTION_SPACES:
+            raise ValueError(f"action space {self.action_space!r}: one of {', '.join(ACTION_SPACES)}")
+        osworld = graders.load()
+        host, port = self.env.host, self.env.ports["osworld"]
+        self.vm_ip, self.server_port = host, port
+        self.chromium_port = self.env.ports.get("chromium", 9222)
+        self.vlc_port = self.env.ports.get("vlc", 8080)
+        self.cache_dir = os.path.join(self.cache_dir, self.task.id)
+        os.makedirs(self.cache_dir, exist_ok=True)
+        self.controller = osworld.PythonController(vm_ip=host, server_port=port)
+        self.setup_controller = osworld.SetupController(
+            vm_ip=host, server_port=port, chromium_port=self.chromium_port, vlc_port=self.vlc_port,
+            cache_dir=self.cache_dir, client_password="password", screen_width=self.screen[0],
+            screen_height=self.screen[1])
+        self.instruction = self.task.instruction
+
+    # -- what the getters read ------------------------------------------------------------
+
+    @property
+    def vm_platform(self) -> str:
+        return self.controller.get_vm_platform()
+
+    # -- the gymnasium-shaped loop --------------------------------------------------------
+
+    def reset(self) -> dict[str, Any]:
+        """The session back to its ``start`` snapshot, then the config's setup; the first
+        observation. Either failing is an :class:`InfrastructureError`."""
+        self.action_history.clear()
+        started = time.monotonic()
+        try:
+            self.env.reset()
+        except ProviderError as exc:
+            raise InfrastructureError(f"reset: {exc}") from exc
+        self.timings["reset_s"] = time.monotonic() - started
+        started = time.monotonic()
+        try:
+            ok = self.setup_controller.setup(self.task.config.get("config", []))
+        except Exception as exc:  # desktop-env raises a bare Exception naming the step
+            raise InfrastructureError(f"setup: {exc}") from exc
+        if ok is False:
+            raise InfrastructureError("setup: OSWorld's server did not answer")
+        self.timings["setup_s"] = time.monotonic() - started
+        return self.observe()
+
+    def observe(self) -> dict[str, Any]:
+        """What ``DesktopEnv`` gives its agents: the screenshot (PNG bytes), the
+        accessibility tree's XML when the observation type has one, the terminal (None:
+        OSWorld's run scripts do not ask for it) and the instruction."""
+        tree = self.observation_type != "screenshot"
+        return {"screenshot": self.controller.get_screenshot(),
+                "accessibility_tree": self.controller.get_accessibility_tree() if tree else None,
+                "terminal": None, "instruction": self.instruction}
+
+    def step(self, action: Any, pause: float | None = None) -> tuple[dict[str, Any], float, bool, dict]:
+        """One action, as ``DesktopEnv.step`` takes it: ``WAIT``/``DONE``/``FAIL``, a
+        pyautogui string (or ``{"command": ...}``), or a computer_13 dict."""
+        pause = self.sleep_after_action if pause is None else pause
+        self.action_history.append(action)
+        special = _special(action)
+        done, info = False, {}
+        if special == "WAIT":
+            time.sleep(pause)
+        elif special in ("DONE", "FAIL"):
+            done, info = True, {special.lower(): True}
+        elif self.action_space == "computer_13":
+            self.controller.execute_action(action)
+        else:
+            command = action["command"] if isinstance(action, dict) else action
+            # (deskbox's pyautogui types '<' as it is: OSWorld's rewrite of it is not needed.)
+            info["execute"] = self.controller.execute_python_command(command)
+        if pause:
+            time.sleep(pause)
+        return self.observe(), 0.0, done, info
+
+    # -- grading --------------------------------------------------------------------------
+
+    def evaluate(self) -> float:
+        """The postconfig, then OSWorld's getters and metrics on the session."""
+        evaluator = self.task.config["evaluator"]
+        started = time.monotonic()
+        try:
+            postconfig = evaluator.get("postconfig", [])
+            if postconfig:
+                try:
+                    self.setup_controller.setup(postconfig)
+                except Exception as exc:
+                    raise InfrastructureError(f"postconfig: {exc}") from exc
+            return self._score(evaluator)
+        finally:
+            self.timings["grading_s"] = time.monotonic() - started
+
+    def _score(self, evaluator: dict[str, Any]) -> float:
+        last = self.action_history[-1] if self.action_history else None
+        failed = _special(last) == "FAIL"
+        if evaluator["func"] == "infeasible":
+            return 1.0 if failed else 0.0
+        if failed:
+            return 0.0
+        funcs = evaluator["func"]
+        if not isinstance(funcs, list):
+            return self._one(graders.metric(funcs), evaluator.get("result"), evaluator.get("expected"),
+                             evaluator.get("options") or {})
+        conj = evaluator.get("conj", "and")
+        results_cfg = evaluator.get("result") or [None] * len(funcs)
+        expected_cfg = evaluator.get("expected") or [None] * len(funcs)
+        options_cfg = evaluator.get("options") or [{}] * len(funcs)
+        if not len(funcs) == len(results_cfg) == len(expected_cfg) == len(options_cfg):
+            raise ValueError("evaluator: func, result, expected and options must be lists of one length")
+        scores = []
+        for func, result, expected, options in zip(funcs, results_cfg, expected_cfg, options_cfg):
+            score = self._one(graders.metric(func), result, expected, options or {})
+            if conj == "and" and float(score) == 0.0:
+                return 0.0
+            if conj == "or" and float(score) == 1.0:
+                return 1.0
+            scores.append(float(score))
+        return sum(scores) / len(scores) if conj == "and" else max(scores)
+
+    def _one(self, metric: Any, result: dict | None, expected: dict | None, options: dict) -> float:
+        try:
+            actual = graders.getter(result["type"])(self, result) if result else None
+        except FileNotFoundError:
+            return 0.0
+        if expected:
+            return float(metric(actual, graders.getter(expected["type"])(self, expected), **options))
+        return float(metric(actual, **options))

@@ -1,0 +1,158 @@
+"""OSWorld's own controllers, getters and metric functions (the ``desktop-env`` package),
+imported so that a metric's heavy dependencies load only when that metric runs.
+
+Why not ``import desktop_env.evaluators.metrics``: its ``__init__`` imports every metric
+module, and with them torch and easyocr (``docs.py``) and librosa (``vlc.py``), about
+7 GB that only a few graders use. Here the package is registered bare (its real folder as
+``__path__``, its ``__init__`` not run), and a metric's module is found by reading that
+``__init__``'s imports without running them, then imported alone. A metric whose module
+needs a package that is not installed raises :class:`GraderUnavailable` naming it
+(``pip install 'deskbox[osworld]'`` installs what the graders import).
+
+``controllers.setup`` imports ``compare_urls`` from the metrics' ``utils`` (for its
+``chrome_close_tabs`` step); where the real ``utils`` cannot be imported (it needs
+formulas, tldextract, openpyxl ...), a normaliser of deskbox's own stands in for that one
+function. The getters import ``pydrive`` (Google Drive steps) and ``pandas`` (one xlsx
+getter) at module top: empty stand-ins are registered when those are not installed, and
+raise if a task uses them."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import sys
+import threading
+import types
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["GraderUnavailable", "load", "metric", "getter", "compare_urls"]
+
+_METRICS = "desktop_env.evaluators.metrics"
+_lock = threading.Lock()
+_loaded: SimpleNamespace | None = None
+_metric_modules: dict[str, str] | None = None
+
+
+class GraderUnavailable(RuntimeError):
+    """A grader (metric or getter) that cannot be loaded here, and why."""
+
+
+def compare_urls(url1: str | None, url2: str | None, full: bool = True) -> bool:
+    """Two URLs name the same page: scheme assumed ``http`` when missing, host case and
+    a leading ``www.`` ignored, an empty path equal to ``/``; without ``full`` the
+    query and fragment do not count."""
+    if url1 is None or url2 is None:
+        return url1 == url2
+
+    def norm(url: str) -> str:
+        if "://" not in url:
+            url = "http://" + url
+        parts = urlsplit(url)
+        host = parts.netloc.lower().removeprefix("www.")
+        path = parts.path.rstrip("/")
+        query, fragment = (parts.query, parts.fragment) if full else ("", "")
+        return urlunsplit((parts.scheme.lower(), host, path, query, fragment))
+
+    return norm(url1) == norm(url2)
+
+
+def _module(name: str, **attrs: object) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__dict__.update(attrs)
+    sys.modules[name] = module
+    return module
+
+
+def _missing(name: str) -> bool:
+    return name not in sys.modules and importlib.util.find_spec(name) is None
+
+
+def _placeholder(name: str) -> type:
+    def unavailable(*_args: object, **_kwargs: object) -> None:
+        raise GraderUnavailable(f"{name} is a stand-in: pydrive is not installed (pip install 'deskbox[osworld]')")
+
+    return type(name, (), {"__init__": unavailable})
+
+
+def _metrics_dir() -> Path:
+    spec = importlib.util.find_spec("desktop_env")
+    if spec is None or not spec.submodule_search_locations:
+        raise GraderUnavailable("OSWorld's desktop-env is not installed: pip install 'deskbox[osworld]'")
+    return Path(next(iter(spec.submodule_search_locations))) / "evaluators" / "metrics"
+
+
+def _register() -> None:
+    folder = _metrics_dir()
+    if _METRICS not in sys.modules:
+        package = _module(_METRICS)
+        package.__path__ = [str(folder)]  # a package: its real submodules stay importable
+        package.__file__ = str(folder / "__init__.py")
+        try:
+            importlib.import_module(_METRICS + ".utils")
+        except ImportError:
+            sys.modules.pop(_METRICS + ".utils", None)
+            package.utils = _module(_METRICS + ".utils", compare_urls=compare_urls)
+    if _missing("pydrive"):
+        pydrive = _module("pydrive")
+        pydrive.__path__ = []
+        pydrive.auth = _module("pydrive.auth", GoogleAuth=_placeholder("GoogleAuth"))
+        pydrive.drive = _module("pydrive.drive", **{n: _placeholder(n) for n in
+                                                    ("GoogleDrive", "GoogleDriveFile", "GoogleDriveFileList")})
+    if _missing("pandas"):
+        _module("pandas")
+
+
+def load() -> SimpleNamespace:
+    """OSWorld's ``SetupController``, ``PythonController`` and getters module."""
+    global _loaded
+    with _lock:
+        if _loaded is None:
+            _register()
+            setup = importlib.import_module("desktop_env.controllers.setup")
+            python = importlib.import_module("desktop_env.controllers.python")
+            getters = importlib.import_module("desktop_env.evaluators.getters")
+            _loaded = SimpleNamespace(SetupController=setup.SetupController,
+                                      PythonController=python.PythonController, getters=getters)
+        return _loaded
+
+
+def _which_module() -> dict[str, str]:
+    """Metric name -> the module of ``desktop_env.evaluators.metrics`` that defines it,
+    read from the package's ``__init__`` without running it."""
+    global _metric_modules
+    if _metric_modules is None:
+        tree = ast.parse((_metrics_dir() / "__init__.py").read_text())
+        found: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                for alias in node.names:
+                    found[alias.asname or alias.name] = node.module
+        _metric_modules = found
+    return _metric_modules
+
+
+def metric(name: str) -> Callable[..., Any]:
+    """OSWorld's metric function ``name``, its module imported now (and only it)."""
+    load()
+    module = _which_module().get(name)
+    if module is None:
+        raise GraderUnavailable(f"OSWorld has no metric {name!r}")
+    try:
+        found = importlib.import_module(f"{_METRICS}.{module}")
+    except ImportError as exc:
+        raise GraderUnavailable(f"the metric {name!r} needs {exc.name or exc} (its module {module}.py imports it): "
+                                "pip install 'deskbox[osworld]'") from exc
+    return getattr(found, name)
+
+
+def getter(kind: str) -> Callable[..., Any]:
+    """OSWorld's getter ``get_<kind>``."""
+    getters = load().getters
+    found = getattr(getters, f"get_{kind}", None)
+    if found is None:
+        raise GraderUnavailable(f"OSWorld has no getter get_{kind}")
+    return found

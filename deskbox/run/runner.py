@@ -1,0 +1,269 @@
+"""A benchmark run: every task on a session of the pool, graded, one JSON line each.
+
+Per task, as OSWorld's ``lib_run_single`` does with a ``DesktopEnv``: the session is reset
+to its ``start`` snapshot and the config's setup runs; the agent is asked for actions up
+to ``max_steps`` times, each done and followed by ``sleep_after_action``; then the
+postconfig runs and OSWorld's getters and metrics grade.
+
+What the out folder holds:
+
+- ``results.jsonl``: one line per finished task: ``task`` (``domain/id``), ``status``
+  (``done``, ``agent_error``, ``grader_error``, ``infra_error``), ``score`` (null unless
+  graded), ``steps``, ``actions``, ``timings`` (reset, setup, agent, grading, total),
+  ``session``, ``attempts``, ``infra_errors`` and ``error``;
+- ``tasks/<domain>/<id>/``: the screenshot the agent saw before each step and after
+  the last (``step_000.png`` ...), and its responses (``steps.json``);
+- ``events.jsonl``: sessions started and replaced, tasks started (with the session);
+- ``run.json``: the options of the run.
+
+An infrastructure failure (a session that died or would not reset, a setup step it
+could not carry out) is never a score: the task is run again once on a fresh session
+and, failing again, recorded as ``infra_error``. A run stopped at any point resumes with
+the same command: tasks with a line in ``results.jsonl`` are skipped, but for
+``infra_error`` ones, which run again."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..provider import Environment
+from .episode import Episode, InfrastructureError
+from .graders import GraderUnavailable
+from .sessions import Pool
+from .tasks import Task
+
+__all__ = ["RunOptions", "Runner", "read_results"]
+
+
+@dataclass
+class RunOptions:
+    out: Path
+    max_steps: int = 15
+    sleep_after_action: float = 0.0
+    observation_type: str = "screenshot"
+    action_space: str = "pyautogui"
+    screen: tuple[int, int] = (1920, 1080)
+    retries: int = 1  # runs again on a fresh session after an infrastructure failure
+    progress: bool = field(default_factory=lambda: sys.stderr.isatty())
+
+
+def read_results(out: Path) -> dict[str, dict]:
+    """The last line of each task in ``results.jsonl``."""
+    found: dict[str, dict] = {}
+    path = Path(out) / "results.jsonl"
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                found[record["task"]] = record
+    return found
+
+
+def _jsonable(action: Any) -> Any:
+    try:
+        json.dumps(action)
+        return action
+    except TypeError:
+        return repr(action)
+
+
+class Runner:
+    def __init__(self, tasks: list[Task], make_agent: Callable[[], Any], pool: Pool, options: RunOptions) -> None:
+        self.tasks = tasks
+        self.make_agent = make_agent
+        self.pool = pool
+        self.options = options
+        self.out = Path(options.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        done = read_results(self.out)
+        self.skipped = [t for t in tasks if done.get(t.key, {}).get("status") not in (None, "infra_error")]
+        skip = {t.key for t in self.skipped}
+        self._queue = [t for t in tasks if t.key not in skip]
+        self._started = time.monotonic()
+        self.finished: list[dict] = []
+        self._running = 0
+
+    # -- bookkeeping ------------------------------------------------------------------------
+
+    def event(self, event: dict) -> None:
+        with self._lock, open(self.out / "events.jsonl", "a") as f:
+            f.write(json.dumps({"t": round(time.time(), 3), **event}) + "\n")
+
+    def _next(self) -> Task | None:
+        with self._lock:
+            if not self._queue:
+                return None
+            self._running += 1
+            return self._queue.pop(0)
+
+    def _finish(self, record: dict) -> None:
+        with self._lock:
+            self._running -= 1
+            self.finished.append(record)
+            with open(self.out / "results.jsonl", "a") as f:
+                f.write(json.dumps(record) + "\n")
+            line = self._progress_line(record)
+        if self.options.progress:
+            sys.stderr.write("\r\033[K" + line + ("\n" if record["status"] != "done" else ""))
+        else:
+            sys.stderr.write(json.dumps({"event": "task_done", "task": record["task"], "status": record["status"],
+                                         "score": record["score"], "progress": line}) + "\n")
+        sys.stderr.flush()
+
+    def _progress_line(self, record: dict) -> str:
+        done = len(self.finished)
+        total = done + len(self._queue) + self._running
+        scores = [r["score"] for r in self.finished if r["score"] is not None]
+        failed = sum(r["status"] != "done" for r in self.finished)
+        elapsed = time.monotonic() - self._started
+        eta = elapsed / done * (total - done) if done else 0
+        return (f"[{done}/{total}] {record['task']}: {record['status']} {record['score']} · running {self._running} · "
+                f"failed {failed} · score {sum(scores):.1f}/{len(scores)} · ETA {eta:.0f}s")
+
+    # -- the run ----------------------------------------------------------------------------
+
+    def run(self, workers: int) -> list[dict]:
+        (self.out / "run.json").write_text(json.dumps({
+            "started": time.time(), "tasks": len(self.tasks), "skipped_as_done": len(self.skipped),
+            "max_steps": self.options.max_steps, "observation_type": self.options.observation_type,
+            "action_space": self.options.action_space, "sleep_after_action": self.options.sleep_after_action,
+            "sessions": workers}, indent=1))
+        threads = [threading.Thread(target=self._worker, name=f"run-worker-{i}", daemon=True) for i in range(workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if self.options.progress:
+            sys.stderr.write("\n")
+        return self.finished
+
+    def _worker(self) -> None:
+        agent = self.make_agent()
+        env: Environment | None = None
+        try:
+            while (task := self._next()) is not None:
+                if env is None:
+                    env = self.pool.take()
+                record, env = self._task(task, agent, env)
+                self._finish(record)
+        finally:
+            if env is not None:
+                self.pool.release(env)
+
+    def _task(self, task: Task, agent: Any, env: Environment) -> tuple[dict, Environment]:
+        infra: list[str] = []
+        attempt = 0
+        while True:
+            attempt += 1
+            self.event({"event": "task_started", "task": task.key, "session": env.name, "attempt": attempt,
+                        "pid": getattr(env, "pid", None)})
+            try:
+                record = self._attempt(task, agent, env)
+            except InfrastructureError as exc:
+                infra.append(str(exc)[-1000:])
+                self.event({"event": "infra_error", "task": task.key, "session": env.name, "error": str(exc)[-1000:]})
+                env = self.pool.replace(env, str(exc))
+                if attempt > self.options.retries:
+                    return ({"task": task.key, "domain": task.domain, "id": task.id, "instruction": task.instruction,
+                             "status": "infra_error", "score": None, "steps": 0, "actions": [], "timings": {},
+                             "session": None, "attempts": attempt, "infra_errors": infra,
+                             "error": infra[-1]}, env)
+                continue
+            record.update(attempts=attempt, infra_errors=infra)
+            return record, env
+
+    def _attempt(self, task: Task, agent: Any, env: Environment) -> dict:
+        o = self.options
+        folder = self.out / "tasks" / task.domain / task.id
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("step_*.png"):
+            old.unlink()
+        started = time.monotonic()
+        episode = Episode(env, task, observation_type=o.observation_type, action_space=o.action_space,
+                          sleep_after_action=o.sleep_after_action, screen=o.screen)
+        # (OSWorld's controller waits 5 s between its retries; a session that does not
+        # answer is found by the health check below instead.)
+        episode.controller.retry_interval = 1
+        if hasattr(agent, "begin_task"):
+            agent.begin_task(task)
+        agent.reset()
+        obs = episode.reset()
+        record: dict[str, Any] = {"task": task.key, "domain": task.domain, "id": task.id,
+                                  "instruction": task.instruction, "session": env.name, "status": "done",
+                                  "score": None, "steps": 0, "actions": [], "error": None}
+        responses: list[Any] = []
+        shots = 0
+
+        def shot(observation: dict) -> None:
+            nonlocal shots
+            if isinstance(observation.get("screenshot"), bytes):
+                (folder / f"step_{shots:03d}.png").write_bytes(observation["screenshot"])
+            shots += 1
+
+        shot(obs)
+        agent_started = time.monotonic()
+        done = False
+        try:
+            for _ in range(o.max_steps):
+                response, actions = agent.predict(task.instruction, obs)
+                record["steps"] += 1
+                responses.append(_jsonable(response))
+                for action in actions or []:
+                    obs, _reward, done, info = episode.step(action)
+                    record["actions"].append(_jsonable(action))
+                    shot(obs)
+                    if ("execute" in info and info["execute"] is None) or obs.get("screenshot") is None:
+                        if (problem := env.probe()) is not None:
+                            raise InfrastructureError(f"the session stopped answering during the agent's steps: {problem}")
+                    if done:
+                        break
+                if done:
+                    break
+        except InfrastructureError:
+            raise
+        except Exception as exc:  # the agent's own failure: recorded, not graded
+            record.update(status="agent_error", error=f"{type(exc).__name__}: {exc}"[-2000:])
+        agent_s = time.monotonic() - agent_started
+        (folder / "steps.json").write_text(json.dumps({"responses": responses, "actions": record["actions"]},
+                                                      indent=1))
+        if (problem := env.probe()) is not None:
+            raise InfrastructureError(f"the session is not healthy after the agent's steps: {problem}")
+        if record["status"] == "done":
+            try:
+                record["score"] = episode.evaluate()
+            except InfrastructureError:
+                raise
+            except GraderUnavailable as exc:
+                record.update(status="grader_error", error=str(exc))
+            except Exception as exc:
+                record.update(status="grader_error", error=f"{type(exc).__name__}: {exc}"[-2000:])
+        record["timings"] = {k: round(v, 3) for k, v in {
+            **episode.timings, "agent_s": agent_s, "total_s": time.monotonic() - started}.items()}
+        return record
+
+
+def summary(records: list[dict]) -> dict[str, Any]:
+    """Scores by domain: tasks, graded, the mean score, and failures by kind."""
+    by: dict[str, dict[str, Any]] = {}
+    for r in records:
+        d = by.setdefault(r["domain"], {"tasks": 0, "graded": 0, "score": 0.0, "infra_error": 0, "agent_error": 0,
+                                        "grader_error": 0})
+        d["tasks"] += 1
+        if r["score"] is not None:
+            d["graded"] += 1
+            d["score"] += float(r["score"])
+        if r["status"] in d:
+            d[r["status"]] += 1
+    for d in by.values():
+        d["mean"] = round(d["score"] / d["graded"], 4) if d["graded"] else None
+    graded = [r for r in records if r["score"] is not None]
+    total = {"tasks": len(records), "graded": len(graded),
+             "mean": round(sum(float(r["score"]) for r in graded) / len(graded), 4) if graded else None}
+    return {"domains": by, "total": total}
