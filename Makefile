@@ -1,5 +1,5 @@
 # deskbox: `make up` runs a session, `make test` runs every test, `make bench` measures.
-.PHONY: up test bench deps clean fuzz soak image image-apps container-test-apps
+.PHONY: up test bench deps clean fuzz soak flakes image image-apps container-test-apps
 
 ARGS ?=
 
@@ -33,6 +33,11 @@ fuzz: deps
 	DESKBOX_FUZZ_EXAMPLES=$${DESKBOX_FUZZ_EXAMPLES:-100} DESKBOX_FUZZ_PHASES=examples,coverage,fuzzing,stateful \
 	DESKBOX_FUZZ_SEED=$${DESKBOX_FUZZ_SEED:-$$(date +%s)} DESKBOX_CHAOS_ROUNDS=$${DESKBOX_CHAOS_ROUNDS:-100} \
 	.venv/bin/python -m pytest -p no:cacheprovider tests/test_fuzz.py tests/test_chaos.py $(ARGS)
+
+# The whole suite several times in a row on a fresh clone of HEAD, each in a new random
+# order (seed printed): flaky tests found, not waited for. RUNS=5 by default.
+flakes:
+	scripts/flakes
 
 # One session under a steady mixed load for an hour: latency per endpoint, errors, memory
 # growth (bench/results/soak.md). ARGS="--minutes 10" for a shorter one.

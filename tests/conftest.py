@@ -36,3 +36,35 @@ def open_fixture(session: Session, pages: PageServer, page: str) -> dict:
     pages.settle(0.2)
     pages.clear()
     return load
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--order-seed", default=None, metavar="N",
+                     help="run the modules in a random order, and each module's tests in a random order, from "
+                          "seed N (make flakes gives a new one each run); the seed is printed in the header")
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    seed = config.getoption("--order-seed")
+    return f"test order: shuffled with --order-seed {seed}" if seed is not None else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With --order-seed: modules shuffled, and tests within each module (a module's
+    tests stay together, so its session is started once, as in a plain run)."""
+    seed = config.getoption("--order-seed")
+    if seed is None:
+        return
+    import random
+
+    rng = random.Random(str(seed))
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    order = list(modules)
+    rng.shuffle(order)
+    items[:] = []
+    for name in order:
+        tests = modules[name]
+        rng.shuffle(tests)
+        items.extend(tests)
