@@ -690,6 +690,23 @@ def _trace(d: dict, plots: Plots) -> list[str]:
     return out + [""]
 
 
+def _run(d: dict, plots: Plots) -> list[str]:
+    args = d.get("args") or {}
+    out = [f"The noop agent over {args.get('tasks', '?')} task configs written in the bench, in containers of "
+           f"`{args.get('image', 'deskbox')}`; medians per task in seconds (the baseline's reset holds its setup; "
+           "its lib_run_single waits are left out).", ""]
+
+    def sec(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    out += _table(["row", "tasks/hour", "reset", "setup", "agent", "grading", "overhead", "task"],
+                  ["l", "r", "r", "r", "r", "r", "r", "r"],
+                  [[r["name"], _int(r.get("tasks_per_hour")), sec(r.get("reset_median_s")),
+                    sec(r.get("setup_median_s")), sec(r.get("agent_median_s")), sec(r.get("grading_median_s")),
+                    sec(r.get("overhead_median_s")), sec(r.get("total_median_s"))] for r in d.get("rows") or []])
+    return out + [""]
+
+
 def _toolset(d: dict, plots: Plots) -> list[str]:
     meta, tokens, act = d.get("meta") or {}, d.get("tokens") or {}, d.get("act")
     base = meta.get("baselines") or {}
@@ -826,6 +843,7 @@ BENCHES = [
     Bench("view", "Live view: a change on screen to the viewer's canvas", "python -m bench.view", True, _view, None),
     Bench("trace", "Traces: overhead per action, and replay against the recording", "python -m bench.trace", True,
           _trace, None),
+    Bench("run", "Benchmark runs: deskbox run against DesktopEnv", "python -m bench.run", True, _run, None),
     Bench("soak", "Soak: one session under mixed load", "make soak", False, _soak, "Earlier: soak and chaos"),
 ]
 
