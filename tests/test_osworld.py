@@ -339,6 +339,17 @@ def test_run_python_and_run_bash_script_answer_like_osworld(osworld):
 # -- files -------------------------------------------------------------------------------
 
 
+def test_a_form_body_that_cannot_be_parsed_is_a_400_naming_it(osworld):
+    # Found by schemathesis (seed 1, coverage phase): a multipart type with no boundary was a 500.
+    for path in ("/file", "/window_size", "/list_directory", "/setup/upload"):
+        resp = http("POST", osworld.base + path, raw=b"", headers={"Content-Type": "multipart/form-data"})
+        assert resp.status == 400, (path, resp.status, resp.body[:300])
+        assert resp.json()["error"]["code"] in ("validation_error", "invalid_json"), (path, resp.body[:300])
+    resp = http("POST", osworld.base + "/setup/upload", raw=b"--x\r\nno headers\r\n--x--\r\n",
+                headers={"Content-Type": "multipart/form-data; boundary=x"})
+    assert 400 <= resp.status < 500, resp.body[:300]
+
+
 def test_upload_then_file_round_trips_and_list_directory_shows_it(osworld):
     folder = f"osworld-test-{secrets.token_hex(4)}"
     data = secrets.token_bytes(300_000)

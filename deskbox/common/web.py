@@ -14,6 +14,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import structlog
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from pydantic import BaseModel, ValidationError
 
 from .errors import Busy, ClientGone, InvalidRequest, ServiceError, Unauthorized
@@ -24,6 +25,8 @@ __all__ = [
     "auth_middleware",
     "read_body",
     "read_query",
+    "read_form",
+    "BODY_ERRORS",
     "json_ok",
     "ModelT",
     "stop_when_client_leaves",
@@ -164,6 +167,20 @@ def read_query(request: web.Request, model: type[ModelT], *, context: dict[str, 
 
 def json_ok(data: Any, status: int = 200) -> web.Response:
     return web.json_response(data, status=status)
+
+
+# What aiohttp raises for a form or multipart body it cannot parse (its multipart parser
+# raises HTTP parse errors for a part's broken headers).
+BODY_ERRORS = (ValueError, AssertionError, UnicodeDecodeError, HttpProcessingError)
+
+
+async def read_form(request: web.Request) -> Any:
+    """The form fields of a urlencoded or multipart body; a body aiohttp cannot parse as
+    one (a multipart type with no boundary, a broken part) is a 400, not a 500."""
+    try:
+        return await request.post()
+    except BODY_ERRORS as exc:
+        raise InvalidRequest(f"the form body cannot be read: {exc}", code="validation_error") from exc
 
 
 # How often a long request looks whether its client is still there.

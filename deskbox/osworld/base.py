@@ -18,7 +18,7 @@ from ..atspi.source import NativeSource
 from ..common.errors import ActionFailed, NotFoundError, Unavailable
 from ..common.recording import Recorder
 from ..common.session_api import SessionControl
-from ..common.web import validate
+from ..common.web import read_form, validate
 
 __all__ = [
     "OsworldConfig", "CONFIG", "HTTP", "OUTSIDE", "RECORDER", "WORK", "STARTED", "ATSPI", "CONTROL",
@@ -79,7 +79,7 @@ async def windows(request: web.Request) -> tuple[list[dict], list[dict]]:
 
 
 async def form(request: web.Request, model):
-    data = await request.post()
+    data = await read_form(request)
     return validate(model, {k: v for k, v in data.items() if isinstance(v, str)})
 
 

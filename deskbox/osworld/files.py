@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from ..common.errors import InvalidRequest
-from ..common.web import json_ok, read_body, validate
+from ..common.web import BODY_ERRORS, json_ok, read_body, validate
 from .base import CONTROL, WORK, form, home, local_path
 from .models import FileForm, PathRequest, UploadForm
 
@@ -91,13 +91,10 @@ async def get_file(request: web.Request) -> web.StreamResponse:
                                            "Content-Type": "application/octet-stream"})
 
 
-async def upload(request: web.Request) -> web.Response:
-    """Multipart ``file_path`` + ``file_data`` (in either order): the data is streamed
-    to a temporary file beside the work folder, then moved into place."""
-    if not request.content_type.startswith("multipart/"):
-        raise InvalidRequest("send multipart/form-data with file_path and file_data", code="validation_error")
+async def _read_upload(request: web.Request, fields: dict[str, str]) -> tuple[Path | None, int]:
+    """The parts of an upload: ``file_data`` streamed to a temporary file (returned with
+    its size), the other fields into ``fields``."""
     reader = await request.multipart()
-    fields: dict[str, str] = {}
     tmp: Path | None = None
     size = 0
     try:
@@ -113,6 +110,26 @@ async def upload(request: web.Request) -> web.Response:
                         out.write(chunk)
             elif part.name:
                 fields[part.name] = (await part.read(decode=True)).decode("utf-8", "replace")
+    except BaseException:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+        raise
+    return tmp, size
+
+
+async def upload(request: web.Request) -> web.Response:
+    """Multipart ``file_path`` + ``file_data`` (in either order): the data is streamed
+    to a temporary file beside the work folder, then moved into place."""
+    if not request.content_type.startswith("multipart/"):
+        raise InvalidRequest("send multipart/form-data with file_path and file_data", code="validation_error")
+    fields: dict[str, str] = {}
+    tmp: Path | None = None
+    size = 0
+    try:
+        try:
+            tmp, size = await _read_upload(request, fields)
+        except BODY_ERRORS as exc:  # (no boundary, a part with no headers ...)
+            raise InvalidRequest(f"the multipart body cannot be read: {exc}", code="validation_error") from exc
         if tmp is None or "file_path" not in fields:
             return _error("file_path and file_data are required", 400)
         dest = local_path(validate(UploadForm, fields).file_path)

@@ -26,7 +26,7 @@ from ..client import Client
 from ..common.errors import InvalidRequest, NotFoundError, Unauthorized, Unavailable
 from ..common.logging import get_logger
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
-from ..common.web import error_middleware, json_ok
+from ..common.web import error_middleware, json_ok, read_form
 from .relay import ClientStream, RfbError
 
 __all__ = ["create_app", "ViewConfig"]
@@ -179,7 +179,7 @@ def _logged_in(request: web.Request, session: str) -> web.Response:
 
 
 async def login_post(request: web.Request) -> web.Response:
-    form = await request.post()
+    form = await read_form(request)
     session = request.app[VIEW].login(str(form.get("token", "")))
     if session is None:
         return web.Response(text=_FORM.format(note=" <p>That is not the token.</p>"), content_type="text/html",
