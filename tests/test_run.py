@@ -95,6 +95,12 @@ def test_noop_scores_zero_and_the_scripted_agent_solves_every_task_across_three_
     assert retried["attempts"] == 2 and len(retried["infra_errors"]) == 1, retried
     assert retried["session"] != slow["session"]
     assert any(e["event"] == "session_replaced" and e["session"] == slow["session"] for e in events(script_out))
+    # The session's trace of the agent's steps is in the task's folder: the click, with
+    # its screenshots.
+    trace = solved["os/write-a-note"]["trace"]
+    assert trace["steps"] >= 1 and trace["folder"], trace
+    steps = [json.loads(line) for line in (Path(trace["folder"]) / "steps.jsonl").read_text().splitlines()]
+    assert any(s.get("action") == "click" for s in steps), steps
     # Each task's folder has the screenshot before each action and after the last.
     shots = sorted((script_out / "tasks" / "os" / "both-files").glob("step_*.png"))
     assert len(shots) == 4 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in shots)

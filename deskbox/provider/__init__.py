@@ -341,6 +341,11 @@ class Environment:
     def stop(self) -> None:
         raise NotImplementedError
 
+    def copy_out(self, path: str, dest: Path) -> bool:
+        """Copy a folder of the session (a trace, say) to ``dest`` on this machine; False
+        where the back end cannot."""
+        return False
+
     def __enter__(self) -> "Environment":
         return self
 

@@ -178,6 +178,10 @@ class PodmanEnvironment(Environment):
         state = out.stdout.strip()
         return True if state == "running" else state
 
+    def copy_out(self, path: str, dest: Path) -> bool:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        return self._backend.podman("cp", f"{self.name}:{path}", str(dest), check=False).returncode == 0
+
     def logs(self, lines: int = 40) -> str:
         out = self._backend.podman("logs", "--tail", str(lines), self.name, check=False)
         return (out.stdout + out.stderr).strip()

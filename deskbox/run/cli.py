@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only these tasks (id or domain/id)")
     p.add_argument("--limit", type=int, default=None, help="the first N tasks selected")
     p.add_argument("--out", type=Path, default=Path("results"), help="the run's folder")
+    p.add_argument("--no-trace", action="store_true",
+                   help="keep no deskbox trace of each task (the screenshots the agent saw are kept anyway)")
     return p
 
 
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"deskbox run: {exc}", file=sys.stderr)
         return 2
     options = RunOptions(out=args.out, max_steps=args.max_steps, sleep_after_action=args.sleep_after_action,
-                         observation_type=args.observation_type, action_space=args.action_space, screen=args.screen)
+                         observation_type=args.observation_type, action_space=args.action_space, screen=args.screen,
+                         trace=not args.no_trace)
     sessions = min(args.sessions, len(tasks))
     runner: Runner | None = None
     with Pool(make_session, sessions, spare=args.spare if args.provider != "attach" else 0,

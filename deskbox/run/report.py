@@ -64,6 +64,8 @@ def _task(out: Path, page_dir: Path, r: dict) -> str:
             + (f"<pre>{_e(r['error'])}</pre>" if r.get("error") else "")
             + (f"<p>infrastructure retries:</p><pre>{_e(chr(10).join(r['infra_errors']))}</pre>"
                if r.get("infra_errors") else "")
+            + (f"<p>trace: {_e(r['trace'].get('steps'))} steps, <code>deskbox trace view "
+               f"{_e(r['trace']['folder'])}</code></p>" if (r.get("trace") or {}).get("folder") else "")
             + f"<ol>{actions}</ol><div class='shots'>{figures}</div></details>")
 
 

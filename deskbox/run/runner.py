@@ -12,7 +12,11 @@ What the out folder holds:
   graded), ``steps``, ``actions``, ``timings`` (reset, setup, agent, grading, total),
   ``session``, ``attempts``, ``infra_errors`` and ``error``;
 - ``tasks/<domain>/<id>/``: the screenshot the agent saw before each step and after
-  the last (``step_000.png`` ...), and its responses (``steps.json``);
+  the last (``step_000.png`` ...), its responses (``steps.json``), and the session's
+  trace of the agent's steps (``trace/``: each action with the element it hit and
+  screenshots before and after it; ``deskbox trace view`` shows it) where the provider
+  can copy it out (local and podman sessions; elsewhere its path in the session is
+  recorded);
 - ``events.jsonl``: sessions started and replaced, tasks started (with the session);
 - ``run.json``: the options of the run.
 
@@ -32,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..provider import Environment
+from ..provider import Environment, ProviderError
 from .episode import Episode, InfrastructureError
 from .graders import GraderUnavailable
 from .sessions import Pool
@@ -50,6 +54,7 @@ class RunOptions:
     action_space: str = "pyautogui"
     screen: tuple[int, int] = (1920, 1080)
     retries: int = 1  # runs again on a fresh session after an infrastructure failure
+    trace: bool = True  # a deskbox trace of the agent's steps per task, copied into its folder
     progress: bool = field(default_factory=lambda: sys.stderr.isatty())
 
 
@@ -208,6 +213,7 @@ class Runner:
             shots += 1
 
         shot(obs)
+        trace = self._trace_start(env, task)
         agent_started = time.monotonic()
         done = False
         try:
@@ -231,6 +237,7 @@ class Runner:
         except Exception as exc:  # the agent's own failure: recorded, not graded
             record.update(status="agent_error", error=f"{type(exc).__name__}: {exc}"[-2000:])
         agent_s = time.monotonic() - agent_started
+        record["trace"] = self._trace_stop(env, trace, folder / "trace")
         (folder / "steps.json").write_text(json.dumps({"responses": responses, "actions": record["actions"]},
                                                       indent=1))
         if (problem := env.probe()) is not None:
@@ -247,6 +254,28 @@ class Runner:
         record["timings"] = {k: round(v, 3) for k, v in {
             **episode.timings, "agent_s": agent_s, "total_s": time.monotonic() - started}.items()}
         return record
+
+
+    def _trace_start(self, env: Environment, task: Task) -> bool:
+        if not self.options.trace:
+            return False
+        try:
+            env.call("POST", "/api/v1/trace/start", {"label": task.key, "shots": True})
+        except ProviderError as exc:  # (a trace is a record of the run, not part of the task)
+            self.event({"event": "trace_failed", "task": task.key, "error": str(exc)[-500:]})
+            return False
+        return True
+
+    def _trace_stop(self, env: Environment, started: bool, dest: Path) -> dict | None:
+        if not started:
+            return None
+        try:
+            done = env.call("POST", "/api/v1/trace/stop")
+        except ProviderError as exc:
+            return {"error": str(exc)[-500:]}
+        copied = env.copy_out(done["path"], dest)
+        return {"trace_id": done.get("trace_id"), "steps": done.get("step_count"),
+                "folder": str(dest) if copied else None, "in_session": done["path"]}
 
 
 def summary(records: list[dict]) -> dict[str, Any]:

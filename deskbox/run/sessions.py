@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import os
 import queue
+import shutil
 import socket
 import threading
 import time
+from pathlib import Path
 from typing import Callable
 
 from ..provider import Environment, EnvironmentSpec, ProviderError
@@ -78,6 +80,13 @@ class LocalEnvironment(Environment):
 
     def logs(self, lines: int = 40) -> str:
         return "\n".join(self.process.log_tail(200_000).splitlines()[-lines:])
+
+    def copy_out(self, path: str, dest: Path) -> bool:
+        try:
+            shutil.copytree(path, dest, dirs_exist_ok=True)
+        except OSError:
+            return False
+        return True
 
     def stop(self) -> None:
         if not self.stopped:
