@@ -140,3 +140,11 @@ def test_a_stopped_run_resumes_with_the_same_command_and_skips_what_is_done(tmp_
     lines = Counter(r["task"] for r in results(out))
     assert set(lines) == ALL and set(lines.values()) == {1}, lines  # nothing done twice
     assert all(r["score"] == 1.0 for r in results(out))
+
+    # replay:DIR says that run's actions again, here observing the accessibility tree too.
+    again = tmp_path / "replayed"
+    finish(deskbox_run("--agent", f"replay:{out}", "--sessions", "1", "--observation-type", "a11y_tree",
+                       "--no-trace", out=again))
+    replayed = {r["task"]: r for r in results(again)}
+    assert {k: r["score"] for k, r in replayed.items()} == {k: 1.0 for k in ALL}, replayed
+    assert replayed["os/both-files"]["actions"] == {r["task"]: r for r in results(out)}["os/both-files"]["actions"]
