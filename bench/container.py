@@ -112,16 +112,7 @@ class Container:
         return (time.perf_counter() - t0) * 1000
 
     def cpu_s(self) -> float | None:
-        """CPU time the container's processes used so far, from its cgroup."""
-        rel = podman("inspect", "--format", "{{.State.CgroupPath}}", self.name).stdout.strip().lstrip("/")
-        for path, scale in ((f"/sys/fs/cgroup/cpuacct/{rel}/cpuacct.usage", 1e-9),
-                            (f"/sys/fs/cgroup/cpu,cpuacct/{rel}/cpuacct.usage", 1e-9)):
-            if os.path.exists(path):
-                return int(Path(path).read_text()) * scale
-        stat = Path(f"/sys/fs/cgroup/{rel}/cpu.stat")
-        if stat.exists():
-            return int(dict(line.split() for line in stat.read_text().splitlines())["usage_usec"]) * 1e-6
-        return None
+        return cgroup_cpu_s(self.name)
 
     def logs(self) -> str:
         out = podman("logs", "--tail", "10", self.name, check=False)
@@ -142,8 +133,7 @@ class Container:
         return out
 
     def cgroup_usage_mb(self) -> float:
-        d = self._cgroup_dir()
-        return _cgroup_memory(d)["usage_mb"] if d is not None else 0.0
+        return cgroup_memory_mb(self.name)
 
     def _cgroup_dir(self) -> Path | None:
         rel = podman("inspect", "--format", "{{.State.CgroupPath}}", self.name).stdout.strip().lstrip("/")
@@ -151,6 +141,28 @@ class Container:
             if rel and (base / rel).is_dir():
                 return base / rel
         return None
+
+
+def cgroup_cpu_s(name: str) -> float | None:
+    """CPU time a container's processes used so far, from its cgroup (v1 or v2)."""
+    rel = podman("inspect", "--format", "{{.State.CgroupPath}}", name).stdout.strip().lstrip("/")
+    for path, scale in ((f"/sys/fs/cgroup/cpuacct/{rel}/cpuacct.usage", 1e-9),
+                        (f"/sys/fs/cgroup/cpu,cpuacct/{rel}/cpuacct.usage", 1e-9)):
+        if os.path.exists(path):
+            return int(Path(path).read_text()) * scale
+    stat = Path(f"/sys/fs/cgroup/{rel}/cpu.stat")
+    if stat.exists():
+        return int(dict(line.split() for line in stat.read_text().splitlines())["usage_usec"]) * 1e-6
+    return None
+
+
+def cgroup_memory_mb(name: str) -> float:
+    """A container's memory as its cgroup counts it (v1 or v2), in MB; 0 when not found."""
+    rel = podman("inspect", "--format", "{{.State.CgroupPath}}", name, check=False).stdout.strip().lstrip("/")
+    for base in (Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup")):
+        if rel and (base / rel).is_dir():
+            return _cgroup_memory(base / rel)["usage_mb"]
+    return 0.0
 
 
 def _cgroup_memory(d: Path) -> dict:

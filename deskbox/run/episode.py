@@ -58,6 +58,8 @@ class Episode:
     action_history: list[Any] = field(default_factory=list)
     current_use_proxy: bool = False
     timings: dict[str, float] = field(default_factory=dict)
+    # Per step: how long the action took to carry out, and the observation after it.
+    step_timings: list[dict[str, float]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.observation_type not in OBSERVATION_TYPES:
@@ -122,6 +124,7 @@ class Episode:
         self.action_history.append(action)
         special = _special(action)
         done, info = False, {}
+        started = time.monotonic()
         if special == "WAIT":
             time.sleep(pause)
         elif special in ("DONE", "FAIL"):
@@ -132,9 +135,14 @@ class Episode:
             command = action["command"] if isinstance(action, dict) else action
             # (deskbox's pyautogui types '<' as it is: OSWorld's rewrite of it is not needed.)
             info["execute"] = self.controller.execute_python_command(command)
+        acted = time.monotonic()
         if pause:
             time.sleep(pause)
-        return self.observe(), 0.0, done, info
+        observing = time.monotonic()
+        obs = self.observe()
+        self.step_timings.append({"action_s": round(acted - started, 4),
+                                  "observe_s": round(time.monotonic() - observing, 4)})
+        return obs, 0.0, done, info
 
     # -- grading --------------------------------------------------------------------------
 

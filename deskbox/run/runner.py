@@ -10,7 +10,8 @@ What the out folder holds:
 - ``results.jsonl``: one line per finished task: ``task`` (``domain/id``), ``status``
   (``done``, ``agent_error``, ``grader_error``, ``infra_error``), ``score`` (null unless
   graded), ``steps``, ``actions``, ``timings`` (reset, setup, agent, grading, total),
-  ``session``, ``attempts``, ``infra_errors`` and ``error``;
+  ``session``, ``attempts``, ``infra_errors``, ``error``, and ``step_timings`` (per
+  action: ``action_s`` to carry it out, ``observe_s`` for the observation after it);
 - ``tasks/<domain>/<id>/``: the screenshot the agent saw before each step and after
   the last (``step_000.png`` ...), its responses (``steps.json``), and the session's
   trace of the agent's steps (``trace/``: each action with the element it hit and
@@ -251,6 +252,7 @@ class Runner:
                 record.update(status="grader_error", error=str(exc))
             except Exception as exc:
                 record.update(status="grader_error", error=f"{type(exc).__name__}: {exc}"[-2000:])
+        record["step_timings"] = episode.step_timings
         record["timings"] = {k: round(v, 3) for k, v in {
             **episode.timings, "agent_s": agent_s, "total_s": time.monotonic() - started}.items()}
         return record

@@ -1,0 +1,276 @@
+"""How many sessions one machine holds at OSWorld's pace: ``python -m bench.fleet
+[--no-build] [--image deskbox-apps] [--levels 1,2,4,8,10,12] [--keep-going]`` (as root;
+podman runs the sessions) writes bench/results/fleet.json and fleet.md.
+
+At each level, N containers of the apps image run ``deskbox run``'s runner with a paced
+agent over task configs written here (Chrome, Calc, Writer, GIMP, a terminal), one task
+per session: the session's reset, the config's setup (its app started), 15 steps, each an
+observation as OSWorld's agents take it (the screenshot and the accessibility tree) and
+one pyautogui action, with 5 s of think time between steps; then the grader.
+
+A level **holds** while the observations' p95 is within 1 s, the actions' p95 within
+0.5 s, and no task had an infrastructure failure. It stops at the first level that does
+not (``--keep-going`` measures the rest), and says what ran out first: the CPU (busy
+over 90 % of the level), memory (under 10 % available) or neither (latency alone).
+
+Per level: tasks per hour, observation and action p50/p95, reset and setup p50/p95, the
+machine's CPU seconds per step and per task, the memory of all sessions (their cgroups)
+and the load average. Beside the levels, **one idle session**: its CPU over a minute and
+its memory, after it has settled. Reported, not asserted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bench.container import cgroup_cpu_s, cgroup_memory_mb
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+OBSERVE_P95_S, ACTION_P95_S = 1.0, 0.5
+
+__all__ = ["main"]
+
+
+def _configs() -> list[dict]:
+    """The five kinds of task, in the bench's words; graded by a cheap getter."""
+    grade = {"func": "compare_answer", "result": {"type": "vm_command_line", "command": ["echo", "graded"]},
+             "expected": {"type": "rule", "rules": {"expected": "graded\n"}}}
+    page = "data:text/html,<title>fleet</title><h1>A page for the fleet bench</h1><input><button>Go</button>"
+    return [
+        {"id": "fleet-chrome", "snapshot": "chrome", "instruction": "Look at the page.", "evaluator": grade,
+         "config": [{"type": "launch", "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337"]}},
+                    {"type": "launch", "parameters": {"command": ["socat", "tcp-listen:9222,fork",
+                                                                  "tcp:localhost:1337"]}},
+                    {"type": "chrome_open_tabs", "parameters": {"urls_to_open": [page]}},
+                    {"type": "activate_window", "parameters": {"window_name": "Google Chrome"}}]},
+        {"id": "fleet-calc", "snapshot": "libreoffice_calc", "instruction": "Look at the sheet.", "evaluator": grade,
+         "config": [{"type": "launch", "parameters": {"command": ["libreoffice", "--calc"]}}]},
+        {"id": "fleet-writer", "snapshot": "libreoffice_writer", "instruction": "Look at the document.",
+         "evaluator": grade, "config": [{"type": "launch", "parameters": {"command": ["libreoffice", "--writer"]}}]},
+        {"id": "fleet-gimp", "snapshot": "gimp", "instruction": "Look at GIMP.", "evaluator": grade,
+         "config": [{"type": "launch", "parameters": {"command": ["gimp", "--no-splash"]}}]},
+        {"id": "fleet-terminal", "snapshot": "os", "instruction": "Look at the terminal.", "evaluator": grade,
+         "config": [{"type": "launch", "parameters": {"command": ["gnome-terminal"]}}]},
+    ]
+
+
+class PacedAgent:
+    """OSWorld's pace: ``think_s`` of thinking, then one pointer move, ``steps`` times;
+    then DONE."""
+
+    def __init__(self, steps: int, think_s: float) -> None:
+        self.steps, self.think_s, self.n = steps, think_s, 0
+
+    def reset(self, *args, **kwargs) -> None:
+        self.n = 0
+
+    def predict(self, instruction: str, obs: dict) -> tuple[str, list]:
+        if self.n >= self.steps:
+            return "done", ["DONE"]
+        self.n += 1
+        time.sleep(self.think_s)
+        x, y = 200 + (self.n * 97) % 1400, 150 + (self.n * 61) % 700
+        return "a move", [f"pyautogui.moveTo({x}, {y})"]
+
+
+def _cpu_busy_s() -> tuple[float, float]:
+    """The machine's (busy, total) CPU seconds so far, from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]
+    return (sum(fields) - idle) / hz, sum(fields) / hz
+
+
+def _available_mb() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _total_mb() -> float:
+    return int(Path("/proc/meminfo").read_text().split()[1]) / 1024
+
+
+def _memory_mb(names: list[str]) -> float:
+    return round(sum(cgroup_memory_mb(name) for name in names), 1)
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return round(values[0], 3)
+    return round(statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1], 3)
+
+
+def level(n: int, image: str, steps: int, think_s: float, work: Path) -> dict:
+    from deskbox.run import Pool, Runner, RunOptions, load_tasks, session_factory
+
+    folder = work / f"tasks{n}"
+    configs = _configs()
+    for i in range(n):
+        config = dict(configs[i % len(configs)], id=f"{configs[i % len(configs)]['id']}-{i}")
+        domain = folder / config["snapshot"]
+        domain.mkdir(parents=True, exist_ok=True)
+        (domain / f"{config['id']}.json").write_text(json.dumps(config))
+    tasks = load_tasks([str(folder)])
+    started = time.monotonic()
+    with Pool(session_factory("podman", image=image, outputs=["1920x1080"]), n, spare=0) as pool:
+        envs = [pool.take(timeout=900) for _ in range(n)]
+        start_s = time.monotonic() - started
+        names = [e.name for e in envs]
+        for env in envs:
+            pool.release(env)
+        idle_mb = _memory_mb(names)
+        peak = {"memory_mb": idle_mb, "available_mb": _available_mb()}
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(5):
+                peak["memory_mb"] = max(peak["memory_mb"], _memory_mb(names))
+                peak["available_mb"] = min(peak["available_mb"], _available_mb())
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        busy0, total0 = _cpu_busy_s()
+        t0 = time.monotonic()
+        runner = Runner(tasks, lambda: PacedAgent(steps, think_s), pool,
+                        RunOptions(out=work / f"out{n}", max_steps=steps + 1, observation_type="screenshot_a11y_tree",
+                                   screen=(1920, 1080), trace=False, progress=False))
+        records = runner.run(n)
+        wall = time.monotonic() - t0
+        busy1, total1 = _cpu_busy_s()
+        stop.set()
+        load1 = os.getloadavg()[0]
+    observe = [s["observe_s"] for r in records for s in r.get("step_timings", [])]
+    action = [s["action_s"] for r in records for s in r.get("step_timings", []) if s["action_s"] > 0.001]
+    resets = [r["timings"]["reset_s"] for r in records if "reset_s" in r.get("timings", {})]
+    setups = [r["timings"]["setup_s"] for r in records if "setup_s" in r.get("timings", {})]
+    infra = [r["task"] for r in records if r["status"] == "infra_error" or r.get("infra_errors")]
+    busy = busy1 - busy0
+    cores = os.cpu_count() or 1
+    busy_share = busy / max(1e-9, (total1 - total0)) if total1 > total0 else None
+    n_steps = len(observe)
+    row = {
+        "sessions": n, "tasks": len(records), "wall_s": round(wall, 1), "start_s": round(start_s, 1),
+        "tasks_per_hour": round(len(records) / wall * 3600, 1) if wall else None,
+        "observe_p50_s": _pct(observe, 50), "observe_p95_s": _pct(observe, 95),
+        "action_p50_s": _pct(action, 50), "action_p95_s": _pct(action, 95),
+        "reset_p50_s": _pct(resets, 50), "reset_p95_s": _pct(resets, 95),
+        "setup_p50_s": _pct(setups, 50), "setup_p95_s": _pct(setups, 95),
+        "cpu_s_per_step": round(busy / n_steps, 3) if n_steps else None,
+        "cpu_s_per_task": round(busy / len(records), 2) if records else None,
+        "cpu_busy_share": round(busy_share, 3) if busy_share is not None else None,
+        "memory_idle_mb": idle_mb, "memory_peak_mb": peak["memory_mb"],
+        "available_min_mb": round(peak["available_mb"], 1), "load1": round(load1, 2), "cores": cores,
+        "infra_failures": infra, "statuses": sorted({r["status"] for r in records}),
+    }
+    row["held"] = (not infra and row["observe_p95_s"] is not None and row["observe_p95_s"] <= OBSERVE_P95_S
+                   and row["action_p95_s"] is not None and row["action_p95_s"] <= ACTION_P95_S)
+    if row["held"]:
+        row["ran_out"] = None
+    elif row["available_min_mb"] < 0.1 * _total_mb():
+        row["ran_out"] = "memory"
+    elif busy_share is not None and busy_share > 0.9:
+        row["ran_out"] = "cpu"
+    else:
+        row["ran_out"] = "latency (neither CPU nor memory was exhausted)"
+    return row
+
+
+def idle_session(image: str, seconds: float) -> dict:
+    """One session of the image, settled, then left alone for ``seconds``."""
+    from deskbox.provider import EnvironmentSpec
+    from deskbox.provider.podman import PodmanBackend
+
+    env = PodmanBackend().start(EnvironmentSpec(image=image, outputs=["1920x1080"]), name=f"deskbox-fleet-idle-{os.getpid()}")
+    try:
+        time.sleep(20)  # (the first screenshot and the apps' start have settled)
+        cpu0 = cgroup_cpu_s(env.name)
+        time.sleep(seconds)
+        cpu1 = cgroup_cpu_s(env.name)
+        return {"seconds": seconds, "cpu_s": round(cpu1 - cpu0, 2) if cpu0 is not None and cpu1 is not None else None,
+                "cpu_share_of_a_core": round((cpu1 - cpu0) / seconds, 4) if cpu0 is not None and cpu1 is not None
+                else None, "memory_mb": _memory_mb([env.name])}
+    finally:
+        env.stop()
+
+
+def markdown(result: dict) -> str:
+    a = result["args"]
+    lines = ["# Fleet: sessions at OSWorld's pace", "",
+             f"{result['meta']['when']}, {result['meta']['cpus']} CPUs, {result['meta']['memory_gb']} GB; image "
+             f"`{a['image']}`, 1920x1080; per session one task of {a['steps']} steps (screenshot + accessibility "
+             f"tree, one pyautogui move, {a['think_s']} s think time). A level holds with observation p95 <= "
+             f"{OBSERVE_P95_S} s, action p95 <= {ACTION_P95_S} s and no infrastructure failure.", "",
+             "| sessions | tasks/hour | observe p50/p95 s | action p50/p95 s | reset p50/p95 s | setup p50/p95 s | "
+             "CPU s/step | CPU s/task | CPU busy | memory peak MB | load | held | ran out |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    for r in result["levels"]:
+        lines.append(
+            f"| {r['sessions']} | {r['tasks_per_hour']} | {r['observe_p50_s']} / {r['observe_p95_s']} | "
+            f"{r['action_p50_s']} / {r['action_p95_s']} | {r['reset_p50_s']} / {r['reset_p95_s']} | "
+            f"{r['setup_p50_s']} / {r['setup_p95_s']} | {r['cpu_s_per_step']} | {r['cpu_s_per_task']} | "
+            f"{r['cpu_busy_share']} | {r['memory_peak_mb']:.0f} | {r['load1']} | {'yes' if r['held'] else '**no**'} | "
+            f"{r['ran_out'] or '-'} |")
+    held = [r["sessions"] for r in result["levels"] if r["held"]]
+    lines += ["", f"**Held: {max(held) if held else 0} sessions.**"]
+    if result.get("idle"):
+        i = result["idle"]
+        lines += ["", f"One idle session over {i['seconds']:.0f} s: {i['cpu_s']} CPU s "
+                      f"({i['cpu_share_of_a_core']} of a core), {i['memory_mb']:.0f} MB (its cgroup)."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.fleet", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--image", default="deskbox-apps")
+    p.add_argument("--no-build", action="store_true", help="use the image as it is")
+    p.add_argument("--levels", default="1,2,4,8,10,12", help="sessions per level, in order")
+    p.add_argument("--steps", type=int, default=15)
+    p.add_argument("--think-s", type=float, default=5.0)
+    p.add_argument("--idle-s", type=float, default=60.0, help="how long the idle session is measured (0: not)")
+    p.add_argument("--keep-going", action="store_true", help="measure every level, past the first that fails")
+    p.add_argument("--results", type=Path, default=RESULTS)
+    args = p.parse_args(argv)
+    if os.geteuid() != 0:
+        print("bench.fleet: run it as root (podman runs the sessions)", file=sys.stderr)
+        return 1
+    if not args.no_build:
+        subprocess.run(["make", "-C", str(ROOT), "image-apps" if args.image == "deskbox-apps" else "image"],
+                       check=True, stdout=subprocess.DEVNULL)
+    work = Path(tempfile.mkdtemp(prefix="deskbox-bench-fleet-"))
+    result: dict = {"meta": {"when": time.strftime("%Y-%m-%d %H:%M:%S %z"), "machine": platform.node(),
+                             "cpus": os.cpu_count(), "memory_gb": round(_total_mb() / 1024, 1)},
+                    "args": {"image": args.image, "levels": args.levels, "steps": args.steps,
+                             "think_s": args.think_s}, "levels": []}
+    started = time.time()
+    if args.idle_s > 0:
+        result["idle"] = idle_session(args.image, args.idle_s)
+    for n in (int(v) for v in args.levels.split(",")):
+        row = level(n, args.image, args.steps, args.think_s, work)
+        result["levels"].append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+        if not row["held"] and not args.keep_going:
+            break
+    result["meta"]["duration_s"] = round(time.time() - started, 1)
+    from .report import write_results
+
+    write_results(args.results, "fleet", result, markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
