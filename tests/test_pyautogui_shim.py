@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from deskbox.session.lifecycle import SHIMS_DIR
+from deskbox.session.lifecycle import SESSION_SITE, SHIMS_DIR
 from tests.conftest import open_fixture
 from tests.support import css_to_device, free_port, http, wait_until
 from tests.test_x11_backend import XvfbDesktop, _stop
@@ -138,7 +138,7 @@ class X11Desk(Desk):
 
     def env(self) -> dict[str, str]:
         return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/"),
-                "PYTHONPATH": str(SHIMS_DIR), "DESKBOX_DESKTOPD": self.desktopd}
+                "PYTHONPATH": f"{SHIMS_DIR}:{SESSION_SITE}", "DESKBOX_DESKTOPD": self.desktopd}
 
     def open(self) -> dict:
         self.pages.clear()
@@ -252,6 +252,50 @@ def test_clicks_land_on_their_targets_with_their_button_and_count(desk, page):
     assert [e["detail"] for e in pages.matching(type="click", target="triple")] == [1, 2, 3]
     assert pages.matching(type="click", target="right") == [] and pages.matching(type="click", target="middle") == []
     assert {e["button"] for e in pages.matching(type="mousedown", target="right")} == {2}
+
+
+def test_an_image_on_the_screen_is_found_and_clicked_as_pyautogui_finds_it(desk, page, shared_dir):
+    """locateCenterOnScreen (pyscreeze's search, over desktopd's screenshots) finds a
+    picture of the "single" button, and a click at its answer lands on that button; a
+    picture of "triple" given to click() is found and clicked the same way. (Each picture
+    is taken before anything is clicked: a clicked button draws its focus ring.)"""
+    import io
+
+    from PIL import Image
+
+    window = desk.window()
+    shot = Image.open(io.BytesIO(http("GET", desk.desktopd + "/api/v1/screenshot").body)).convert("RGB")
+    boxes = {}
+    for name in ("single", "triple"):
+        r = page["rects"][name]
+        x0, y0 = css_to_device(window, page, r["x"] + 2, r["y"] + 2)
+        x1, y1 = css_to_device(window, page, r["x"] + r["w"] - 2, r["y"] + r["h"] - 2)
+        boxes[name] = [int(x0), int(y0), int(x1) - int(x0), int(y1) - int(y0)]
+        shot.crop((int(x0), int(y0), int(x1), int(y1))).save(shared_dir / f"{name}.png")
+    single, triple = shared_dir / "single.png", shared_dir / "triple.png"
+    absent = shared_dir / "absent.png"
+    Image.effect_noise((40, 30), 90).convert("RGB").save(absent)
+    out = desk.output(f"""
+        import json
+        found = pyautogui.locateOnScreen({str(single)!r})
+        every = len(list(pyautogui.locateAllOnScreen({str(single)!r})))
+        centre = pyautogui.locateCenterOnScreen({str(single)!r})
+        pyautogui.click(centre)
+        pyautogui.click({str(triple)!r})
+        missing = pyautogui.locateOnScreen({str(absent)!r})
+        pyautogui.useImageNotFoundException()
+        try:
+            pyautogui.locateCenterOnScreen({str(absent)!r})
+            raised = None
+        except pyautogui.ImageNotFoundException as exc:
+            raised = type(exc).__name__
+        print(json.dumps({{"found": list(found), "every": every, "missing": missing, "raised": raised,
+                          "grab": list(pyautogui.grab().size)}}))
+    """, stdlib_only=False)
+    assert out["found"] == boxes["single"] and out["every"] == 1, (out, boxes)
+    assert out["missing"] is None and out["raised"] == "ImageNotFoundException"
+    assert desk.pages.wait_for(type="click", target="single")["detail"] == 1
+    assert desk.pages.wait_for(type="click", target="triple")["detail"] == 1
 
 
 def test_click_takes_a_point_tuple_keyword_coordinates_and_button_aliases(desk, page):

@@ -62,6 +62,9 @@ CLIENT_ENV_KEYS = (
 # Modules a program inside the session imports in place of the X11-only originals
 # (``import pyautogui`` drives desktopd); first on the session's PYTHONPATH.
 SHIMS_DIR = PROJECT_ROOT / "deskbox" / "shims"
+# ... and beside them what the shims import (pyscreeze, for image search), installed with
+# the venv (scripts/install-deps, the Containerfile) from deskbox/shims/requirements.txt.
+SESSION_SITE = Path(sys.prefix) / "session-site"
 # With --osworld, Chromium's DevTools port: not 9222, which OSWorld's Chrome tasks take
 # themselves (`socat tcp-listen:9222,fork tcp:localhost:1337`), nor 9223, the container's
 # DevTools relay (DESKBOX_CDP_EXPOSE).
@@ -340,7 +343,7 @@ class Session(SessionChildren):
         env["WAYLAND_DISPLAY"] = "wayland-1"
         # Programs in the session find desktopd (the pyautogui shim drives it) by this.
         env["DESKBOX_DESKTOPD"] = self.url(self.args.desktopd_port)
-        env["PYTHONPATH"] = str(SHIMS_DIR)
+        env["PYTHONPATH"] = str(SHIMS_DIR) + (f":{SESSION_SITE}" if SESSION_SITE.is_dir() else "")
         if self.args.osworld:
             assert self.runtime is not None
             env["PATH"] = f"{self.runtime / 'bin'}:{env['PATH']}"

@@ -103,12 +103,12 @@ def test_buttons_by_name_any_case_and_number():
             norm(bad)
 
 
-def test_coordinates_take_a_pair_in_x_and_refuse_images_and_nonsense():
+def test_coordinates_take_a_pair_in_x_and_refuse_nonsense():
     assert _args._coords((10, 20), None) == (10, 20)
     assert _args._coords(10.9, 20.2) == (10, 20)
     assert _args._coords(None, 5) == (None, 5)
     assert _args._coords(Fraction(21, 2), 5) == (10, 5)  # any numbers.Real, numpy's too
-    for x, y in (((1, 2), 3), ((1, 2, 3), None), ("button.png", None), (float("nan"), 1), (True, 1)):
+    for x, y in (((1, 2), 3), ((1, 2, 3), None), (float("nan"), 1), (True, 1)):
         with pytest.raises(BadArgument):
             _args._coords(x, y)
 
@@ -131,8 +131,8 @@ def test_every_tween_starts_at_zero_and_ends_at_one(name):
 
 
 def test_what_the_shim_lacks_is_an_attribute_error_that_says_so():
-    with pytest.raises(AttributeError, match="image search is not supported"):
-        pyautogui.locateOnScreen  # noqa: B018
+    with pytest.raises(AttributeError, match="message boxes is not supported"):
+        pyautogui.alert  # noqa: B018
     with pytest.raises(AttributeError, match="no attribute 'teleport'"):
         pyautogui.teleport  # noqa: B018
 
@@ -214,7 +214,9 @@ def test_the_shim_parses_as_python_3_9_and_imports_only_the_standard_library(pat
             imported |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             imported.add(node.module.split(".")[0])
-    # Pillow only where screenshot() asks for it, and that call explains its absence.
-    assert imported - {"PIL"} <= set(sys.stdlib_module_names)
+    # Pillow only where screenshot() asks for it, pyscreeze only where an image is searched
+    # for, and both calls explain their absence.
+    assert imported - {"PIL", "pyscreeze"} <= set(sys.stdlib_module_names)
     assert "PIL" not in imported or path.name == "_screen.py"
+    assert "pyscreeze" not in imported or path.name == "_locate.py"
     assert len(SOURCES) >= 6

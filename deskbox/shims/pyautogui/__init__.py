@@ -15,7 +15,8 @@ is clamped to it, as an X server keeps its pointer on screen. Fractional coordin
 truncated.
 
 Nothing degrades silently: a right click is a right click, a drag is a press, moves and
-a release; what deskbox cannot do (a key its keyboards lack, image search) raises. The
+a release; what deskbox cannot do (a key its keyboards lack, message boxes) raises.
+Image search (locateOnScreen and friends) is pyscreeze's, over desktopd's screenshots. The
 errors are drawn in ``_errors``: bad arguments raise PyAutoGUIException subclasses that
 are also ValueErrors; desktopd's refusals raise DesktopdError with its message and code.
 """
@@ -34,6 +35,15 @@ from ._errors import (
 from ._frame import failSafeCheck
 from ._keyboard import hold, hotkey, isShiftCharacter, isValidKey, keyDown, keyUp, press, typewrite, write
 from ._keys import KEY_NAMES, KEYBOARD_KEYS
+from ._locate import (
+    center,
+    locate,
+    locateAll,
+    locateAllOnScreen,
+    locateCenterOnScreen,
+    locateOnScreen,
+    useImageNotFoundException,
+)
 from ._pointer import (
     LEFT,
     MIDDLE,
@@ -64,6 +74,8 @@ from ._time import countdown, sleep
 from ._tween import *  # noqa: F401,F403  (easeInQuad and friends, as pyautogui exports them)
 from ._tween import getPointOnLine, linear
 
+grab = screenshot  # (pyscreeze's name for it, which pyautogui scripts also use)
+
 __version__ = "0.9.54+deskbox"
 
 __all__ = [
@@ -75,7 +87,9 @@ __all__ = [
     "click", "leftClick", "rightClick", "middleClick", "doubleClick", "tripleClick",
     "mouseDown", "mouseUp", "scroll", "vscroll", "hscroll",
     "typewrite", "write", "press", "hotkey", "keyDown", "keyUp", "hold",
-    "screenshot", "pixel", "pixelMatchesColor", "sleep", "countdown", "failSafeCheck",
+    "screenshot", "grab", "pixel", "pixelMatchesColor", "sleep", "countdown", "failSafeCheck",
+    "locate", "locateAll", "locateOnScreen", "locateAllOnScreen", "locateCenterOnScreen", "center",
+    "useImageNotFoundException",
     "linear", "getPointOnLine", *_tween.__all__,
 ]
 

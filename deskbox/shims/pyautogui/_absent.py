@@ -1,5 +1,5 @@
-"""What pyautogui has and deskbox's shim does not (image search, message boxes, window
-objects): the package's module ``__getattr__`` makes each such name a clear
+"""What pyautogui has and deskbox's shim does not (message boxes, window objects, a
+window's image search): the package's module ``__getattr__`` makes each such name a clear
 AttributeError that says what is missing, and any other unknown name the usual one."""
 
 from __future__ import annotations
@@ -7,9 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 _ABSENT = {
-    "locateOnScreen": "image search", "locateCenterOnScreen": "image search", "locateAllOnScreen": "image search",
-    "locate": "image search", "locateAll": "image search", "center": "image search",
-    "locateOnWindow": "image search", "alert": "message boxes", "confirm": "message boxes",
+    "locateOnWindow": "image search in a window by its title", "alert": "message boxes", "confirm": "message boxes",
     "prompt": "message boxes", "password": "message boxes", "mouseInfo": "the MouseInfo app",
     "displayMousePosition": "the mouse position display", "getWindowsWithTitle": "window objects",
     "getActiveWindow": "window objects", "getAllWindows": "window objects", "getAllTitles": "window objects",

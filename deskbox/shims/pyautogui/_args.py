@@ -30,10 +30,12 @@ def _number(value: Any, what: str) -> int:
 
 
 def _unpack_xy(x: Any, y: Any) -> tuple[Any, Any]:
-    """pyautogui's x may be a 2-sequence (x, y) when y is not given; a string would be
-    an image to locate on screen, which this shim does not do."""
+    """pyautogui's x may be a 2-sequence (x, y) when y is not given, or a string: an
+    image file to find on the screen, whose centre is the point."""
     if isinstance(x, str):
-        raise BadArgument(f"x={x!r}: locating images on screen is not supported by deskbox's pyautogui")
+        from ._locate import locate_center  # (it needs the screen, which needs this module)
+
+        return tuple(locate_center(x))
     if isinstance(x, collections.abc.Sequence):
         if y is not None:
             raise BadArgument(f"when x is a sequence (received {x!r}), y must not be given (received {y!r})")

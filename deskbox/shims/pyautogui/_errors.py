@@ -2,7 +2,8 @@
 
     PyAutoGUIException
     ├── FailSafeException      the pointer sat in a screen corner while FAILSAFE is on
-    ├── ImageNotFoundException (pyautogui's name; this shim locates no images)
+    ├── ImageNotFoundException an image searched for is not on the screen (with
+    │                          useImageNotFoundException() on, or an image given as a point)
     ├── BadArgument            also a ValueError: arguments pyautogui would refuse
     │   └── UnsupportedKey     a key no deskbox keyboard has
     └── DesktopdError          desktopd refused the input (status, code, message) or
@@ -26,7 +27,7 @@ class FailSafeException(PyAutoGUIException):
 
 
 class ImageNotFoundException(PyAutoGUIException):
-    """pyautogui's error for a failed image search (kept for ``except`` clauses)."""
+    """An image searched for is not on the screen."""
 
 
 class BadArgument(PyAutoGUIException, ValueError):
