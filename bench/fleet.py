@@ -3,10 +3,13 @@
 podman runs the sessions) writes bench/results/fleet.json and fleet.md.
 
 At each level, N containers of the apps image run ``deskbox run``'s runner with a paced
-agent over task configs written here (Chrome, Calc, Writer, GIMP, a terminal), one task
-per session: the session's reset, the config's setup (its app started), 15 steps, each an
-observation as OSWorld's agents take it (the screenshot and the accessibility tree) and
-one pyautogui action, with 5 s of think time between steps; then the grader.
+agent over task configs written here (Chrome, Calc, Writer, GIMP, a terminal), two tasks
+per session by default: the session's reset, the config's setup (its app started), 15
+steps, each an observation as OSWorld's agents take it (the screenshot and the
+accessibility tree) and one pyautogui action, with 5 s of think time between steps; then
+the grader. The sessions' first tasks are staggered over one task's length (``--stagger
+spread``), as a run's sessions drift apart after their first task; ``--stagger 0``
+starts them all at once (every reset and app start in the same second).
 
 A level **holds** while the observations' p95 is within 1 s, the actions' p95 within
 0.5 s, and no task had an infrastructure failure. It stops at the first level that does
@@ -114,12 +117,13 @@ def _pct(values: list[float], q: float) -> float | None:
     return round(statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1], 3)
 
 
-def level(n: int, image: str, steps: int, think_s: float, work: Path) -> dict:
+def level(n: int, image: str, steps: int, think_s: float, work: Path, per_session: int = 2,
+          stagger_s: float | None = None) -> dict:
     from deskbox.run import Pool, Runner, RunOptions, load_tasks, session_factory
 
     folder = work / f"tasks{n}"
     configs = _configs()
-    for i in range(n):
+    for i in range(n * per_session):
         config = dict(configs[i % len(configs)], id=f"{configs[i % len(configs)]['id']}-{i}")
         domain = folder / config["snapshot"]
         domain.mkdir(parents=True, exist_ok=True)
@@ -147,7 +151,8 @@ def level(n: int, image: str, steps: int, think_s: float, work: Path) -> dict:
         t0 = time.monotonic()
         runner = Runner(tasks, lambda: PacedAgent(steps, think_s), pool,
                         RunOptions(out=work / f"out{n}", max_steps=steps + 1, observation_type="screenshot_a11y_tree",
-                                   screen=(1920, 1080), trace=False, progress=False))
+                                   screen=(1920, 1080), trace=False, progress=False,
+                                   stagger_s=steps * think_s / n if stagger_s is None else stagger_s))
         records = runner.run(n)
         wall = time.monotonic() - t0
         busy1, total1 = _cpu_busy_s()
@@ -163,7 +168,7 @@ def level(n: int, image: str, steps: int, think_s: float, work: Path) -> dict:
     busy_share = busy / max(1e-9, (total1 - total0)) if total1 > total0 else None
     n_steps = len(observe)
     row = {
-        "sessions": n, "tasks": len(records), "wall_s": round(wall, 1), "start_s": round(start_s, 1),
+        "sessions": n, "tasks": len(records), "stagger_s": runner.options.stagger_s, "wall_s": round(wall, 1), "start_s": round(start_s, 1),
         "tasks_per_hour": round(len(records) / wall * 3600, 1) if wall else None,
         "observe_p50_s": _pct(observe, 50), "observe_p95_s": _pct(observe, 95),
         "action_p50_s": _pct(action, 50), "action_p95_s": _pct(action, 95),
@@ -211,8 +216,9 @@ def markdown(result: dict) -> str:
     a = result["args"]
     lines = ["# Fleet: sessions at OSWorld's pace", "",
              f"{result['meta']['when']}, {result['meta']['cpus']} CPUs, {result['meta']['memory_gb']} GB; image "
-             f"`{a['image']}`, 1920x1080; per session one task of {a['steps']} steps (screenshot + accessibility "
-             f"tree, one pyautogui move, {a['think_s']} s think time). A level holds with observation p95 <= "
+             f"`{a['image']}`, 1920x1080; per session {a.get('tasks_per_session', 1)} task(s) of {a['steps']} steps "
+             f"(screenshot + accessibility tree, one pyautogui move, {a['think_s']} s think time), first tasks "
+             f"staggered: {a.get('stagger', 0)}. A level holds with observation p95 <= "
              f"{OBSERVE_P95_S} s, action p95 <= {ACTION_P95_S} s and no infrastructure failure.", "",
              "| sessions | tasks/hour | observe p50/p95 s | action p50/p95 s | reset p50/p95 s | setup p50/p95 s | "
              "CPU s/step | CPU s/task | CPU busy | memory peak MB | load | held | ran out |",
@@ -241,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--levels", default="1,2,4,8,10,12", help="sessions per level, in order")
     p.add_argument("--steps", type=int, default=15)
     p.add_argument("--think-s", type=float, default=5.0)
+    p.add_argument("--tasks-per-session", type=int, default=2)
+    p.add_argument("--stagger", default="spread",
+                   help="seconds between the sessions' first tasks, or 'spread' (one task's length over N)")
     p.add_argument("--idle-s", type=float, default=60.0, help="how long the idle session is measured (0: not)")
     p.add_argument("--keep-going", action="store_true", help="measure every level, past the first that fails")
     p.add_argument("--results", type=Path, default=RESULTS)
@@ -255,12 +264,14 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {"meta": {"when": time.strftime("%Y-%m-%d %H:%M:%S %z"), "machine": platform.node(),
                              "cpus": os.cpu_count(), "memory_gb": round(_total_mb() / 1024, 1)},
                     "args": {"image": args.image, "levels": args.levels, "steps": args.steps,
-                             "think_s": args.think_s}, "levels": []}
+                             "think_s": args.think_s, "tasks_per_session": args.tasks_per_session,
+                             "stagger": args.stagger}, "levels": []}
     started = time.time()
     if args.idle_s > 0:
         result["idle"] = idle_session(args.image, args.idle_s)
     for n in (int(v) for v in args.levels.split(",")):
-        row = level(n, args.image, args.steps, args.think_s, work)
+        row = level(n, args.image, args.steps, args.think_s, work, args.tasks_per_session,
+                    None if args.stagger == "spread" else float(args.stagger))
         result["levels"].append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
         if not row["held"] and not args.keep_going:

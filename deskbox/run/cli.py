@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--action-space", choices=ACTION_SPACES, default="pyautogui")
     p.add_argument("--max-steps", type=int, default=15, help="agent predictions per task")
     p.add_argument("--sleep-after-action", type=float, default=0.0, help="seconds after each action")
+    p.add_argument("--stagger", type=float, default=0.0, metavar="SECONDS",
+                   help="start session i's first task i x SECONDS after the first, so that N sessions do not all "
+                        "reset and start their apps at once")
     p.add_argument("--domains", nargs="*", default=[], help="only these domains")
     p.add_argument("--tasks", dest="task_ids", nargs="*", default=[], metavar="ID",
                    help="only these tasks (id or domain/id)")
@@ -92,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     options = RunOptions(out=args.out, max_steps=args.max_steps, sleep_after_action=args.sleep_after_action,
                          observation_type=args.observation_type, action_space=args.action_space, screen=args.screen,
-                         trace=not args.no_trace)
+                         trace=not args.no_trace, stagger_s=args.stagger)
     sessions = min(args.sessions, len(tasks))
     runner: Runner | None = None
     with Pool(make_session, sessions, spare=args.spare if args.provider != "attach" else 0,

@@ -56,6 +56,9 @@ class RunOptions:
     screen: tuple[int, int] = (1920, 1080)
     retries: int = 1  # runs again on a fresh session after an infrastructure failure
     trace: bool = True  # a deskbox trace of the agent's steps per task, copied into its folder
+    # Worker i starts its first task i x stagger_s after the first: N sessions that all
+    # reset and start their apps in the same second slow each other's first steps.
+    stagger_s: float = 0.0
     progress: bool = field(default_factory=lambda: sys.stderr.isatty())
 
 
@@ -141,7 +144,8 @@ class Runner:
             "max_steps": self.options.max_steps, "observation_type": self.options.observation_type,
             "action_space": self.options.action_space, "sleep_after_action": self.options.sleep_after_action,
             "sessions": workers}, indent=1))
-        threads = [threading.Thread(target=self._worker, name=f"run-worker-{i}", daemon=True) for i in range(workers)]
+        threads = [threading.Thread(target=self._worker, args=(i * self.options.stagger_s,), name=f"run-worker-{i}",
+                                    daemon=True) for i in range(workers)]
         for t in threads:
             t.start()
         for t in threads:
@@ -150,7 +154,9 @@ class Runner:
             sys.stderr.write("\n")
         return self.finished
 
-    def _worker(self) -> None:
+    def _worker(self, delay_s: float = 0.0) -> None:
+        if delay_s:
+            time.sleep(delay_s)
         agent = self.make_agent()
         env: Environment | None = None
         try:
