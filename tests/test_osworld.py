@@ -411,6 +411,28 @@ def test_launch_activate_and_close_a_native_app(session, osworld):
     wait_until(lambda: not any(w["title"] == title for w in session.windows()), 10, what="the window closed")
 
 
+def test_windows_answer_to_the_x11_class_osworlds_configs_name_them_by(session, osworld):
+    # gnome-calculator is a native Wayland window here (app id org.gnome.Calculator); on
+    # OSWorld's Ubuntu `wmctrl -lx` lists it as gnome-calculator.Gnome-calculator.
+    calc = Process(session, ["gnome-calculator"])
+    try:
+        window = wait_until(lambda: next((w for w in session.windows() if w["app_id"] == "org.gnome.Calculator"),
+                                         None), 30, what="the calculator's window")
+        assert window["wm_class"] is None  # (a Wayland window: no X11 class of its own)
+        assert osworld.post_json("/setup/activate_window", {"window_name": "chromium", "by_class": True}).status == 200
+        resp = osworld.post_json("/setup/activate_window",
+                                 {"window_name": "gnome-calculator.Gnome-calculator", "by_class": True})
+        assert resp.status == 200, resp.body
+        wait_until(lambda: session.ok("/api/v1/tree")["focused"] == window["id"], 5, what="the calculator focused")
+        resp = osworld.post_json("/setup/close_window", {"window_name": "Gnome-calculator", "by_class": True})
+        assert resp.status == 200, resp.body
+        wait_until(lambda: not any(w["id"] == window["id"] for w in session.windows()), 10, what="it closed")
+        assert osworld.post_json("/setup/close_window", {"window_name": "Mail.thunderbird",
+                                                         "by_class": True}).status == 404
+    finally:
+        calc.stop()
+
+
 def test_cursor_position_follows_the_pointer(session, osworld):
     session.pointer(action="move", x=321, y=234)
     assert osworld.get("/cursor_position").json() == [321, 234]

@@ -133,7 +133,8 @@ class WindowSizeForm(_Lenient):
 class WindowRequest(_Lenient):
     """``POST /setup/activate_window`` and ``/setup/close_window``: ``window_name`` is
     part of the title (any case), or the whole title with ``strict``; with
-    ``by_class`` it names the app (Wayland app id) instead."""
+    ``by_class`` it names the window's class instead (X11's ``res_name.res_class``, as
+    ``Mail.thunderbird``, or a Wayland app id)."""
 
     window_name: str = Field(min_length=1, max_length=1024)
     strict: bool = False

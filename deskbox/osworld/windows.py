@@ -3,7 +3,10 @@
 
 OSWorld's server asks ``wmctrl``: a name is a case-insensitive part of a window's title
 (``-a``), the whole title, case and all, with ``strict`` (``-F``), or the window's
-class instead of its title with ``by_class`` (``-x``; a Wayland app id here). The
+class instead of its title with ``by_class`` (``-x``). A class is X11's
+``res_name.res_class`` (``Mail.thunderbird``): an X11 window (Xwayland's) has its own,
+from desktopd; a native Wayland window answers to its app id and to the class the same
+app's window has on OSWorld's Ubuntu (``X11_CLASSES``), since configs name them so. The
 session's browser is Chromium, and OSWorld's tasks call it Google Chrome: its windows
 answer to both names (``Google Chrome`` for the title, ``google-chrome`` for the class).
 Unlike OSWorld's server, a name no window has answers 404 rather than 200."""
@@ -23,11 +26,31 @@ from . import commands
 from .base import CONFIG, desktopd, local_path, session_env, windows
 from .models import OpenFileRequest, WindowRequest
 
-__all__ = ["chrome_title", "names", "find", "activate_window", "close_window", "open_file", "CHROMIUM_APP_IDS"]
+__all__ = ["chrome_title", "names", "find", "activate_window", "close_window", "open_file", "CHROMIUM_APP_IDS",
+           "X11_CLASSES"]
 
 CHROMIUM_APP_IDS = frozenset({"chromium", "chromium-browser"})
 CHROMIUM = "Chromium"
-CHROME_CLASSES = ("google-chrome", "Google-chrome")
+CHROME_CLASSES = ("google-chrome", "Google-chrome", "google-chrome.Google-chrome")
+# The X11 class (res_name.res_class, as `wmctrl -lx` lists it on Ubuntu) of the apps
+# that run as native Wayland windows here, by their Wayland app id.
+X11_CLASSES = {
+    "thunderbird": "Mail.thunderbird",
+    "org.mozilla.thunderbird": "Mail.thunderbird",
+    "org.gnome.Terminal": "gnome-terminal-server.Gnome-terminal",
+    "libreoffice-calc": "libreoffice.libreoffice-calc",
+    "libreoffice-writer": "libreoffice.libreoffice-writer",
+    "libreoffice-impress": "libreoffice.libreoffice-impress",
+    "libreoffice-draw": "libreoffice.libreoffice-draw",
+    "libreoffice-math": "libreoffice.libreoffice-math",
+    "libreoffice-startcenter": "libreoffice.libreoffice-startcenter",
+    "org.gnome.gedit": "gedit.Gedit",
+    "org.gnome.Nautilus": "org.gnome.Nautilus.Org.gnome.Nautilus",
+    "org.gnome.Calculator": "gnome-calculator.Gnome-calculator",
+    "gimp": "gimp.Gimp",
+    "vlc": "vlc.vlc",
+    "code": "code.Code",
+}
 OPEN_POLL_S = 0.2
 
 
@@ -45,7 +68,9 @@ def names(window: dict, *, by_class: bool, browser_name: str = "Google Chrome") 
     app = window.get("app_id") or ""
     chromium = app in CHROMIUM_APP_IDS
     if by_class:
-        return [app, *CHROME_CLASSES] if chromium else [app]
+        wm_class = window.get("wm_class")
+        classes = [app, ".".join(wm_class) if wm_class else X11_CLASSES.get(app, "")]
+        return [c for c in classes + (list(CHROME_CLASSES) if chromium else []) if c]
     title = window.get("title") or ""
     return [title, chrome_title(title, browser_name)] if chromium else [title]
 

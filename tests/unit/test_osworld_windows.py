@@ -44,3 +44,16 @@ def test_google_chrome_takes_local_files_as_file_urls(tmp_path):
     parsed = parse_args(["--remote-debugging-port=1337", str(page), "https://example.org", "--new-window"])
     assert parsed.port == 1337
     assert parsed.urls == [page.as_uri(), "https://example.org"]
+
+
+def test_by_class_matches_x11s_res_name_dot_res_class_for_xwayland_and_wayland_windows():
+    xwayland = {"app_id": "thunderbird", "wm_class": ["Mail", "thunderbird"], "title": "Inbox"}
+    wayland_calc = {"app_id": "libreoffice-calc", "wm_class": None, "title": "a.xlsx - LibreOffice Calc"}
+    terminal = {"app_id": "org.gnome.Terminal", "wm_class": None, "title": "user@host: ~"}
+    windows = [xwayland, wayland_calc, terminal]
+    assert find(windows, "Mail.thunderbird", by_class=True) is xwayland
+    assert find(windows, "libreoffice.libreoffice-calc", by_class=True) is wayland_calc
+    assert find(windows, "gnome-terminal-server.Gnome-terminal", by_class=True) is terminal
+    assert find(windows, "Gnome-terminal", by_class=True) is terminal  # (wmctrl -x: a part of it)
+    assert find(windows, "org.gnome.Terminal", by_class=True, strict=True) is terminal  # the app id too
+    assert find(windows, "Mail.thunderbird", by_class=False) is None  # not a title

@@ -55,6 +55,9 @@ class Window:
     floating: bool
     workspace: str | None
     extra: dict = field(default_factory=dict)
+    # An X11 window's WM_CLASS (instance, class): X11 clients, Xwayland's included. A
+    # native Wayland window has only its app id.
+    wm_class: tuple[str, str] | None = None
 
     def to_json(self) -> dict:
         return {
@@ -68,6 +71,7 @@ class Window:
             "focused": self.focused,
             "floating": self.floating,
             "workspace": self.workspace,
+            "wm_class": list(self.wm_class) if self.wm_class else None,
         }
 
 

@@ -170,6 +170,7 @@ class X11Windows:
             floating=False,
             workspace=str(desktop[0]) if desktop else None,
             extra={"wm_instance": wm_class[0] if wm_class else None},
+            wm_class=(wm_class[0], wm_class[1]) if wm_class else None,
         )
 
     def _known_window(self, window_id: str) -> Any:

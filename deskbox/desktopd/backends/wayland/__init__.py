@@ -227,8 +227,10 @@ class WaylandBackend(Backend):
         if display is None:
             display = display_at_layout_point(displays, layout.x, layout.y)
         app_id = node.get("app_id")
-        if app_id is None and node.get("window_properties"):
-            app_id = node["window_properties"].get("class")
+        props = node.get("window_properties") or {}  # (an Xwayland window's X11 properties)
+        if app_id is None and props:
+            app_id = props.get("class")
+        wm_class = (props.get("instance") or "", props.get("class") or "") if props.get("class") else None
         return Window(
             id=f"w{node['id']}",
             app_id=app_id,
@@ -240,6 +242,7 @@ class WaylandBackend(Backend):
             focused=bool(node.get("focused")),
             floating=node.get("type") == "floating_con",
             workspace=workspace,
+            wm_class=wm_class,
         )
 
     async def _sway_command_on(self, window_id: str, command: str) -> None:
