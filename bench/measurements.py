@@ -707,6 +707,28 @@ def _run(d: dict, plots: Plots) -> list[str]:
     return out + [""]
 
 
+def _fleet(d: dict, plots: Plots) -> list[str]:
+    args = d.get("args") or {}
+    out = [f"Containers of `{args.get('image', 'deskbox-apps')}` at OSWorld's pace: per session "
+           f"{args.get('tasks_per_session', 1)} task(s) of {args.get('steps', 15)} steps, each the screenshot and the "
+           f"accessibility tree, one pyautogui move and {args.get('think_s', 5)} s of think time; first tasks "
+           f"staggered: {args.get('stagger', 0)}. A level holds with observation p95 <= 1 s, action p95 <= 0.5 s "
+           "and no infrastructure failure. Times in seconds.", ""]
+    out += _table(["sessions", "tasks/hour", "observe p50/p95", "action p50/p95", "reset p50/p95", "CPU s/step",
+                   "CPU busy", "memory peak", "held", "ran out"], ["r", "r", "r", "r", "r", "r", "r", "r", "l", "l"],
+                  [[str(r["sessions"]), _int(r.get("tasks_per_hour")),
+                    f"{r.get('observe_p50_s')} / {r.get('observe_p95_s')}",
+                    f"{r.get('action_p50_s')} / {r.get('action_p95_s')}",
+                    f"{r.get('reset_p50_s')} / {r.get('reset_p95_s')}", str(r.get("cpu_s_per_step")),
+                    f"{(r.get('cpu_busy_share') or 0) * 100:.0f} %", _mb(r.get("memory_peak_mb")),
+                    "yes" if r.get("held") else "**no**", r.get("ran_out") or "-"] for r in d.get("levels") or []])
+    idle = d.get("idle")
+    if idle:
+        out += ["", f"- One idle session over {idle['seconds']:.0f} s: {idle['cpu_s']} CPU s "
+                    f"({idle['cpu_share_of_a_core']} of a core), {idle['memory_mb']:.0f} MB."]
+    return out + [""]
+
+
 def _toolset(d: dict, plots: Plots) -> list[str]:
     meta, tokens, act = d.get("meta") or {}, d.get("tokens") or {}, d.get("act")
     base = meta.get("baselines") or {}
@@ -844,6 +866,7 @@ BENCHES = [
     Bench("trace", "Traces: overhead per action, and replay against the recording", "python -m bench.trace", True,
           _trace, None),
     Bench("run", "Benchmark runs: deskbox run against DesktopEnv", "python -m bench.run", True, _run, None),
+    Bench("fleet", "Fleet: sessions at OSWorld's pace", "python -m bench.fleet", True, _fleet, None),
     Bench("soak", "Soak: one session under mixed load", "make soak", False, _soak, "Earlier: soak and chaos"),
 ]
 
