@@ -370,8 +370,16 @@ def test_killing_chromium_recovers_with_its_tabs(browser, pages, frames):
     tab, _ = frames
     old = http("GET", browser.bridge + "/health").json()["chromium_pid"]
     os.killpg(old, signal.SIGKILL)
-    wait_until(lambda: (h := http("GET", browser.bridge + "/health", timeout=5)).status == 200
-               and h.json()["chromium_pid"] not in (None, old), 60, what="Chromium relaunched")
+    answers: list = []
+
+    def relaunched() -> bool:
+        answers.append(h := http("GET", browser.bridge + "/health", timeout=5))
+        return h.status == 200 and h.json()["chromium_pid"] not in (None, old)
+
+    wait_until(relaunched, 60, what="Chromium relaunched")
+    # While it was down, health said so with a 503 that says when to ask again.
+    down = [a for a in answers if a.status == 503]
+    assert down and all(a.headers.get("retry-after") for a in down), [(a.status, a.headers) for a in answers[:3]]
     body = wait_until(lambda: (b := get_layout(browser)) and any("frames.html" in t["url"] and t["layout"]
                                                                   for t in b["tabs"]) and b, 60,
                       what="the frames tab back with a layout")

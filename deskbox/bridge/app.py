@@ -134,7 +134,10 @@ async def health(request: web.Request) -> web.Response:
             "restarts": chromium.restarts, "attached": chromium.config.attach,
             "cdp_port": chromium.config.cdp_port, "version": __version__, "layouts": request.app[BROWSER].made,
             "box_checks": request.app[BROWSER].checks}
-    return json_ok(body, status=200 if up else 503)
+    resp = json_ok(body, status=200 if up else 503)
+    if not up:
+        resp.headers["Retry-After"] = "1"  # (Chromium is being started again, as every 503 says)
+    return resp
 
 
 async def post_tabs(request: web.Request) -> web.Response:
