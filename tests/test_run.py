@@ -148,3 +148,26 @@ def test_a_stopped_run_resumes_with_the_same_command_and_skips_what_is_done(tmp_
     replayed = {r["task"]: r for r in results(again)}
     assert {k: r["score"] for k, r in replayed.items()} == {k: 1.0 for k in ALL}, replayed
     assert replayed["os/both-files"]["actions"] == {r["task"]: r for r in results(out)}["os/both-files"]["actions"]
+
+
+def test_attached_sessions_are_reset_between_tasks_and_left_running(tmp_path):
+    from tests.support import Session, free_port, http
+
+    port = free_port()
+    session = Session(["1280x800"], browser=False,
+                      extra_args=["--osworld", "--osworld-port", str(port), "--user", "deskbox-attach"]).start()
+    try:
+        out = tmp_path / "attached"
+        proc = subprocess.Popen([sys.executable, "-m", "deskbox.session.cli", "run", str(TASKS / "os"), "--agent",
+                                 f"script:{SOLUTIONS}", "--provider", "attach", "--attach",
+                                 f"{session.state['osworld']},{session.scene}", "--tasks", "write-a-note",
+                                 "both-files", "--no-trace", "--out", str(out)],
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        finish(proc)
+        done = {r["task"]: r for r in results(out)}
+        assert {k: r["score"] for k, r in done.items()} == {"os/write-a-note": 1.0, "os/both-files": 1.0}, done
+        assert {r["session"] for r in done.values()} == {"attached0"}
+        # The run did not stop the session it was lent.
+        assert http("GET", session.scene + "/api/v1/health").status == 200
+    finally:
+        session.stop()

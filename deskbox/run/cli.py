@@ -108,10 +108,15 @@ def main(argv: list[str] | None = None) -> int:
         except ProviderError as exc:
             print(f"deskbox run: {exc}", file=sys.stderr)
             return 1
+        unrun = runner.unrun
     records = list(read_results(args.out).values())
     result = summary(records)
     (args.out / "summary.json").write_text(json.dumps(result, indent=1))
     print(json.dumps(result["total"]))
     for domain, d in sorted(result["domains"].items()):
         print(f"  {domain}: {d['graded']}/{d['tasks']} graded, mean {d['mean']}, infra errors {d['infra_error']}")
+    if runner.worker_errors or unrun:
+        print(f"deskbox run: {len(unrun)} task(s) not run: every session was lost "
+              f"({'; '.join(runner.worker_errors)[-1500:]}); the same command goes on with them", file=sys.stderr)
+        return 1
     return 0

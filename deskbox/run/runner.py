@@ -98,6 +98,9 @@ class Runner:
         self._started = time.monotonic()
         self.finished: list[dict] = []
         self._running = 0
+        # Workers that stopped early (no session left to run on, or a bug): their
+        # errors; the tasks they did not take stay in ``unrun``.
+        self.worker_errors: list[str] = []
 
     # -- bookkeeping ------------------------------------------------------------------------
 
@@ -114,7 +117,7 @@ class Runner:
 
     def _finish(self, record: dict) -> None:
         with self._lock:
-            self._running -= 1
+            self._running = max(0, self._running - 1)
             self.finished.append(record)
             with open(self.out / "results.jsonl", "a") as f:
                 f.write(json.dumps(record) + "\n")
@@ -154,22 +157,32 @@ class Runner:
             sys.stderr.write("\n")
         return self.finished
 
+    @property
+    def unrun(self) -> list[Task]:
+        with self._lock:
+            return list(self._queue)
+
     def _worker(self, delay_s: float = 0.0) -> None:
         if delay_s:
             time.sleep(delay_s)
-        agent = self.make_agent()
         env: Environment | None = None
         try:
-            while (task := self._next()) is not None:
-                if env is None:
-                    env = self.pool.take()
+            agent = self.make_agent()
+            env = self.pool.take()
+            while env is not None and (task := self._next()) is not None:
                 record, env = self._task(task, agent, env)
                 self._finish(record)
+        except Exception as exc:  # said, and counted: the run ends with an error, not quietly
+            message = f"{threading.current_thread().name}: {type(exc).__name__}: {exc}"
+            with self._lock:
+                self.worker_errors.append(message)
+            self.event({"event": "worker_stopped", "error": message[-2000:]})
+            sys.stderr.write(f"deskbox run: {message}\n")
         finally:
             if env is not None:
                 self.pool.release(env)
 
-    def _task(self, task: Task, agent: Any, env: Environment) -> tuple[dict, Environment]:
+    def _task(self, task: Task, agent: Any, env: Environment) -> tuple[dict, Environment | None]:
         infra: list[str] = []
         attempt = 0
         while True:
@@ -181,8 +194,12 @@ class Runner:
             except InfrastructureError as exc:
                 infra.append(str(exc)[-1000:])
                 self.event({"event": "infra_error", "task": task.key, "session": env.name, "error": str(exc)[-1000:]})
-                env = self.pool.replace(env, str(exc))
-                if attempt > self.options.retries:
+                try:
+                    env = self.pool.replace(env, str(exc))
+                except ProviderError as lost:  # no session to go on with: this worker stops here
+                    infra.append(f"no session to run it again on: {lost}"[-1000:])
+                    env = None
+                if env is None or attempt > self.options.retries:
                     return ({"task": task.key, "domain": task.domain, "id": task.id, "instruction": task.instruction,
                              "status": "infra_error", "score": None, "steps": 0, "actions": [], "timings": {},
                              "session": None, "attempts": attempt, "infra_errors": infra,

@@ -73,6 +73,8 @@ async def _healthy(request: web.Request) -> bool:
     connected again and its page readable)."""
     deadline = time.monotonic() + HEALTHY_TIMEOUT_S
     bridge = _bridge(request)
+    # A source this scene runs without (no browser, no AT-SPI, no OCR) is missing by design.
+    absent = {"ocr"} | ({"cdp"} if bridge is None else set()) | ({"atspi"} if _engine(request).atspi is None else set())
     while True:
         problem = None
         try:
@@ -80,7 +82,7 @@ async def _healthy(request: web.Request) -> bool:
                 problem = "the browser is not connected yet"
             else:
                 scene = await _engine(request).scene("agent-turn")
-                problem = next((f"{k}: {v}" for k, v in scene.sources.items() if v and k != "ocr"), None)
+                problem = next((f"{k}: {v}" for k, v in scene.sources.items() if v and k not in absent), None)
         except ServiceError as exc:
             problem = exc.message
         if problem is None:
