@@ -28,7 +28,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -36,8 +35,8 @@ import time
 from pathlib import Path
 
 from bench.container import cgroup_cpu_s, cgroup_memory_mb
+from bench.report import container_bench_ready
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 OBSERVE_P95_S, ACTION_P95_S = 1.0, 0.5
 
@@ -254,12 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep-going", action="store_true", help="measure every level, past the first that fails")
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)
-    if os.geteuid() != 0:
-        print("bench.fleet: run it as root (podman runs the sessions)", file=sys.stderr)
+    if not container_bench_ready("bench.fleet", args.image, not args.no_build):
         return 1
-    if not args.no_build:
-        subprocess.run(["make", "-C", str(ROOT), "image-apps" if args.image == "deskbox-apps" else "image"],
-                       check=True, stdout=subprocess.DEVNULL)
     work = Path(tempfile.mkdtemp(prefix="deskbox-bench-fleet-"))
     result: dict = {"meta": {"when": time.strftime("%Y-%m-%d %H:%M:%S %z"), "machine": platform.node(),
                              "cpus": os.cpu_count(), "memory_gb": round(_total_mb() / 1024, 1)},

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-__all__ = ["screenshot_rows", "markdown", "write_results"]
+__all__ = ["screenshot_rows", "markdown", "write_results", "container_bench_ready"]
 
 # Quoted in the issue and DESIGN.md, not measured here: grim's 1080p PNG on "a real page"
 # on these machines, and OSWorld's in-VM server per /screenshot (under Xvfb).
@@ -144,6 +147,19 @@ def markdown(result: dict) -> str:
                 f"| {e['check']} | {'yes' if e['chosen'] else ''} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def container_bench_ready(prog: str, image: str, build: bool) -> bool:
+    """The checks of a bench that runs sessions in containers: it runs as root (podman),
+    and the image is built first unless told not to. False (said) when it cannot run."""
+    if os.geteuid() != 0:
+        print(f"{prog}: run it as root (podman runs the sessions)", file=sys.stderr)
+        return False
+    if build:
+        target = "image-apps" if image == "deskbox-apps" else "image"
+        subprocess.run(["make", "-C", str(Path(__file__).resolve().parents[1]), target], check=True,
+                       stdout=subprocess.DEVNULL)
+    return True
 
 
 def write_results(folder: Path, name: str, result: dict, md: str) -> None:

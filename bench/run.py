@@ -25,13 +25,13 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.report import container_bench_ready
+
 RESULTS = Path(__file__).resolve().parent / "results"
 SCREEN = (1280, 800)
 
@@ -168,11 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip", action="append", default=[], choices=["one", "three", "baseline"])
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)
-    if os.geteuid() != 0:
-        print("bench.run: run it as root (podman runs the sessions)", file=sys.stderr)
+    if not container_bench_ready("bench.run", args.image, not args.no_build):
         return 1
-    if not args.no_build:
-        subprocess.run([str(ROOT / "scripts" / "container-build"), args.image], check=True, stdout=subprocess.DEVNULL)
     work = Path(tempfile.mkdtemp(prefix="deskbox-bench-run-"))
     tasks = _configs(args.tasks)
     folder = work / "tasks" / "os"
