@@ -169,5 +169,18 @@ def test_attached_sessions_are_reset_between_tasks_and_left_running(tmp_path):
         assert {r["session"] for r in done.values()} == {"attached0"}
         # The run did not stop the session it was lent.
         assert http("GET", session.scene + "/api/v1/health").status == 200
+        # computer_13's actions, through desktop-env's own execute_action: a move, then FAIL,
+        # which is what the infeasible task scores 1 for.
+        script = tmp_path / "computer13.json"
+        script.write_text(json.dumps({"open-a-page-that-does-not-exist": [
+            {"action_type": "MOVE_TO", "parameters": {"x": 50, "y": 60}}, {"action_type": "FAIL"}]}))
+        out13 = tmp_path / "computer13"
+        finish(subprocess.Popen([sys.executable, "-m", "deskbox.session.cli", "run", str(TASKS / "chrome"), "--agent",
+                                 f"script:{script}", "--provider", "attach", "--action-space", "computer_13",
+                                 "--attach", f"{session.state['osworld']},{session.scene}", "--out", str(out13)],
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        (record,) = results(out13)
+        assert record["score"] == 1.0 and record["actions"][-1] == {"action_type": "FAIL"}, record
+        assert http("GET", session.desktopd + "/api/v1/pointer").json() == {"display": 0, "x": 50, "y": 60}
     finally:
         session.stop()
