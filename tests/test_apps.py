@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import urllib.request
+from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -39,6 +40,20 @@ def session():
     s.start()
     yield s
     s.stop()
+
+
+def test_a_fresh_home_holds_what_gimp_leaves_after_its_first_run():
+    """OSWorld's GIMP graders read ~/.config/GIMP/2.10, which a used machine has before
+    the task: a session's new home has it (made by GIMP itself at install), its own."""
+    fresh = Session(["800x600"], browser=False, extra_args=["--user", "deskbox-apphome"]).start()
+    try:
+        folder = Path(fresh.state["home"]) / ".config" / "GIMP" / "2.10"
+        for name in ("pluginrc", "menurc", "unitrc", "parasiterc"):
+            assert (folder / name).is_file(), sorted(p.name for p in folder.iterdir()) if folder.exists() else folder
+            assert (folder / name).stat().st_uid == fresh.state["user"]["uid"], name
+        assert not (folder / "CrashLog").exists()
+    finally:
+        fresh.stop()
 
 
 def upload(session: Session, path: str, data: bytes) -> None:

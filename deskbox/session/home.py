@@ -125,6 +125,25 @@ class Home:
             target.write_text(text)
             self.chown(target)
 
+    def add_missing(self, src: Path) -> int:
+        """Copy the files of ``src`` (a tree shaped like a home) into the home where they
+        are missing, owned by the session user; nothing existing is changed. Answers
+        how many files were copied."""
+        copied = 0
+        for path in sorted(src.rglob("*")):
+            rel = path.relative_to(src)
+            if rel.name.startswith(".made-by") and len(rel.parts) == 1:
+                continue
+            target = self.path / rel
+            if path.is_dir() and not path.is_symlink():
+                self._mkdir(target)
+            elif path.is_file() and not target.exists():
+                self._mkdir(target.parent)
+                shutil.copy2(path, target)
+                self.chown(target)
+                copied += 1
+        return copied
+
     def remove(self) -> None:
         """Delete a home deskbox made (its marker says so), if this session holds it
         and the folder at its path is still the one it holds."""

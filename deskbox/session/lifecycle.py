@@ -65,6 +65,10 @@ SHIMS_DIR = PROJECT_ROOT / "deskbox" / "shims"
 # ... and beside them what the shims import (pyscreeze, for image search), installed with
 # the venv (scripts/install-deps, the Containerfile) from deskbox/shims/requirements.txt.
 SESSION_SITE = Path(sys.prefix) / "session-site"
+# The dot files apps leave in a home after their first run (GIMP's ~/.config/GIMP/2.10),
+# made by running them once at install (scripts/make-app-home); every session's home
+# gets what it lacks of them, as a used machine's home has them.
+APP_HOME = Path(sys.prefix) / "app-home"
 # With --osworld, Chromium's DevTools port: not 9222, which OSWorld's Chrome tasks take
 # themselves (`socat tcp-listen:9222,fork tcp:localhost:1337`), nor 9223, the container's
 # DevTools relay (DESKBOX_CDP_EXPOSE).
@@ -219,6 +223,8 @@ class Session(SessionChildren):
                 self.home.write_template(files)
             else:
                 self.home.make_fresh(files, skel=Path("/etc/skel"))
+            if APP_HOME.is_dir():
+                self.home.add_missing(APP_HOME)
         except HomeError as exc:
             hint = "" if self.keep_home else (f"; pass --home {path} to use it as it is, or --user NAME for "
                                               "another session user")

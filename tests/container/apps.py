@@ -269,6 +269,11 @@ class Apps:
         if b"<state>" not in body:
             raise CheckFailed(f"VLC's status: {body[:200]!r}")
         self.ok("VLC's HTTP status answers on the published VLC port with OSWorld's password")
+        # A used machine's home holds GIMP's folder before GIMP starts (OSWorld's graders read it).
+        rc = self.fetch("/home/user/.config/GIMP/2.10/pluginrc")
+        if not rc.strip():
+            raise CheckFailed("the home has no GIMP folder before GIMP runs")
+        self.ok(f"the home holds ~/.config/GIMP/2.10 before GIMP runs (pluginrc: {len(rc)} bytes)")
         self.launch("gimp")
         self.element("menu", "Edit", timeout=120)
         self.ok("GIMP (Xwayland) and its Edit menu are in the Scene")
