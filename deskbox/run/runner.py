@@ -280,7 +280,6 @@ class Runner:
             **episode.timings, "agent_s": agent_s, "total_s": time.monotonic() - started}.items()}
         return record
 
-
     def _trace_start(self, env: Environment, task: Task) -> bool:
         if not self.options.trace:
             return False
