@@ -24,6 +24,10 @@ STOP_GRACE_S = 10.0
 MAX_DURATION_S = 3600.0
 MAX_BYTES = 2 * 1024**3
 WATCH_S = 1.0
+# wf-recorder writes nothing until its encoder has put out the first frames; a recording
+# stopped before that (a short one on a busy machine) would be an empty file. Stopping
+# waits this long for the first bytes.
+FIRST_BYTES_S = 5.0
 
 
 class RecordingError(Exception):
@@ -90,6 +94,10 @@ class Recorder:
         proc, self.proc = self.proc, None
         if self._watch is not None:
             self._watch.cancel()
+        waited = 0.0
+        while proc.returncode is None and waited < FIRST_BYTES_S and self._size() == 0:
+            await asyncio.sleep(0.1)
+            waited += 0.1
         if proc.returncode is None:
             proc.send_signal(signal.SIGINT)
         try:
@@ -114,6 +122,12 @@ class Recorder:
         for path in (self.path, self._log):
             if path is not None:
                 path.unlink(missing_ok=True)
+
+    def _size(self) -> int:
+        try:
+            return self.path.stat().st_size if self.path is not None else 0
+        except OSError:
+            return 0
 
     def _log_tail(self) -> str:
         try:
