@@ -60,7 +60,8 @@ def render_page(kind: str = "article", seed: int = 1080) -> str:
     Both are laid out like an encyclopedia article at 1920 px: a side bar of links, a
     text column with an info box, a table, coloured notes and code. ``article`` keeps the
     text column narrow and leaves the margin a real site leaves on a wide screen (`grim`
-    takes about as long on it as the reference pages in DESIGN.md); ``dense`` runs the
+    takes about as long on it, about 40 ms, as on a real encyclopedia page measured on
+    these machines); ``dense`` runs the
     text 1500 px wide and adds a gradient, which costs every PNG encoder 3-4x more.
     """
     if kind not in PAGES:
