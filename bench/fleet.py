@@ -180,6 +180,11 @@ def level(n: int, image: str, steps: int, think_s: float, work: Path, per_sessio
         "available_min_mb": round(peak["available_mb"], 1), "load1": round(load1, 2), "cores": cores,
         "infra_failures": infra, "statuses": sorted({r["status"] for r in records}),
     }
+    # Which app's observations are the slow ones (the accessibility tree costs per app).
+    by_app: dict[str, list[float]] = {}
+    for r in records:
+        by_app.setdefault(r["domain"], []).extend(s["observe_s"] for s in r.get("step_timings", []))
+    row["observe_by_app"] = {app: {"p50_s": _pct(v, 50), "p95_s": _pct(v, 95)} for app, v in sorted(by_app.items())}
     row["held"] = (not infra and row["observe_p95_s"] is not None and row["observe_p95_s"] <= OBSERVE_P95_S
                    and row["action_p95_s"] is not None and row["action_p95_s"] <= ACTION_P95_S)
     if row["held"]:
@@ -229,6 +234,11 @@ def markdown(result: dict) -> str:
             f"{r['setup_p50_s']} / {r['setup_p95_s']} | {r['cpu_s_per_step']} | {r['cpu_s_per_task']} | "
             f"{r['cpu_busy_share']} | {r['memory_peak_mb']:.0f} | {r['load1']} | {'yes' if r['held'] else '**no**'} | "
             f"{r['ran_out'] or '-'} |")
+    last = result["levels"][-1] if result["levels"] else None
+    if last and last.get("observe_by_app"):
+        lines += ["", f"Observations at {last['sessions']} sessions, by the app observed (p50 / p95 s): "
+                  + ", ".join(f"{app} {v['p50_s']} / {v['p95_s']}" for app, v in last["observe_by_app"].items())
+                  + "."]
     held = [r["sessions"] for r in result["levels"] if r["held"]]
     lines += ["", f"**Held: {max(held) if held else 0} sessions.**"]
     if result.get("idle"):

@@ -434,6 +434,11 @@ def _fleet(d: dict, plots: Plots) -> list[str]:
                     f"{r.get('reset_p50_s')} / {r.get('reset_p95_s')}", str(r.get("cpu_s_per_step")),
                     f"{(r.get('cpu_busy_share') or 0) * 100:.0f} %", _mb(r.get("memory_peak_mb")),
                     "yes" if r.get("held") else "**no**", r.get("ran_out") or "-"] for r in d.get("levels") or []])
+    last = (d.get("levels") or [None])[-1]
+    if last and last.get("observe_by_app"):
+        out += ["", f"- Observations at {last['sessions']} sessions, by the app observed (p50 / p95 s): "
+                    + ", ".join(f"{app} {v['p50_s']} / {v['p95_s']}" for app, v in last["observe_by_app"].items())
+                    + "."]
     idle = d.get("idle")
     if idle:
         out += ["", f"- One idle session over {idle['seconds']:.0f} s: {idle['cpu_s']} CPU s "
