@@ -1,5 +1,5 @@
 # deskbox: `make up` runs a session, `make test` runs every test, `make bench` measures.
-.PHONY: up test bench deps clean fuzz soak flakes image image-apps container-test-apps
+.PHONY: up test bench deps clean fuzz soak flakes docs-shots image image-apps container-test-apps
 
 ARGS ?=
 
@@ -40,6 +40,12 @@ fuzz: deps
 # order (seed printed): flaky tests found, not waited for. RUNS=5 by default.
 flakes:
 	scripts/flakes
+
+# The pictures in the docs, taken by the tests that check what they show
+# (docs/images/inspector.png: tests/test_inspect.py).
+docs-shots: deps
+	mkdir -p docs/images
+	DESKBOX_DOCS_SHOTS=docs/images .venv/bin/python -m pytest -q tests/test_inspect.py -k follows_the_screen
 
 # One session under a steady mixed load for an hour: latency per endpoint, errors, memory
 # growth (bench/results/soak.md). ARGS="--minutes 10" for a shorter one.

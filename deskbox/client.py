@@ -27,11 +27,11 @@ import inspect
 import json
 import threading
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from aiohttp import ClientError, ClientSession, ClientTimeout
 
-from .common.options import DEFAULT_URLS, client_env
+from .common.options import DEFAULT_URLS, VLM_TIMEOUT_S, client_env
 from .common.web import INTERFACE_HEADER
 
 __all__ = [
@@ -267,11 +267,24 @@ class Client:
         return await self.request("scene", "GET", "/api/v1/sketch", query=dict(
             window=window, display=display, cols=cols, rows=rows, mode=mode))
 
-    async def description(self, *, window: str | None = None, limit: int | None = None,
-                          mode: str | None = None) -> str:
-        """``GET /api/v1/description``: a window in prose (the focused one by default)."""
-        return (await self.request("scene", "GET", "/api/v1/description", query=dict(
-            window=window, limit=limit, mode=mode)))["text"]
+    @overload
+    async def description(self, *, window: str | None = None, limit: int | None = None, mode: str | None = None,
+                          vlm: Literal[False] = False) -> str: ...
+
+    @overload
+    async def description(self, *, window: str | None = None, limit: int | None = None, mode: str | None = None,
+                          vlm: Literal[True]) -> dict[str, Any]: ...
+
+    async def description(self, *, window: str | None = None, limit: int | None = None, mode: str | None = None,
+                          vlm: bool = False) -> str | dict[str, Any]:
+        """``GET /api/v1/description``: a window in prose (the focused one by default). With
+        ``vlm`` the session's vision model describes it too, and the whole answer comes
+        back: ``{"text", "vlm", "vlm_tokens", "vlm_model", "scene_seq"}`` (409
+        ``vlm_not_configured`` when the session has no model)."""
+        answer = await self.request("scene", "GET", "/api/v1/description", query=dict(
+            window=window, limit=limit, mode=mode, vlm=vlm or None),
+            timeout=self.timeout + VLM_TIMEOUT_S if vlm else None)
+        return answer if vlm else answer["text"]
 
     async def wait_for(self, any_of: list[dict[str, Any]], *, timeout_ms: int | None = None,
                        poll_ms: int | None = None) -> dict[str, Any]:

@@ -29,8 +29,8 @@ from tests.support import ROOT, free_port, http
 
 pytestmark = pytest.mark.desktop
 
-TOOLS = {"observe", "screenshot", "find", "act", "pointer", "keyboard", "wait_for", "assert_state", "windows", "tabs",
-         "navigate", "computer"}
+TOOLS = {"observe", "screenshot", "find", "describe", "act", "pointer", "keyboard", "wait_for", "assert_state",
+         "windows", "tabs", "navigate", "computer"}
 
 
 def stdio(session) -> mcp.Client:
@@ -68,7 +68,7 @@ async def test_every_tool_is_listed_with_a_schema_a_description_and_hints(single
         assert len(tool.description) > 40, tool.name
         hints = tool.annotations
         assert None not in (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint), tool.name
-    for name in ("observe", "screenshot", "find", "wait_for", "assert_state", "windows", "tabs"):
+    for name in ("observe", "screenshot", "find", "describe", "wait_for", "assert_state", "windows", "tabs"):
         assert listed[name].annotations.read_only_hint, name
     for name in ("act", "pointer", "keyboard", "computer", "navigate"):
         hints = listed[name].annotations
@@ -104,6 +104,17 @@ async def test_find_gives_the_button_and_act_clicks_it(single, pages):
     assert not acted.is_error, acted.content
     assert acted.structured_content["receipt"]["ok"] is True
     pages.wait_for(type="click", target="submit")
+
+
+async def test_describe_reads_a_window_in_prose_and_says_when_there_is_no_model(single, pages):
+    open_fixture(single, pages, "input.html")
+    async with stdio(single) as client:
+        said = await client.call_tool("describe", {})
+        asked = await client.call_tool("describe", {"vlm": True})
+    assert not said.is_error, said.content
+    assert "Submit" in said.content[0].text and said.structured_content["text"] == said.content[0].text
+    assert asked.is_error and asked.structured_content["error"]["code"] == "vlm_not_configured"
+    assert "--vlm-url" in asked.structured_content["error"]["message"]
 
 
 async def test_a_screenshot_is_an_image_block_of_the_display_size(single):

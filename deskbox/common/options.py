@@ -6,7 +6,7 @@ import os
 
 # The policy's budgets that deskbox up and the scene aggregator take as flags too
 # (--max-actions ...), over the policy file's.
-BUDGET_FLAGS = ("max_actions", "max_screenshots", "max_session_seconds", "actions_per_minute")
+BUDGET_FLAGS = ("max_actions", "max_screenshots", "max_vlm_tokens", "max_session_seconds", "actions_per_minute")
 
 # The scene's OCR: off; "fill", only where native apps expose nothing (a canvas, a
 # video, a window without accessibility); "all", the whole screen.
@@ -50,3 +50,16 @@ INTERNAL_SECRET_ENV = "DESKBOX_INTERNAL_SECRET"
 
 def internal_secret_from_env() -> str | None:
     return os.environ.get(INTERNAL_SECRET_ENV) or None
+
+
+# A vision model the scene asks to describe a window (``--vlm-url``, ``--vlm-model``):
+# its API key comes from this variable only, never a flag (a command line is readable by
+# every user of the machine), and only the scene aggregator is given it.
+VLM_KEY_ENV = "DESKBOX_VLM_KEY"
+# How long one call of the model may take (connecting, sending the picture, its answer);
+# a client of the scene waits this long on top of its own timeout.
+VLM_TIMEOUT_S = 60.0
+
+
+def vlm_key_from_env() -> str | None:
+    return os.environ.get(VLM_KEY_ENV) or None

@@ -5,6 +5,7 @@ per request, optional bearer-token auth, and pydantic validation at the edge."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hmac
 import json
@@ -33,6 +34,8 @@ __all__ = [
     "client_left",
     "taking_turn",
     "TURN_WAIT_S",
+    "WS_PROTOCOL",
+    "WS_TOKEN_PREFIX",
 ]
 
 log = get_logger("deskbox.http")
@@ -105,8 +108,29 @@ INTERNAL_HEADER = "X-Deskbox-Internal"
 INTERFACE_HEADER = "X-Deskbox-Interface"
 
 
+# A browser's WebSocket cannot send an Authorization header, and a token in the URL
+# ends up in logs and history. A page opening a websocket offers two subprotocols
+# instead: WS_PROTOCOL, which the server answers with, and WS_TOKEN_PREFIX followed by
+# the token in unpadded base64url (subprotocol names allow few characters).
+WS_PROTOCOL = "deskbox"
+WS_TOKEN_PREFIX = "deskbox.token."
+
+
+def _websocket_token(request: web.Request) -> bytes | None:
+    if request.headers.get("Upgrade", "").lower() != "websocket":
+        return None
+    for offered in request.headers.get("Sec-WebSocket-Protocol", "").split(","):
+        offered = offered.strip()
+        if offered.startswith(WS_TOKEN_PREFIX):
+            encoded = offered[len(WS_TOKEN_PREFIX):]
+            with contextlib.suppress(ValueError):
+                return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+    return None
+
+
 def auth_middleware(token: str | None, open_paths: frozenset[str]):
-    """Bearer-token auth when ``token`` is set; ``open_paths`` (health probes) stay open."""
+    """Bearer-token auth when ``token`` is set; ``open_paths`` (health probes) stay open.
+    A websocket may carry the token in its subprotocols instead (``WS_TOKEN_PREFIX``)."""
 
     expected = f"Bearer {token}".encode() if token else None
 
@@ -115,7 +139,9 @@ def auth_middleware(token: str | None, open_paths: frozenset[str]):
         if expected is not None and request.path not in open_paths:
             given = request.headers.get("Authorization", "").encode()
             if not hmac.compare_digest(given, expected):
-                raise Unauthorized("missing or wrong bearer token (Authorization: Bearer <token>)")
+                offered = _websocket_token(request)
+                if offered is None or not hmac.compare_digest(b"Bearer " + offered, expected):
+                    raise Unauthorized("missing or wrong bearer token (Authorization: Bearer <token>)")
         return await handler(request)
 
     return middleware

@@ -22,10 +22,11 @@ from pydantic import BaseModel
 from ..bridge.models import NavigateRequest
 from ..client import Client, DeskboxError
 from ..common.logging import get_logger
+from ..common.options import VLM_TIMEOUT_S
 from ..desktopd.models import KeyboardRequest, PointerRequest
 from ..scene.computer.anthropic import AnthropicAction, AnthropicQuery
 from ..scene.models import ActRequest, MarkedScreenshotQuery
-from ..scene.toolset.models import AssertRequest, FindQuery, ObserveQuery, WaitRequest
+from ..scene.toolset.models import AssertRequest, DescribeQuery, FindQuery, ObserveQuery, WaitRequest
 
 __all__ = ["Tool", "TOOLS", "call", "listed"]
 
@@ -167,6 +168,16 @@ async def _find(client: Client, args: dict[str, Any]) -> CallToolResult:
     return _json(await client.request("scene", "GET", "/api/v1/find", query=args))
 
 
+async def _describe(client: Client, args: dict[str, Any]) -> CallToolResult:
+    asks_model = args.get("vlm") in (True, 1, "1", "true")
+    answer = await client.request("scene", "GET", "/api/v1/description", query=args,
+                                  timeout=client.timeout + VLM_TIMEOUT_S if asks_model else None)
+    text = answer["text"]
+    if "vlm" in answer:
+        text += f"\n\nThe vision model ({answer['vlm_model']}, {answer['vlm_tokens']} tokens) says:\n{answer['vlm']}"
+    return CallToolResult(content=[TextContent(text=text)], structured_content=answer)
+
+
 async def _act(client: Client, args: dict[str, Any]) -> CallToolResult:
     return _json(await client.request("scene", "POST", "/api/v1/act_and_observe", body=args))
 
@@ -249,6 +260,13 @@ TOOLS: list[Tool] = [
          "button:disabled, textbox:focused; descendants with a space (window[name*=\"Calc\"] button), children "
          f"with >, [index=0] for the first. {_ELEMENTS}",
          schema_of(FindQuery), _find, read_only=True, idempotent=True),
+    Tool("describe", "Describe a window",
+         "A window in prose, the focused one by default (window: an id from windows or observe): its app and "
+         "title, what has the focus, and its interactive elements with their ids in reading order. vlm: true "
+         "also asks the session's vision model, which is shown the window's screenshot and sketch: slower, "
+         "and it spends the session's model tokens; it fails with vlm_not_configured when the session has "
+         "no model.",
+         schema_of(DescribeQuery), _describe, read_only=True, open_world=True),
     Tool("act", "Act on an element",
          "Act on an element by its id (from observe or find) with real mouse and keyboard input. action: "
          f"{', '.join(get_args(ActRequest.model_fields['action'].annotation))} (default click). "

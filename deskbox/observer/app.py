@@ -27,10 +27,11 @@ from ..common.errors import InvalidRequest, NotFoundError, NotServed, ServiceErr
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.web import auth_middleware, error_middleware, read_body, read_query
-from . import shapes
+from . import inspector, shapes
 from .models import (
     ActionRequest,
     AssertRequest,
+    DescriptionQuery,
     DragRequest,
     ElementRequest,
     FindQuery,
@@ -54,7 +55,7 @@ __all__ = ["create_app", "ObserverConfig", "__version__", "PROTOCOL_VERSION"]
 
 __version__ = "0.1.0"
 PROTOCOL_VERSION = 2
-OPEN_PATHS = frozenset({"/api/healthz", "/api/openapi.json"})
+OPEN_PATHS = frozenset({"/api/healthz", "/api/openapi.json"}) | inspector.PAGE_PATHS
 _LEGACY = frozenset({"/api/windows", "/api/structure", "/api/description", "/api/sketch", "/api/screenshot"})
 
 
@@ -159,6 +160,7 @@ def create_app(config: ObserverConfig | None = None) -> web.Application:
     add_metrics(app)
     client = Client(config.scene, config.desktopd, config.bridge, config.token, timeout=120, interface="observer")
     app[OBSERVER] = Observer(client)
+    app[inspector.UPSTREAM] = inspector.Upstream(client, config.token)
 
     async def client_ctx(app: web.Application):
         yield
@@ -166,6 +168,7 @@ def create_app(config: ObserverConfig | None = None) -> web.Application:
 
     app.cleanup_ctx.append(client_ctx)
     add_routes(app, ROUTES)
+    app.router.add_get(inspector.PREFIX + "/api/v1/scene/stream", inspector.stream)
     return app
 
 
@@ -199,12 +202,33 @@ def _roles(listed: str | None) -> set[str] | None:
 
 
 async def get_description(request: web.Request) -> web.Response:
-    q = read_query(request, WindowQuery)
+    """A window in prose, as OS Screen Observer's combined description: ``accessibility``
+    (the scene's prose of its elements; ``description`` repeats it) and ``vlm``, the
+    session's vision model's, when it has one. ``mode`` picks the sources: ``accessibility``
+    and ``ocr`` skip the model (a paid call, and the one source that sends the window off
+    the machine); ``vlm`` insists on it (its failures are the answer: 409
+    ``vlm_not_configured`` without a model, 503 ``vlm_unavailable``, 429 for its budget);
+    ``combined`` or none adds it when there is a model, a failure of the model then said in
+    ``vlm_error`` beside a null ``vlm``. ``mode`` and ``effective_mode`` say "combined"
+    whatever was asked, as its clients expect; no OCR text is added."""
+    q = read_query(request, DescriptionQuery)
     obs = request.app[OBSERVER]
     _, window = await obs.window(q)
-    said = await obs.client.request("scene", "GET", "/api/v1/description", query={"window": window["window_uid"]})
-    return _json({"ok": True, "mode": "combined", "effective_mode": "combined", "window": window["title"],
-                  "accessibility": said["text"], "description": said["text"]})
+    uid = window["window_uid"]
+    answer: dict[str, Any] = {"ok": True, "mode": "combined", "effective_mode": "combined", "window": window["title"]}
+    said: dict[str, Any] | None = None
+    if q.mode in (None, "combined", "vlm"):
+        try:
+            said = await obs.client.description(window=uid, vlm=True)
+            answer.update(vlm=said["vlm"], vlm_tokens=said["vlm_tokens"], vlm_model=said["vlm_model"])
+        except DeskboxError as exc:
+            if q.mode == "vlm" or exc.code not in ("vlm_not_configured", "vlm_unavailable", "budget_exceeded"):
+                raise
+            if exc.code != "vlm_not_configured":  # (a model there is, that did not answer)
+                answer.update(vlm=None, vlm_tokens=None, vlm_model=None,
+                              vlm_error={"code": exc.code, "message": exc.message})
+    text = said["text"] if said is not None else await obs.client.description(window=uid)
+    return _json({**answer, "accessibility": text, "description": text})
 
 
 async def get_sketch(request: web.Request) -> web.Response:
@@ -279,9 +303,18 @@ async def healthz(request: web.Request) -> web.Response:
 async def capabilities(request: web.Request) -> web.Response:
     return _ok(platform="linux-wayland", adapter="deskbox", version=__version__, protocol_version=PROTOCOL_VERSION,
                supports={"accessibility_tree": True, "uia_invoke": True, "occlusion_detection": True, "drag": True,
-                         "ocr": True, "vlm": False, "redaction": True, "scenarios": False, "tracing": True,
-                         "replay": True, "image_blur": True},
+                         "ocr": True, "vlm": await _has_model(request), "redaction": True, "scenarios": False,
+                         "tracing": True, "replay": True, "image_blur": True},
                config={"tree_max_depth": None, "ascii_grid": {"width": 72, "height": 24}})
+
+
+async def _has_model(request: web.Request) -> bool:
+    """Whether the scene has a vision model (its health says); False when it does not answer."""
+    try:
+        health = await request.app[OBSERVER].client.health("scene")
+    except DeskboxError:
+        return False
+    return bool((health.get("vlm") or {}).get("configured"))
 
 
 async def monitors(request: web.Request) -> web.Response:
@@ -638,8 +671,9 @@ async def budget_status(request: web.Request) -> web.Response:
         return _ok(configured=False, actions=None, screenshots=None, vlm_tokens=None, session_seconds=None,
                    actions_per_minute=None)
     used = policy["budget_status"]
-    return _ok(configured=True, actions=used["max_actions"], screenshots=used["max_screenshots"], vlm_tokens=None,
-               session_seconds=used["max_session_seconds"], actions_per_minute=used["actions_per_minute"])
+    return _ok(configured=True, actions=used["max_actions"], screenshots=used["max_screenshots"],
+               vlm_tokens=used.get("max_vlm_tokens"), session_seconds=used["max_session_seconds"],
+               actions_per_minute=used["actions_per_minute"])
 
 
 async def redaction_status(request: web.Request) -> web.Response:
@@ -687,9 +721,11 @@ def _element(path: str, action: str, act: Callable[[ElementRequest], dict], summ
 
 
 ROUTES = [
+    *inspector.ROUTES,
     Route("GET", "/api/windows", list_windows, "Top-level windows: focused first, then by title"),
     Route("GET", "/api/structure", get_structure, "A window's element tree with bounds", query=StructureQuery),
-    Route("GET", "/api/description", get_description, "A window in prose", query=WindowQuery),
+    Route("GET", "/api/description", get_description,
+          "A window in prose; with a vision model (deskbox up --vlm-url), its description too", query=DescriptionQuery),
     Route("GET", "/api/sketch", get_sketch, "A window as an ASCII sketch", query=SketchQuery),
     Route("GET", "/api/screenshot", get_screenshot, "A monitor or window as base64 PNG", query=WindowQuery),
     Route("POST", "/api/action", post_action, "click_at, type, key, scroll at desktop coordinates",

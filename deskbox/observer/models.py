@@ -22,6 +22,12 @@ class WindowQuery(_Lenient):
     window_uid: str | None = Field(None, min_length=1, max_length=64)
 
 
+class DescriptionQuery(WindowQuery):
+    # Its sources: accessibility and ocr skip the vision model; vlm insists on it;
+    # combined (or none) adds it when the session has one.
+    mode: Literal["accessibility", "ocr", "vlm", "combined"] | None = None
+
+
 class StructureQuery(WindowQuery):
     roles: str | None = Field(None, max_length=2000)
     exclude_roles: str | None = Field(None, max_length=2000)

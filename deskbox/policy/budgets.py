@@ -1,9 +1,13 @@
-"""The session's budgets: how many actions and screenshots, for how long, how fast.
+"""The session's budgets: how many actions, screenshots and model tokens, for how long,
+how fast.
 
 Charged before the work is done, so what a budget refuses never runs; what it refuses
 is not counted, so a refused call costs nothing, and a charged call that did nothing
-(refused further on) can be refunded. No awaits inside: each charge is one
-step of the event loop (and a lock makes it safe from threads too)."""
+(refused further on) can be refunded. A vision model's tokens are the exception: what a
+call costs is known only from its answer, so the budget is checked before the call and
+charged after it with what the call used (one call may take it past its limit; the next
+is refused). No awaits inside: each charge is one step of the event loop (and a lock
+makes it safe from threads too)."""
 
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ class Budgets:
         self._started = clock()
         self._actions = 0
         self._screenshots = 0
+        self._vlm_tokens = 0
         self._recent: deque[float] = deque()  # when the actions of the last minute were charged
         self._lock = threading.Lock()
 
@@ -59,6 +64,20 @@ class Budgets:
                 raise _exceeded("max_screenshots", limit, self._screenshots, "screenshots")
             self._screenshots += 1
 
+    def check_vlm_tokens(self) -> None:
+        """Raise BudgetExceeded when the model's tokens (or the session's time) are used up;
+        before a call of the model, whose cost ``charge_vlm_tokens`` counts after it."""
+        with self._lock:
+            self._check_session(self._clock())
+            limit = self.config.max_vlm_tokens
+            if limit is not None and self._vlm_tokens >= limit:
+                raise _exceeded("max_vlm_tokens", limit, self._vlm_tokens, "model tokens")
+
+    def charge_vlm_tokens(self, tokens: int) -> None:
+        """Count the tokens a call of the model used (it was made: counted even past the limit)."""
+        with self._lock:
+            self._vlm_tokens += max(0, int(tokens))
+
     def refund_action(self) -> None:
         """Un-count the latest action: it was charged but never reached the desktop."""
         with self._lock:
@@ -85,6 +104,7 @@ class Budgets:
             return {
                 "max_actions": _entry(c.max_actions, self._actions),
                 "max_screenshots": _entry(c.max_screenshots, self._screenshots),
+                "max_vlm_tokens": _entry(c.max_vlm_tokens, self._vlm_tokens),
                 "max_session_seconds": _entry(c.max_session_seconds, round(now - self._started, 1)),
                 "actions_per_minute": _entry(c.actions_per_minute, len(self._recent)),
             }

@@ -45,6 +45,8 @@ class BudgetsConfig(_Section):
 
     max_actions: PositiveInt | None = Field(None, description="Actions (clicks, keys, scene acts ...) in the session.")
     max_screenshots: PositiveInt | None = Field(None, description="Screenshots taken in the session.")
+    max_vlm_tokens: PositiveInt | None = Field(
+        None, description="Tokens the vision model (--vlm-url) may spend describing windows in the session.")
     max_session_seconds: PositiveInt | None = Field(None, description="Seconds from the session's start.")
     actions_per_minute: PositiveInt | None = Field(None, description="Actions in any 60 s (a sliding window).")
 

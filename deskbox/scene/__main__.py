@@ -11,9 +11,17 @@ from aiohttp import web
 from ..common.logging import configure_logging, get_logger
 from ..common.memory import tune_gc
 from ..common.net import parse_listen
-from ..common.options import BUDGET_FLAGS, OCR_MODES, internal_secret_from_env, ocr_mode_from_env
+from ..common.options import (
+    BUDGET_FLAGS,
+    OCR_MODES,
+    VLM_KEY_ENV,
+    internal_secret_from_env,
+    ocr_mode_from_env,
+    vlm_key_from_env,
+)
 from ..policy import Policy, load_policy
 from .app import SceneConfig, create_app
+from .vlm import config_problem
 
 
 def default_traces_dir() -> str:
@@ -58,8 +66,16 @@ def main(argv: list[str] | None = None) -> None:
     for flag in BUDGET_FLAGS:
         parser.add_argument(f"--{flag.replace('_', '-')}", type=int, default=None, metavar="N",
                             help=f"budget {flag} (over the policy file's)")
+    parser.add_argument("--vlm-url", default=None, metavar="URL",
+                        help="a vision model for GET /api/v1/description?vlm=1: an OpenAI-compatible "
+                             "chat-completions endpoint (http://host:port/v1, or .../chat/completions); its key, "
+                             f"if it needs one, in {VLM_KEY_ENV}. Without it nothing is sent anywhere")
+    parser.add_argument("--vlm-model", default=None, metavar="NAME", help="the model --vlm-url is to run")
     parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
     args = parser.parse_args(argv)
+    problem = config_problem(args.vlm_url, args.vlm_model)
+    if problem is not None:
+        parser.error(problem)
     configure_logging("scene", args.log_level)
     tune_gc()
     host, port = parse_listen(args.listen)
@@ -76,9 +92,12 @@ def main(argv: list[str] | None = None) -> None:
         trace_label="deskbox up --trace" if args.trace_at_start else None,
         secret=internal_secret_from_env(),
         policy=_policy(args, parser),
+        vlm_url=args.vlm_url,
+        vlm_model=args.vlm_model if args.vlm_url else None,
+        vlm_key=vlm_key_from_env() if args.vlm_url else None,
     )
     get_logger("deskbox.scene").info("starting", url=f"http://{host}:{port}", desktopd=config.desktopd,
-                                     bridge=config.bridge)
+                                     bridge=config.bridge, vlm_model=config.vlm_model)
     web.run_app(create_app(config), host=host, port=port, print=None, access_log=None, handle_signals=True)
 
 

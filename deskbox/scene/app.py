@@ -9,7 +9,7 @@ import io
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -21,8 +21,9 @@ from ..common.logging import get_logger
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.session_api import SessionControl
-from ..common.web import auth_middleware, error_middleware, json_ok, read_body, read_query
+from ..common.web import WS_PROTOCOL, auth_middleware, error_middleware, json_ok, read_body, read_query
 from ..geometry import device_rect
+from ..inspect import page_handler
 from ..mcp.http import add_mcp
 from .act import Actor
 from .computer import COMPUTER, Computer
@@ -45,6 +46,7 @@ from .toolset.routes import ROUTES as TOOLSET_ROUTES
 from .toolset.routes import TOOLSET, Toolset
 from .tracing import GATE
 from .tracing import ROUTES as TRACE_ROUTES
+from .vlm import VLM, VisionModel
 
 __all__ = ["create_app", "SceneConfig", "Parts", "ENGINE", "__version__"]
 
@@ -67,6 +69,10 @@ class SceneConfig:
     trace_label: str | None = None  # start a trace at once, with this label (deskbox up --trace DIR)
     secret: str | None = None  # the session's internal secret, shared with desktopd
     policy: Any = None  # a deskbox.policy.Policy: budgets, redaction, actions, confirmation, audit
+    # A vision model for descriptions (deskbox.scene.vlm): nothing is sent anywhere without vlm_url.
+    vlm_url: str | None = None  # an OpenAI-compatible endpoint: a base (.../v1) or .../chat/completions
+    vlm_model: str | None = None
+    vlm_key: str | None = field(default=None, repr=False)  # DESKBOX_VLM_KEY; never shown
 
 
 ENGINE = web.AppKey("engine", SceneEngine)
@@ -75,7 +81,8 @@ DESKTOP = web.AppKey("desktop", Desktop)
 STARTED = web.AppKey("started", float)
 LIVE_VIEW = web.AppKey("live_view", object)  # a sources.LiveView, or None
 
-OPEN_PATHS = frozenset({"/api/v1/health", "/health", "/api/v1/openapi.json"})
+# The inspector's page holds no data: what it shows it reads with the token.
+OPEN_PATHS = frozenset({"/api/v1/health", "/health", "/api/v1/openapi.json", "/inspect"})
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,7 @@ def create_app(config: SceneConfig | None = None, *, parts: Parts | None = None)
     app[ENGINE] = engine
     app[DESKTOP] = desktop
     app[TOOLSET] = Toolset(engine, app[ACTOR], desktop, bridge)
+    vlm = app[VLM] = VisionModel(config.vlm_url, config.vlm_model, config.vlm_key)
     app[RECORDING] = Recording(desktop)
     app[COMPUTER] = Computer(desktop, bridge, engine, input_lock, app.get(GATE))
     app[STARTED] = time.time()
@@ -135,6 +143,7 @@ def create_app(config: SceneConfig | None = None, *, parts: Parts | None = None)
 
     async def clients_ctx(app: web.Application):
         await control.start()
+        await vlm.start()
         await desktop.start()
         if live_view is not None:
             await live_view.start()
@@ -150,6 +159,7 @@ def create_app(config: SceneConfig | None = None, *, parts: Parts | None = None)
         if native is not None:
             await native.close()
         await app[RECORDING].close()
+        await vlm.close()
 
     async def trace_ctx(app: web.Application):
         gate = app.get(GATE)
@@ -193,6 +203,7 @@ async def health(request: web.Request) -> web.Response:
                        "sources": last.sources} if last else None,
         "session": await _session_health(request),
         "view": await _view_health(request),
+        "vlm": request.app[VLM].status(),
     })
 
 
@@ -323,7 +334,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
     not sent twice."""
     q = read_query(request, StreamQuery)
     engine = request.app[ENGINE]
-    ws = web.WebSocketResponse(heartbeat=30)
+    ws = web.WebSocketResponse(heartbeat=30, protocols=(WS_PROTOCOL,))
     await ws.prepare(request)
     queue = engine.subscribe()
     try:
@@ -374,6 +385,8 @@ ROUTES = [
           body=ResolveRequest),
     Route("GET", "/api/v1/screenshot", screenshot, "A display's screenshot, with element ids drawn on (marks=1)",
           query=MarkedScreenshotQuery, responses="image/*"),
+    Route("GET", "/inspect", page_handler(), "The inspector: the live screen with the scene's elements over it",
+          responses="text/html"),
     *TOOLSET_ROUTES,
     *RECORDING_ROUTES,
     *TRACE_ROUTES,

@@ -14,7 +14,7 @@ from aiohttp import ClientSession, ClientTimeout
 
 from ..common.chromium import chromium_argv
 from ..common.logging import get_logger
-from ..common.options import BUDGET_FLAGS, INTERNAL_SECRET_ENV
+from ..common.options import BUDGET_FLAGS, INTERNAL_SECRET_ENV, VLM_KEY_ENV
 from . import processes, readiness, xwayland
 from .readiness import until_ready
 from .supervisor import Child, ChildSpec
@@ -208,7 +208,7 @@ class SessionChildren:
                 ready=lambda child: self._http_ready(child, scene_url + "/api/v1/health", "scene"),
                 # Its AT-SPI connection dies with the buses, so it restarts after them.
                 needs=("desktopd", "dbus", "atspi"), log_path=str(logs / "scene.log"),
-                ports=(args.scene_port,), **{**service, "env": self._gated_env},
+                ports=(args.scene_port,), **{**service, "env": self._scene_env},
             )
         )
         if args.osworld:
@@ -272,6 +272,14 @@ class SessionChildren:
         """desktopd's and the scene's environment: the services', and the internal secret."""
         return {**self._service_env(), INTERNAL_SECRET_ENV: self.internal_secret}
 
+    def _scene_env(self) -> dict[str, str]:
+        """The scene's: desktopd's, and the vision model's key when it has a model (the
+        scene alone calls it; the apps of the session never see the key)."""
+        env = self._gated_env()
+        if self.args.vlm_url and os.environ.get(VLM_KEY_ENV):
+            env[VLM_KEY_ENV] = os.environ[VLM_KEY_ENV]
+        return env
+
     def _scene_argv(self, desktopd_url: str, bridge_url: str | None) -> list[str]:
         assert self.runtime is not None
         argv = [sys.executable, "-m", "deskbox.scene", "--listen", f"{self.args.host}:{self.args.scene_port}",
@@ -292,6 +300,8 @@ class SessionChildren:
         for flag in BUDGET_FLAGS:
             if getattr(self.args, flag):
                 argv += [f"--{flag.replace('_', '-')}", str(getattr(self.args, flag))]
+        if self.args.vlm_url:
+            argv += ["--vlm-url", self.args.vlm_url, "--vlm-model", self.args.vlm_model]
         return [*argv, "--log-level", self.args.log_level]
 
     def _bridge_argv(self) -> list[str]:

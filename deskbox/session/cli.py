@@ -10,7 +10,15 @@ import sys
 
 from ..common.errors import InvalidRequest
 from ..common.logging import configure_logging
-from ..common.options import BUDGET_FLAGS, CLIENT_ENV, DEFAULT_URLS, OCR_MODES, client_env, ocr_mode_from_env
+from ..common.options import (
+    BUDGET_FLAGS,
+    CLIENT_ENV,
+    DEFAULT_URLS,
+    OCR_MODES,
+    VLM_KEY_ENV,
+    client_env,
+    ocr_mode_from_env,
+)
 from .lifecycle import OSWORLD_CDP_PORT, OSWORLD_USER, PROJECT_ROOT, SESSION_USER, Session, SessionError
 from .outputs import OutputSpec, parse_output
 
@@ -131,17 +139,25 @@ def build_parser() -> argparse.ArgumentParser:
                     help="guard rails: budgets, redaction, allowed actions, confirmation, audit log (JSON or "
                          "YAML; see docs/guardrails.md)")
     budgets = {"max_actions": "actions", "max_screenshots": "screenshots",
+               "max_vlm_tokens": "tokens of the vision model (--vlm-url)",
                "max_session_seconds": "seconds of the session", "actions_per_minute": "actions in any minute"}
     for flag in BUDGET_FLAGS:
         up.add_argument(f"--{flag.replace('_', '-')}", type=int, default=None, metavar="N",
                         help=f"a budget: at most N {budgets[flag]} (over the policy file's)")
+    up.add_argument("--vlm-url", default=None, metavar="URL",
+                    help="a vision model that describes windows on request (GET /api/v1/description?vlm=1, the "
+                         "Observer API's /api/description, MCP's describe): an OpenAI-compatible "
+                         "chat-completions endpoint, http://host:port/v1 or .../chat/completions; its key, if it "
+                         f"needs one, in {VLM_KEY_ENV}. A window's screenshot and sketch are sent there when asked; "
+                         "without it nothing is sent anywhere")
+    up.add_argument("--vlm-model", default=None, metavar="NAME", help="the model --vlm-url is to run")
     up.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
     mcp = sub.add_parser(
         "mcp",
         help="serve a running session's tools to an MCP host (Claude Desktop, Claude Code ...) over stdio",
         description=(
-            "Serve the tools of a running session (observe, screenshot, find, act, pointer, keyboard, wait_for, "
-            "assert_state, windows, tabs, navigate, computer) over MCP on stdin/stdout. The session is the one "
+            "Serve the tools of a running session (observe, screenshot, find, describe, act, pointer, keyboard, "
+            "wait_for, assert_state, windows, tabs, navigate, computer) over MCP on stdin/stdout. The session is the one "
             "--state-file names, or the services at --scene, --desktopd and --bridge (deskbox up's ports by "
             "default); a URL given overrides the state file's."
         ),
@@ -197,6 +213,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "up":
         if args.context and not args.contexts_dir:
             print("deskbox: --context needs --contexts-dir", file=sys.stderr)
+            sys.exit(2)
+        from ..scene.vlm import config_problem
+
+        problem = config_problem(args.vlm_url, args.vlm_model)
+        if problem is not None:
+            print(f"deskbox: {problem}", file=sys.stderr)
             sys.exit(2)
         try:
             code = asyncio.run(Session(args).run(announce))

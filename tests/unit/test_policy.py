@@ -132,6 +132,32 @@ def test_a_refunded_action_or_screenshot_frees_its_place():
     assert budgets.status()["max_actions"]["used"] == 0
 
 
+def test_the_models_tokens_are_checked_before_a_call_and_charged_after_it():
+    clock = Clock()
+    budgets = Budgets(BudgetsConfig(max_vlm_tokens=100, max_session_seconds=60), clock=clock)
+    budgets.check_vlm_tokens()
+    budgets.charge_vlm_tokens(70)
+    budgets.check_vlm_tokens()       # 70 of 100: one more call is allowed ...
+    budgets.charge_vlm_tokens(45)    # ... and what it used is counted, past the limit
+    assert budgets.status()["max_vlm_tokens"] == {"limit": 100, "used": 115, "remaining": 0}
+    with pytest.raises(BudgetExceeded) as info:
+        budgets.check_vlm_tokens()
+    assert info.value.context == {"budget": "max_vlm_tokens", "limit": 100, "used": 115}
+    assert "model tokens" in info.value.message and info.value.recoverable is False
+    clock.now += 60                  # and once the session's time is up, that is said first
+    with pytest.raises(BudgetExceeded) as info:
+        budgets.check_vlm_tokens()
+    assert info.value.context["budget"] == "max_session_seconds"
+
+
+def test_the_models_tokens_are_unlimited_unless_a_budget_says_so():
+    budgets = Budgets(BudgetsConfig(), clock=Clock())
+    budgets.charge_vlm_tokens(10**9)
+    budgets.check_vlm_tokens()
+    budgets.charge_vlm_tokens(-5)    # (never taken off)
+    assert budgets.status()["max_vlm_tokens"] == {"limit": None, "used": 10**9, "remaining": None}
+
+
 def test_unlimited_budgets_report_no_limit():
     budgets = Budgets(BudgetsConfig(), clock=Clock())
     for _ in range(1000):
@@ -508,6 +534,7 @@ def test_flags_override_the_file_and_an_unset_flag_keeps_it(tmp_path):
     assert policy.audit.path == "/tmp/audit.log" and policy.actions.deny == ["*:drag"]
     with pytest.raises(ValueError, match=r"budgets\.max_screenshots"):
         policy.merged({"budgets": {"max_screenshots": -1}})
+    assert policy.merged({"budgets": {"max_vlm_tokens": 5000}}).budgets.max_vlm_tokens == 5000
 
 
 def test_the_policy_json_says_what_is_configured_but_not_the_patterns(tmp_path):

@@ -57,6 +57,9 @@ class DescribeQuery(_Strict):
     mode: Mode = "active"
     window: str | None = Field(None, max_length=64)  # (default: the focused one)
     limit: int = Field(60, ge=1, le=1000)  # interactive elements named
+    # Also ask the session's vision model (--vlm-url): the window's picture and sketch
+    # leave the machine, and its tokens count against max_vlm_tokens.
+    vlm: Flag = False
 
 
 # -- wait_for conditions --------------------------------------------------------------

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import io
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from PIL import Image
 
-from ...common.errors import InvalidRequest, Unavailable
+from ...common.errors import ActionFailed, InvalidRequest, Unavailable
 from ...common.openapi import Route
 from ...common.web import json_ok, read_body, read_query, taking_turn
 from ..act import Actor
@@ -25,6 +25,8 @@ from ..gate import traced
 from ..models import ActRequest
 from ..sources import Bridge, Desktop
 from ..text import scene_text
+from ..tracing import GATE
+from ..vlm import VLM, VisionModel
 from .checks import Look, check
 from .models import (
     ActObserveRequest,
@@ -43,6 +45,10 @@ from .observation import diff, document, tree_hash
 from .selector import nodes_of, parse, select
 from .sketch import describe, sketch
 from .store import Store
+
+if TYPE_CHECKING:
+    from ..guard import Guard
+    from ..scene_json import Scene
 
 __all__ = ["Toolset", "TOOLSET", "ROUTES"]
 
@@ -353,17 +359,72 @@ async def get_sketch(request: web.Request) -> web.Response:
 
 
 async def get_description(request: web.Request) -> web.Response:
+    """The window in prose from its elements; with ``vlm=1`` also the session's vision
+    model's description of its picture and sketch (``vlm``, ``vlm_tokens``, ``vlm_model``)."""
     q = read_query(request, DescribeQuery)
+    vlm = request.app[VLM]
+    gate = request.app.get(GATE)
+    guard = gate.policy if gate is not None else None
+    if q.vlm:  # (refused before anything is read: no model, or its budget spent)
+        vlm.require()
+        if guard is not None:
+            guard.budgets.check_vlm_tokens()
     scene = await request.app[TOOLSET].engine.scene(q.mode)
     scene.check_filters(None, q.window)
-    return json_ok({"text": describe(scene.to_json(), window=q.window, limit=q.limit), "scene_seq": scene.seq})
+    doc = scene.to_json()
+    answer: dict[str, Any] = {"text": describe(doc, window=q.window, limit=q.limit), "scene_seq": scene.seq}
+    if q.vlm:
+        answer.update(await _ask_model(request.app[TOOLSET], vlm, guard, scene, doc, q.window))
+    return json_ok(answer)
+
+
+async def _ask_model(tools: Toolset, vlm: VisionModel, guard: Guard | None, scene: Scene, doc: dict,
+                     window: str | None) -> dict[str, Any]:
+    """One call of the vision model about ``window`` (else the focused one), its tokens
+    charged to the policy's budget. The picture is blurred where the policy blurs
+    screenshots, and the answer redacted as any text is: the model read the screen."""
+    wid = window or (doc.get("focused_window") or {}).get("id")
+    if wid is None:
+        raise ActionFailed("no window has the focus: give window= (GET /api/v1/scene lists them under apps)",
+                           code="no_window")
+    app, title = next(((a.get("name"), w.get("title")) for a in doc.get("apps") or () for w in a.get("windows") or ()
+                       if w["id"] == wid), (None, None))
+    try:
+        drawn = sketch(doc, window=wid)
+    except ValueError as exc:  # (a window without a box)
+        raise InvalidRequest(str(exc), code="nothing_to_sketch") from None
+    display = drawn["display_id"]
+    png = await tools.screenshot(display)
+    picture, size = await asyncio.to_thread(_window_picture, png, drawn["area"], guard, display, scene)
+    said, tokens = await vlm.describe(picture, size, sketch=drawn["sketch"], title=title, app=app)
+    if guard is not None:
+        guard.budgets.charge_vlm_tokens(tokens)
+        said = guard.redactor.text(said)
+    return {"vlm": said, "vlm_tokens": tokens, "vlm_model": vlm.model}
+
+
+def _window_picture(png: bytes, box: list[int], guard: Guard | None, display: int,
+                    scene: Scene) -> tuple[bytes, tuple[int, int]]:
+    """The display's screenshot cut to the window's box (display-local device pixels, the
+    screenshot's own), as a PNG, and its size."""
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    if guard is not None:
+        image = guard.blur_image(image, display, scene)  # (on the whole display: the boxes are its)
+    x, y, w, h = box
+    left, top, right, bottom = max(0, x), max(0, y), min(image.width, x + w), min(image.height, y + h)
+    if right <= left or bottom <= top:
+        raise ActionFailed(f"window at {box} shows nothing on display {display}", code="not_visible")
+    out = io.BytesIO()
+    image.crop((left, top, right, bottom)).save(out, "PNG")
+    return out.getvalue(), (right - left, bottom - top)
 
 
 ROUTES = [
     Route("GET", "/api/v1/sketch", get_sketch, "A window or display as labelled boxes on a character grid",
           query=SketchQuery),
     Route("GET", "/api/v1/description", get_description,
-          "A window in prose: app, focus, interactive elements in reading order", query=DescribeQuery),
+          "A window in prose: app, focus, interactive elements in reading order; vlm=1 also asks the session's "
+          "vision model", query=DescribeQuery),
     Route("GET", "/api/v1/find", find, "Elements (and windows) a selector matches, with ids and boxes",
           query=FindQuery),
     Route("GET", "/api/v1/observe", observe, "The state with a token; with since=TOKEN only what changed",
