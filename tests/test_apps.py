@@ -416,6 +416,51 @@ def test_gnome_terminal_starts_and_osworld_terminal_reads_it(session):
     close_app(session, "gnome-terminal-")
 
 
+PRESS_THEN_SCROLL = ('import pyautogui; import time; pyautogui.press("down", presses=40, interval=0.01); '
+                     'time.sleep(1); pyautogui.scroll(-2)')
+
+
+def test_pyautogui_acts_at_once_after_an_app_is_opened_or_launched(session):
+    """Setup steps of OSWorld's Writer and VLC tasks run pyautogui right after the app
+    was asked for, before its window is there (and before anything moved the pointer):
+    they run through as pyautogui does, acting where the pointer starts."""
+    upload(session, f"{HOME}/Documents/lines.docx", docx())
+    resp = http("POST", session.osworld + "/setup/open_file", {"path": f"{HOME}/Documents/lines.docx"}, timeout=120)
+    assert resp.status == 200, resp.body[:300]
+    done = http("POST", session.osworld + "/execute", {"command": ["python", "-c", PRESS_THEN_SCROLL]}, timeout=60)
+    assert done.json()["returncode"] == 0, done.json()["error"]
+    http("POST", session.osworld + "/setup/execute",
+         {"command": ["swaymsg", '[app_id="^libreoffice"] kill'], "shell": False})  # (unchanged: no question)
+    wait_until(lambda: not office_running(session), 30, 0.5, what="Writer closed")
+    resp = http("POST", session.osworld + "/setup/launch", {"command": ["vlc"]})
+    assert resp.status == 200, resp.body[:300]
+    done = http("POST", session.osworld + "/execute", {"command": [
+        "python", "-c", "import pyautogui; import time; pyautogui.click(640, 400); time.sleep(0.5);"]}, timeout=60)
+    assert done.json()["returncode"] == 0, done.json()["error"]
+    close_app(session, "vlc")
+
+
+def test_the_terminal_as_osworlds_tasks_start_activate_and_end_it(session):
+    """Exactly as OSWorld's os and multi_apps configs do: the login's bus address
+    exported, gnome-terminal started, its window activated, and ``killall
+    gnome-terminal-server`` to end it. (Its title is what the shell sets, as on Ubuntu:
+    ``user@host: ~/``; configs that activate it by the name "Terminal" get a 404, which
+    desktop-env's SetupController logs and passes over, as on OSWorld's VM.)"""
+    uid = int(http("POST", session.osworld + "/execute", {"command": ["id", "-u"]}).json()["output"])
+    started = http("POST", session.osworld + "/setup/execute", {"command": [
+        "/bin/bash", "-c", f"export DBUS_SESSION_BUS_ADDRESS='unix:path=/run/user/{uid}/bus'; "
+        "gnome-terminal --maximize --working-directory=/home/user/"]})
+    assert started.status == 200, started.body[:300]
+    app_window(session, app_id="gnome-terminal-server", role="terminal", timeout=60)
+    activated = http("POST", session.osworld + "/setup/activate_window",
+                     {"window_name": "gnome-terminal-server.Gnome-terminal", "by_class": True})
+    assert activated.status == 200, activated.body[:300]
+    ended = http("POST", session.osworld + "/execute", {"command": ["killall", "gnome-terminal-server"]})
+    assert ended.json()["returncode"] == 0, ended.body[:300]
+    wait_until(lambda: not [w for w in http("GET", session.desktopd + "/api/v1/tree").json()["windows"]
+                            if w.get("app_id") == "gnome-terminal-server"], 15, what="the terminal's window gone")
+
+
 def test_ocr_fills_in_the_text_of_gimps_canvas_and_vlcs_video_where_atspi_has_none(tmp_path):
     """``--ocr fill``: the text an image shows on GIMP's canvas and in VLC's video is in
     the Scene's ocr list, read there alone, with the window it was read in."""

@@ -14,6 +14,7 @@ import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import lxml.etree
@@ -380,6 +381,22 @@ def test_the_session_runs_as_osworlds_user_in_a_fresh_home_with_the_xdg_folders(
     # A clean PATH: nothing of root's, so "not installed" is never "permission denied".
     path = osworld.execute("echo $PATH", shell=True)["output"].strip().split(":")
     assert not [p for p in path if p.startswith("/root")], path
+
+
+def test_the_bus_answers_where_a_login_puts_it(session, osworld):
+    """OSWorld's configs export DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus:
+    the session's runtime folder is reached at /run/user/<uid>, bus and all."""
+    uid = int(osworld.execute(["id", "-u"])["output"].strip())
+    assert osworld.execute("echo $XDG_RUNTIME_DIR", shell=True)["output"].strip() == f"/run/user/{uid}"
+    assert osworld.execute("echo $DBUS_SESSION_BUS_ADDRESS", shell=True)["output"].strip() == \
+        f"unix:path=/run/user/{uid}/bus"
+    asked = osworld.execute(f"export DBUS_SESSION_BUS_ADDRESS='unix:path=/run/user/{uid}/bus'; "
+                            "gdbus call --session --dest org.freedesktop.DBus --object-path /org/freedesktop/DBus "
+                            "--method org.freedesktop.DBus.ListNames", shell=True)
+    assert asked["returncode"] == 0, asked
+    assert "'org.a11y.Bus'" in asked["output"]  # (the session's own bus: its AT-SPI launcher is on it)
+    link = Path(f"/run/user/{uid}")
+    assert link.is_symlink() and link.resolve() == Path(session.state["runtime_dir"]).resolve()
 
 
 # -- windows -----------------------------------------------------------------------------

@@ -620,12 +620,15 @@ def test_pointer_position_is_null_until_desktopd_moves_the_pointer_and_the_token
     try:
         desktop.start()
         assert get("/api/v1/pointer") == {"display": None, "x": None, "y": None}
-        proc = shim("try:\n    pyautogui.position()\nexcept pyautogui.PyAutoGUIException as e:\n    print(e)",
-                    DESKBOX_TOKEN=token)
-        assert "no position yet" in proc.stdout, proc.stderr
-        # click() where the pointer is: desktopd's own refusal comes back as the exception.
-        proc = shim("pyautogui.click()", DESKBOX_TOKEN=token)
-        assert proc.returncode != 0 and "DesktopdError" in proc.stderr and "no position yet" in proc.stderr
+        # Before deskbox has placed it, the pointer is at the display's centre, as an X
+        # server starts it: position() says so, and a click or a scroll without a point
+        # acts there (a setup script's pyautogui.scroll(-2) right after an app opens).
+        width, height = get("/api/v1/displays")["displays"][0]["size"]
+        proc = shim("print(tuple(pyautogui.position()))", DESKBOX_TOKEN=token)
+        assert proc.stdout.strip() == str((width // 2, height // 2)), proc.stderr
+        proc = shim("pyautogui.scroll(-2)", DESKBOX_TOKEN=token)
+        assert proc.returncode == 0, proc.stderr
+        assert get("/api/v1/pointer") == {"display": 0, "x": width // 2, "y": height // 2}
         resp = http("POST", desktop.url + "/api/v1/pointer", {"action": "move", "x": 12, "y": 34}, headers=auth)
         assert resp.status == 200, resp.body
         assert get("/api/v1/pointer") == {"display": 0, "x": 12, "y": 34}

@@ -83,11 +83,15 @@ class Planner:
         return Move(display, x, y)
 
     def here(self, req_display: int, x: float | None, y: float | None) -> list[Step]:
-        """Move to (x, y) when given; otherwise act where the pointer is."""
+        """Move to (x, y) when given; otherwise act where the pointer is. A pointer
+        desktopd has never placed is at the display's centre, where an X server starts
+        it: a script that scrolls or clicks before it moves (pyautogui.scroll(-2) right
+        after an app opens) acts there rather than failing."""
         if x is not None and y is not None:
             return [self.point(self.display(req_display), x, y)]
         if self.backend.pointer_position() is None:
-            raise InvalidRequest("the pointer has no position yet; give x and y", code="no_pointer_position")
+            display = self.display(req_display)
+            return [Move(display, display.size[0] // 2, display.size[1] // 2)]
         return []
 
     def key(self, name: str) -> Key:

@@ -38,6 +38,7 @@ X11_CLASSES = {
     "thunderbird": "Mail.thunderbird",
     "org.mozilla.thunderbird": "Mail.thunderbird",
     "org.gnome.Terminal": "gnome-terminal-server.Gnome-terminal",
+    "gnome-terminal-server": "gnome-terminal-server.Gnome-terminal",  # (its app id under Sway)
     "libreoffice-calc": "libreoffice.libreoffice-calc",
     "libreoffice-writer": "libreoffice.libreoffice-writer",
     "libreoffice-impress": "libreoffice.libreoffice-impress",

@@ -29,7 +29,7 @@ from typing import Callable
 
 from ..common.chromium import named_chrome, real_executable
 from ..common.logging import get_logger
-from . import app_settings, default_apps, processes, users, wallpaper, xwayland
+from . import app_settings, default_apps, login_dir, processes, users, wallpaper, xwayland
 from .children import SessionChildren
 from .contexts import ContextError
 from .control import ControlServer
@@ -96,6 +96,7 @@ class Session(SessionChildren):
         self.urls: list[str] = args.url or ["about:blank"]
         self.runtime: Path | None = None
         self.created_runtime = False
+        self.login: login_dir.Claim | None = None  # /run/user/<uid>, a link to the runtime folder (--osworld)
         self.uid = os.getuid()
         self.gid = os.getgid()
         self.user_name = pwd.getpwuid(self.uid).pw_name if self.uid else "root"
@@ -287,7 +288,9 @@ class Session(SessionChildren):
             '  <policy context="default"><allow user="root"/></policy>\n'
             "</busconfig>\n"
         )
-        self.dbus_address = f"unix:path={self.runtime / 'bus'}"
+        if self.args.osworld:
+            self.login = login_dir.claim(self.uid, self.runtime)
+        self.dbus_address = f"unix:path={self.runtime_seen / 'bus'}"
         # Without this the bus would start an unsupervised at-spi-bus-launcher of its own
         # whenever a client asks for org.a11y.Bus while ours is down or restarting, and ours
         # would then lose the name. The session's folder is the first service folder searched.
@@ -313,6 +316,13 @@ class Session(SessionChildren):
 
     # -- environments ---------------------------------------------------------------------
 
+    @property
+    def runtime_seen(self) -> Path:
+        """The runtime folder as the session's programs are told it: /run/user/<uid> when
+        that is a link to it (``login_dir``), else the folder itself."""
+        assert self.runtime is not None
+        return self.login.path if self.login is not None else self.runtime
+
     def _base_env(self) -> dict[str, str]:
         assert self.runtime is not None
         env = {
@@ -322,7 +332,7 @@ class Session(SessionChildren):
             "LOGNAME": self.user_name,
             "SHELL": "/bin/bash",
             "LANG": os.environ.get("LANG", "C.UTF-8"),
-            "XDG_RUNTIME_DIR": str(self.runtime),
+            "XDG_RUNTIME_DIR": str(self.runtime_seen),
             # Caches stay out of the home: snapshots do not copy them; a reset empties them.
             "XDG_CACHE_HOME": str(self.runtime / "cache"),
             "XCURSOR_PATH": str(self.runtime / "icons"),
@@ -417,7 +427,7 @@ class Session(SessionChildren):
         table = {p.pid: p for p in processes.process_table().values() if p.state not in ("Z", "X")}
         own = self.supervisor.own_pids()
         found = processes.descendants(os.getpid(), table) - own
-        marks = [f"XDG_RUNTIME_DIR={self.runtime}".encode()]
+        marks = [f"XDG_RUNTIME_DIR={path}".encode() for path in {self.runtime, self.runtime_seen}]
         for pid in table:
             if pid not in own and pid not in found and processes.environ_has(pid, marks):
                 found.add(pid)
@@ -473,7 +483,10 @@ class Session(SessionChildren):
                 await processes.end_processes(left, grace=2.0)
         if self.runtime is not None:
             # Whatever still names this session (started from outside it, as another user).
-            await processes.end_mentioning(f"{self.runtime}/", f"XDG_RUNTIME_DIR={self.runtime}\0")
+            await processes.end_mentioning(*{needle for path in (self.runtime, self.runtime_seen)
+                                             for needle in (f"{path}/", f"XDG_RUNTIME_DIR={path}\0")})
+        if self.login is not None and self.runtime is not None:
+            login_dir.release(self.login, self.runtime)
         if self.sudoers is not None:
             self.sudoers.unlink(missing_ok=True)
         if self.home is not None:

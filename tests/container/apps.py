@@ -278,6 +278,28 @@ class Apps:
         self.element("menu", "Edit", timeout=120)
         self.ok("GIMP (Xwayland) and its Edit menu are in the Scene")
 
+    def terminal(self) -> None:
+        """As OSWorld's os tasks do: the login's bus address exported, gnome-terminal
+        started, ``killall gnome-terminal-server`` to end it."""
+        bus = "export DBUS_SESSION_BUS_ADDRESS='unix:path=/run/user/1000/bus'; "
+        asked = self.http.json("POST", self.osworld + "/execute", {"command": bus + (
+            "gdbus call --session --dest org.freedesktop.DBus --object-path /org/freedesktop/DBus "
+            "--method org.freedesktop.DBus.ListNames"), "shell": True})
+        if asked.get("returncode") != 0 or "org.a11y.Bus" not in (asked.get("output") or ""):
+            raise CheckFailed(f"the bus at /run/user/1000/bus: {asked}")
+        status, _, raw = self.http.request("POST", self.osworld + "/setup/execute", {"command": [
+            "/bin/bash", "-c", bus + "gnome-terminal --maximize --working-directory=/home/user/"]})
+        if status != 200:
+            raise CheckFailed(f"gnome-terminal -> {status}: {raw[:300]!r}")
+
+        def terminals() -> list:
+            return [w for w in self.http.json("GET", self.desktopd + "/api/v1/tree")["windows"]
+                    if w.get("app_id") == "gnome-terminal-server"]
+        wait_until(terminals, 60, "gnome-terminal's window", interval=1)
+        self.http.json("POST", self.osworld + "/execute", {"command": ["killall", "gnome-terminal-server"]})
+        wait_until(lambda: not terminals(), 20, "gnome-terminal's window gone after killall", interval=1)
+        self.ok("gnome-terminal on the bus at /run/user/1000/bus opens, and killall gnome-terminal-server ends it")
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="tests/container/apps.py", description=__doc__,
@@ -307,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         apps.writer()
         apps.impress()
         apps.vlc_and_gimp()
+        apps.terminal()
     except CheckFailed as exc:
         failed = str(exc)
         print(f"FAIL  {failed}", file=sys.stderr)

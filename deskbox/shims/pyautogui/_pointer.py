@@ -9,7 +9,6 @@ import time
 from typing import Any, Callable
 
 from ._args import _button, _check_tween, _coords, _number, _seconds, _unpack_xy
-from ._errors import PyAutoGUIException
 from ._frame import _action, _desktopd, failSafeCheck, pyautogui
 from ._screen import Point
 from ._tween import getPointOnLine, linear
@@ -28,14 +27,15 @@ _MAX_NOTCHES = 1000
 
 
 def position(x: Any = None, y: Any = None) -> Point:
-    """Where the pointer is: where deskbox last put it (desktopd knows no other pointer).
-    A given x or y replaces that coordinate in the answer."""
+    """Where the pointer is: where deskbox last put it (desktopd knows no other pointer),
+    or, before it has, display 0's centre, where desktopd acts then (and where an
+    X server starts its pointer). A given x or y replaces that coordinate in the answer."""
     x, y = _unpack_xy(x, y)
     pos = _desktopd.position()
     if pos is None:
-        if x is not None and y is not None:
-            return Point(_number(x, "x"), _number(y, "y"))
-        raise PyAutoGUIException("the pointer has no position yet: deskbox has not moved it; call moveTo() first")
+        parts = _desktopd.screen().parts  # (desktopd's default display is 0)
+        first = next((part for part in parts if part.display == 0), parts[0])
+        pos = (first.left + first.width // 2, first.height // 2)
     return Point(pos[0] if x is None else _number(x, "x"), pos[1] if y is None else _number(y, "y"))
 
 
