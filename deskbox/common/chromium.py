@@ -7,7 +7,8 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["BASE_FLAGS", "chromium_argv", "real_executable", "named_chrome", "CHROME_NAME"]
+__all__ = ["BASE_FLAGS", "chromium_argv", "real_executable", "named_chrome", "named_as", "CHROME_NAME",
+           "CODE_NAME"]
 
 BASE_FLAGS = (
     "--no-first-run",
@@ -42,20 +43,27 @@ def real_executable(name: str) -> str:
     return found
 
 
-# The name OSWorld's task configs end Chrome by (`pkill chrome`, `killall chrome`).
+# The name OSWorld's task configs end Chrome by (`pkill chrome`, `killall chrome`), and
+# the one VS Code's windows have (deskbox.osworld.vscode: `pkill code`).
 CHROME_NAME = "chrome"
+CODE_NAME = "code"
 
 
 def named_chrome(binary: str) -> tuple[str, str | None]:
-    """The browser binary under the name ``chrome``, and a warning when that cannot be.
+    """The browser binary under the name ``chrome``, and a warning when that cannot be."""
+    return named_as(binary, CHROME_NAME)
+
+
+def named_as(binary: str, name: str) -> tuple[str, str | None]:
+    """The browser binary under ``name``, and a warning when that cannot be.
 
     Chromium names its process after the file ``/proc/self/exe`` points to, through
     symlinks: only a hard link of the binary, in its own folder (where its resources
-    are), makes the process ``chrome``. The link is made (or made again after a
+    are), makes the process ``name``. The link is made (or made again after a
     package upgrade replaced the binary) when this runs as root."""
     path = Path(binary)
-    link = path.with_name(CHROME_NAME)
-    if path.name == CHROME_NAME:
+    link = path.with_name(name)
+    if path.name == name:
         return binary, None
     try:
         if link.exists() and os.path.samefile(link, path):
@@ -64,14 +72,14 @@ def named_chrome(binary: str) -> tuple[str, str | None]:
         pass
     if os.geteuid() != 0:
         return binary, (f"{link} is not a hard link of {path} (run deskbox up as root once to make it): "
-                        f"the browser runs as {path.name!r}, which `pkill chrome` does not match")
-    tmp = link.with_name(f".{CHROME_NAME}.{os.getpid()}")
+                        f"the browser runs as {path.name!r}, which `pkill {name}` does not match")
+    tmp = link.with_name(f".{name}.{os.getpid()}")
     try:
         os.link(path, tmp)
         os.replace(tmp, link)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        return binary, f"cannot link {path} as {link}: {exc}; `pkill chrome` will not match the browser"
+        return binary, f"cannot link {path} as {link}: {exc}; `pkill {name}` will not match the browser"
     return str(link), None
 
 

@@ -51,6 +51,7 @@ X11_CLASSES = {
     "gimp": "gimp.Gimp",
     "vlc": "vlc.vlc",
     "code": "code.Code",
+    "chrome-code.localhost__-Default": "code.Code",  # (VS Code's workbench: deskbox.osworld.vscode)
 }
 OPEN_POLL_S = 0.2
 

@@ -27,8 +27,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from ..common.chromium import named_chrome, real_executable
+from ..common.chromium import CODE_NAME, named_as, named_chrome, real_executable
 from ..common.logging import get_logger
+from ..osworld import vscode
 from . import app_settings, default_apps, login_dir, processes, users, wallpaper, xwayland
 from .children import SessionChildren
 from .contexts import ContextError
@@ -304,6 +305,11 @@ class Session(SessionChildren):
             self.browser_binary, warning = named_chrome(self.browser_binary)
             if warning:
                 log.warning(warning)
+            if vscode.install_dir().is_dir():
+                # VS Code's windows (deskbox.osworld.vscode) end on `pkill code`.
+                _, warning = named_as(real_executable(self.args.chromium), CODE_NAME)
+                if warning:
+                    log.warning(warning)
         if self.args.osworld:
             users.write_osworld_bin(self.runtime / "bin", PROJECT_ROOT)
         if os.geteuid() == 0:

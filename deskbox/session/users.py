@@ -70,10 +70,10 @@ def grant_sudo(user: str, password: str) -> Path:
 
 def write_osworld_bin(folder: Path, project: Path) -> None:
     """Programs OSWorld's task configs call by name: ``python`` (Debian has only
-    python3; this one is deskbox's interpreter, which sees the system's modules too)
-    and ``google-chrome`` / ``google-chrome-stable`` (deskbox.osworld.chrome: open
+    python3; this one is deskbox's interpreter, which sees the system's modules too),
+    ``google-chrome`` / ``google-chrome-stable`` (deskbox.osworld.chrome: open
     the URLs in the session's browser, starting it when it is not running, and relay
-    the debugging port)."""
+    the debugging port) and ``code`` (deskbox.osworld.vscode: VS Code's workbench)."""
     folder.mkdir(exist_ok=True)
     scripts = {
         "python": f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n',
@@ -81,6 +81,9 @@ def write_osworld_bin(folder: Path, project: Path) -> None:
                           f'exec {shlex.quote(sys.executable)} -m deskbox.osworld.chrome "$@"\n'),
     }
     scripts["google-chrome-stable"] = scripts["google-chrome"]
+    # VS Code's workbench in a window of its own (deskbox.osworld.vscode).
+    scripts["code"] = (f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(project))} "
+                       f'exec {shlex.quote(sys.executable)} -m deskbox.osworld.vscode "$@"\n')
     for name, text in scripts.items():
         (folder / name).write_text(text)
         (folder / name).chmod(0o755)

@@ -300,6 +300,23 @@ class Apps:
         wait_until(lambda: not terminals(), 20, "gnome-terminal's window gone after killall", interval=1)
         self.ok("gnome-terminal on the bus at /run/user/1000/bus opens, and killall gnome-terminal-server ends it")
 
+    def vscode(self) -> None:
+        """``code``: VS Code's workbench in a window of its own, its CLI on the same data."""
+        listed = self.http.json("POST", self.osworld + "/execute", {"command": ["code", "--list-extensions"]})
+        if listed.get("returncode") != 0:
+            raise CheckFailed(f"code --list-extensions: {listed}")
+        status, _, raw = self.http.request("POST", self.osworld + "/setup/launch", {"command": ["code"]})
+        if status != 200:
+            raise CheckFailed(f"launching code -> {status}: {raw[:300]!r}")
+
+        def titled() -> list:
+            return [w for w in self.http.json("GET", self.desktopd + "/api/v1/tree")["windows"]
+                    if (w.get("title") or "").endswith("Visual Studio Code")]
+        wait_until(titled, 120, "a window titled ... Visual Studio Code", interval=1)
+        self.http.json("POST", self.osworld + "/execute", {"command": ["pkill", "code"]})
+        wait_until(lambda: not titled(), 30, "VS Code's window gone after pkill code", interval=1)
+        self.ok("code opens VS Code's workbench in a window of its own; pkill code ends it")
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="tests/container/apps.py", description=__doc__,
@@ -330,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         apps.impress()
         apps.vlc_and_gimp()
         apps.terminal()
+        apps.vscode()
     except CheckFailed as exc:
         failed = str(exc)
         print(f"FAIL  {failed}", file=sys.stderr)

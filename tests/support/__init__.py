@@ -205,10 +205,11 @@ def mp4_video_size(data: bytes) -> tuple[int, int] | None:
 
 
 def require_apps(*programs: str) -> None:
-    """The apps of the apps image a test needs. Missing ones skip it on a developer's
-    machine (``make test`` stays quick) and fail it under CI, where ``make test APPS=1``
-    installs them: a skip there would hide a missing install step."""
-    missing = [p for p in programs if shutil.which(p) is None]
+    """The apps of the apps image a test needs (programs on PATH, or files). Missing ones
+    skip it on a developer's machine (``make test`` stays quick) and fail it under CI,
+    where ``make test APPS=1`` installs them: a skip there would hide a missing install
+    step."""
+    missing = [p for p in programs if (not Path(p).exists() if "/" in p else shutil.which(p) is None)]
     if not missing:
         return
     message = f"the apps are not installed ({', '.join(missing)}); `make test APPS=1` installs them"

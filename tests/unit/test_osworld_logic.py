@@ -184,5 +184,5 @@ def test_with_osworld_the_server_runs_as_the_session_user_and_cdp_moves(tmp_path
     assert env["DESKBOX_OSWORLD"] == "http://127.0.0.1:5055"
     assert env["PATH"].startswith(str(tmp_path / "bin") + ":")
     users.write_osworld_bin(tmp_path / "bin", ROOT_DIR)
-    assert {p.name for p in (tmp_path / "bin").iterdir()} == {"python", "google-chrome", "google-chrome-stable"}
+    assert {p.name for p in (tmp_path / "bin").iterdir()} == {"python", "google-chrome", "google-chrome-stable", "code"}
     assert os.access(tmp_path / "bin" / "google-chrome", os.X_OK)
