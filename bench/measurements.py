@@ -44,6 +44,7 @@ from bench.sections import (
     _toolset,
     _trace,
     _view,
+    _vscode,
 )
 
 __all__ = ["main", "render", "Bench", "BENCHES", "MARKER"]
@@ -93,6 +94,8 @@ BENCHES = [
           _trace, None),
     Bench("run", "Benchmark runs: deskbox run against DesktopEnv", "python -m bench.run", True, _run, None),
     Bench("fleet", "Fleet: sessions at OSWorld's pace", "python -m bench.fleet", True, _fleet, None),
+    Bench("vscode", "VS Code against LibreOffice Writer opening the same file", "python -m bench.vscode", True,
+          _vscode, None),
     Bench("soak", "Soak: one session under mixed load", "make soak", False, _soak, "Earlier: soak and chaos"),
 ]
 

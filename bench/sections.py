@@ -446,6 +446,18 @@ def _fleet(d: dict, plots: Plots) -> list[str]:
     return out + [""]
 
 
+def _vscode(d: dict, plots: Plots) -> list[str]:
+    out = [f"{d.get('iterations', '?')} opens of the same text file through `/setup/launch` in an OSWorld-mode "
+           "session, until its window is focused; session memory is the PSS of all its processes with the file "
+           f"open (idle: {_mb(d.get('idle_session_pss_mb'))}). Baseline: {d.get('baseline', '?')}.", ""]
+    rows = d.get("rows") or []
+    base = next((r["open"]["median_ms"] for r in rows if r["name"] == d.get("baseline")), None)
+    out += _table(["row", "open median", "open p95", "vs baseline", "session PSS"], ["l", "r", "r", "r", "r"],
+                  [[r["name"], _s(r["open"]["median_ms"]), _s(r["open"]["p95_ms"]),
+                    _x(r["open"]["median_ms"] / base) if base else "-", _mb(r.get("session_pss_mb"))] for r in rows])
+    return out + [""]
+
+
 def _toolset(d: dict, plots: Plots) -> list[str]:
     meta, tokens, act = d.get("meta") or {}, d.get("tokens") or {}, d.get("act")
     base = meta.get("baselines") or {}
