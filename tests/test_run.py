@@ -77,6 +77,9 @@ def test_noop_scores_zero_and_the_scripted_agent_solves_every_task_across_three_
     assert set(noop) == ALL
     assert all(r["status"] == "done" and r["score"] == 0.0 for r in noop.values()), noop
     assert all(r["actions"] == ["DONE"] for r in noop.values())
+    # Each session is stopped as soon as the queue has no task left for it, not at the run's end.
+    ran_on = {e["session"] for e in events(noop_out) if e["event"] == "task_started"}
+    assert {e["session"] for e in events(noop_out) if e["event"] == "session_retired"} == ran_on
 
     proc = deskbox_run("--agent", f"script:{SOLUTIONS}", "--sessions", "3", out=script_out)
     # The slow task's session is killed while the task runs (its first action sleeps 8 s).

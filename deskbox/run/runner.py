@@ -172,6 +172,10 @@ class Runner:
             while env is not None and (task := self._next()) is not None:
                 record, env = self._task(task, agent, env)
                 self._finish(record)
+            if env is not None:
+                # The queue is empty: this session has run its last task.
+                self.pool.retire(env)
+                env = None
         except Exception as exc:  # said, and counted: the run ends with an error, not quietly
             message = f"{threading.current_thread().name}: {type(exc).__name__}: {exc}"
             with self._lock:

@@ -251,6 +251,38 @@ class Pool:
                         raise ProviderError("no replacement session started: "
                                             + "; ".join(self._failures)[-2000:]) from None
 
+    def retire(self, env: Environment) -> None:
+        """Stop ``env`` now: no task left will need it. A run's last tasks then hold only
+        the sessions they run on (on a cluster, the pods of the others are freed at
+        once, not at the run's end); once none is lent, the spares go too."""
+        self._on_event({"event": "session_retired", "session": env.name})
+        with self._lock:
+            if env in self._all:
+                self._all.remove(env)
+            self.size = max(0, self.size - 1)
+            last = self.size == 0
+        try:
+            env.stop()
+        except Exception:
+            pass
+        if last:
+            self.drain_spares()
+
+    def drain_spares(self) -> None:
+        """Stop the spares started ahead (none will be needed)."""
+        while True:
+            try:
+                spare = self._spares.get_nowait()
+            except queue.Empty:
+                return
+            with self._lock:
+                if spare in self._all:
+                    self._all.remove(spare)
+            try:
+                spare.stop()
+            except Exception:
+                pass
+
     def sessions(self) -> list[Environment]:
         with self._lock:
             return list(self._all)
