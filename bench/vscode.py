@@ -7,8 +7,8 @@ Per row, N times: the command sent through the OSWorld server's ``/setup/launch`
 a task's config does), then the time until a window on the file is focused (desktopd's
 window tree, polled every 50 ms), then the app ended and gone. Rows:
 
-- **LibreOffice Writer** (the baseline): ``soffice --writer FILE``, ended with ``pkill
-  soffice``; every start is a cold one (LibreOffice keeps no process between).
+- **LibreOffice Writer** (the baseline): ``soffice --writer FILE``, ended by closing its
+  window; every start is a cold one (LibreOffice keeps no process between).
 - **VS Code, first `code FILE`**: code-server is not running and starts first (the
   session's first ``code``, and the first after every reset).
 - **VS Code, `code FILE` again**: code-server kept running, its window ended with
@@ -110,9 +110,16 @@ def run(iterations: int) -> dict:
             return took, memory
 
         rows = []
-        writer = [opened(["soffice", "--writer", FILE], "notes", ["pkill", "soffice"],
-                         lambda w: (w.get("app_id") or "").startswith(("libreoffice", "soffice")))
-                  for _ in range(iterations)]
+        def writer_once() -> tuple[float, float]:
+            # Closed by its window (an unchanged document closes without a question): a
+            # signal would leave a Document Recovery dialog in front of the next start.
+            took = opened(["soffice", "--writer", FILE], "notes", ["swaymsg", '[app_id="^libreoffice"] kill'],
+                          lambda w: (w.get("app_id") or "").startswith(("libreoffice", "soffice")))
+            _wait("soffice.bin ended", lambda: _call(osworld + "/execute", {
+                "command": ["pgrep", "-x", "soffice.bin"]}).get("returncode") != 0, 60)
+            return took
+
+        writer = [writer_once() for _ in range(iterations)]
         rows.append(_row("LibreOffice Writer (baseline)", *zip(*writer)))
         code_gone = lambda w: (w.get("title") or "").endswith("Visual Studio Code")  # noqa: E731
         first, again = [], []
