@@ -166,6 +166,10 @@ def test_errors_come_in_the_shapes_its_clients_read(page):
     assert action["success"] is False and isinstance(action["error"], str)
     bad = api(page, "GET", "/api/find_element", selector="button[", status=400)
     assert bad["error"]["code"] == "BadRequest"
+    # (schemathesis, seed 2: a window index or uid hover took but the element lookup did not was a 500)
+    for body in ({"element_id": "a0-1", "window_index": 277826}, {"element_id": "a0-1", "window_uid": ""}):
+        hover = api(page, "POST", "/api/hover", body, status=400)
+        assert hover["error"]["code"] == "BadRequest", hover
     later = api(page, "POST", "/api/scenario/load", {"path": "x.yaml"}, status=501)
     assert later["error"]["code"] == "PlatformUnsupported" and "--mock" in later["error"]["message"]
     gone = api(page, "POST", "/api/replay/step", {"replay_id": "nope"}, status=404)

@@ -27,6 +27,7 @@ __all__ = [
     "read_body",
     "read_query",
     "read_form",
+    "validate",
     "BODY_ERRORS",
     "json_ok",
     "ModelT",

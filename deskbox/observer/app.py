@@ -26,7 +26,7 @@ from ..client import Client, DeskboxError
 from ..common.errors import InvalidRequest, NotFoundError, NotServed, ServiceError
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
-from ..common.web import auth_middleware, error_middleware, read_body, read_query
+from ..common.web import auth_middleware, error_middleware, read_body, read_query, validate
 from . import inspector, shapes
 from .models import (
     ActionRequest,
@@ -435,8 +435,8 @@ async def hover(request: web.Request) -> web.Response:
             raise InvalidRequest(f"({req.x:g}, {req.y:g}) is on no monitor", code="off_screen")
         await obs.client.pointer("move", at[1], at[2], display=at[0])
         return _ok(action="hover", x=req.x, y=req.y)
-    element = ElementRequest(element_id=req.element_id, selector=req.selector, window_uid=req.window_uid,
-                             window_index=req.window_index)
+    element = validate(ElementRequest, {"element_id": req.element_id, "selector": req.selector,
+                                        "window_uid": req.window_uid, "window_index": req.window_index})
     return await _receipt(request, "hover", {"action": "hover"}, req=element)
 
 

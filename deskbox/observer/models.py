@@ -113,8 +113,9 @@ class End(_Lenient):
 
 
 class HoverRequest(End):
-    window_index: int | None = Field(None, ge=0)
-    window_uid: str | None = Field(None, max_length=64)
+    # (as WindowQuery bounds them: the element is looked up through an ElementRequest)
+    window_index: int | None = Field(None, ge=0, le=10_000)
+    window_uid: str | None = Field(None, min_length=1, max_length=64)
     hover_ms: int = Field(0, ge=0, le=10_000)
 
 
