@@ -440,6 +440,32 @@ def test_pyautogui_acts_at_once_after_an_app_is_opened_or_launched(session):
     close_app(session, "vlc")
 
 
+def xwayland_pids(session: Session) -> set[int]:
+    """This session's Xwayland (told apart by the runtime folder in its environment)."""
+    runtime = f"XDG_RUNTIME_DIR={session.state['env']['XDG_RUNTIME_DIR']}".encode()
+    found = set()
+    for pid in subprocess.run(["pgrep", "-x", "Xwayland"], capture_output=True, text=True).stdout.split():
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if runtime in f.read().split(b"\0"):
+                    found.add(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_reset_keeps_sways_xwayland_and_the_bus_it_announces(session):
+    """Sway double-forks Xwayland, which then hangs below deskbox up, in Sway's process
+    group: a reset ended it as one of the apps (and X apps then lost the accessibility bus
+    announced on its root window; with an X dialog open, Sway could crash)."""
+    before = wait_until(lambda: xwayland_pids(session), 30, what="the session's Xwayland")
+    resp = http("POST", session.scene + "/api/v1/session/reset", timeout=120)
+    assert resp.status == 200, resp.body[:300]
+    assert xwayland_pids(session) == before
+    announced = http("POST", session.osworld + "/execute", {"command": ["xprop", "-root", "AT_SPI_BUS"]}).json()
+    assert "AT_SPI_BUS(STRING)" in announced["output"], announced
+
+
 def test_the_terminal_as_osworlds_tasks_start_activate_and_end_it(session):
     """Exactly as OSWorld's os and multi_apps configs do: the login's bus address
     exported, gnome-terminal started, its window activated, and ``killall

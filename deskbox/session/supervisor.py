@@ -193,7 +193,10 @@ class Supervisor:
                 own.update(p.pid for p in table.values() if p.pgid == pid)
                 own.update(processes.descendants(pid, table))
             elif child.spec.helpers:
-                own.update(p.pid for p in table.values() if p.ppid == pid and p.comm in child.spec.helpers)
+                # Its helpers, by name, below it or in its process group: Sway double-forks
+                # Xwayland, which then hangs below deskbox up (the subreaper), in Sway's group.
+                own.update(p.pid for p in table.values()
+                           if (p.ppid == pid or p.pgid == pid) and p.comm in child.spec.helpers)
         return own
 
     def spawned_pids(self) -> set[int]:
