@@ -353,7 +353,9 @@ class Environment:
         self.stop()
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name} {self.osworld_address() if 'osworld' in self.ports else self.host}>"
+        # (host and ports only: osworld_address() wants ports an attached session may not have)
+        ports = ",".join(f"{k}={v}" for k, v in sorted(self.ports.items()))
+        return f"<{type(self).__name__} {self.name} {self.host} {ports}>"
 
 
 def run_command(argv: list[str], *, input: str | None = None, env: dict[str, str] | None = None, check: bool = True,

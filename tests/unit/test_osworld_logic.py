@@ -186,3 +186,11 @@ def test_with_osworld_the_server_runs_as_the_session_user_and_cdp_moves(tmp_path
     users.write_osworld_bin(tmp_path / "bin", ROOT_DIR)
     assert {p.name for p in (tmp_path / "bin").iterdir()} == {"python", "google-chrome", "google-chrome-stable", "code"}
     assert os.access(tmp_path / "bin" / "google-chrome", os.X_OK)
+
+
+def test_an_attached_sessions_repr_names_its_host_and_ports():
+    from deskbox.run.sessions import AttachedEnvironment
+
+    # (it has no vnc port: building OSWorld's address for the repr raised KeyError('vnc'))
+    env = AttachedEnvironment("a", "http://127.0.0.1:5000", "http://127.0.0.1:8000")
+    assert repr(env) == "<AttachedEnvironment a 127.0.0.1 chromium=9222,osworld=5000,scene=8000,vlc=8080>"
