@@ -315,10 +315,12 @@ def test_a_program_that_is_not_installed_is_a_404_naming_it_in_osworlds_error_sh
         assert resp.status == 404, path
         body = resp.json()
         assert body["status"] == "error" and "no-such-program-here" in body["message"], path
-    # OSWorld's tasks launch programs a session may lack by name (`code`): never a
-    # "permission denied" from a PATH folder the session user cannot enter.
-    resp = osworld.post_json("/setup/launch", {"command": ["code", "--new-window"], "shell": False})
-    assert resp.status == 404 and "code" in resp.json()["message"] and "ermission" not in resp.json()["message"]
+    # OSWorld's tasks launch programs a session may lack by name: never a "permission
+    # denied" from a PATH folder the session user cannot enter. (`code`, the example
+    # here once, is now the session's own: deskbox.osworld.vscode.)
+    resp = osworld.post_json("/setup/launch", {"command": ["gnome-some-settings-app", "--new-window"], "shell": False})
+    assert resp.status == 404 and "gnome-some-settings-app" in resp.json()["message"]
+    assert "ermission" not in resp.json()["message"]
     # Not even a command: deskbox's validation error.
     resp = osworld.post_json("/execute", {"command": [], "shell": False})
     assert resp.status == 400 and resp.json()["error"]["code"] == "validation_error"
