@@ -21,7 +21,7 @@ import pytest
 from PIL import Image
 
 from tests.container.documents import pptx
-from tests.support import Session, free_port, http, require_apps, wait_until
+from tests.support import Session, free_port, http, osworld_upload, require_apps, wait_until
 
 pytestmark = pytest.mark.desktop
 
@@ -57,13 +57,7 @@ def test_a_fresh_home_holds_what_gimp_leaves_after_its_first_run():
 
 
 def upload(session: Session, path: str, data: bytes) -> None:
-    boundary = "deskboxtestboundary"
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file_path\"\r\n\r\n{path}\r\n"
-            f"--{boundary}\r\nContent-Disposition: form-data; name=\"file_data\"; filename=\"f\"\r\n"
-            "Content-Type: application/octet-stream\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
-    resp = http("POST", session.osworld + "/setup/upload", raw=body,
-                headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
-    assert resp.status == 200, resp.body[:300]
+    osworld_upload(session.osworld, path, data)
 
 
 def scene(session: Session) -> dict:

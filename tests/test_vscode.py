@@ -19,7 +19,7 @@ import pytest
 
 from deskbox.osworld import vscode
 from deskbox.run.graders import metric
-from tests.support import Session, free_port, http, require_apps, wait_until
+from tests.support import Session, free_port, http, osworld_upload, require_apps, wait_until
 from tests.support.desktop_env import load
 
 pytestmark = pytest.mark.desktop
@@ -74,13 +74,7 @@ def code_windows(session: Session) -> list[dict]:
 
 
 def upload(session: Session, path: str, data: bytes) -> None:
-    boundary = "deskboxtestboundary"
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file_path\"\r\n\r\n{path}\r\n"
-            f"--{boundary}\r\nContent-Disposition: form-data; name=\"file_data\"; filename=\"f\"\r\n"
-            "Content-Type: application/octet-stream\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
-    resp = http("POST", session.osworld + "/setup/upload", raw=body,
-                headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
-    assert resp.status == 200, resp.body[:300]
+    osworld_upload(session.osworld, path, data)
 
 
 def grade(session: Session, tmp_path: Path) -> float:

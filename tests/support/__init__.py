@@ -204,6 +204,18 @@ def mp4_video_size(data: bytes) -> tuple[int, int] | None:
     return None
 
 
+def osworld_upload(osworld: str, path: str, data: bytes) -> None:
+    """A file put into the session through the OSWorld server's /setup/upload, as
+    desktop-env's SetupController sends it (a multipart form)."""
+    boundary = "deskboxtestboundary"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file_path\"\r\n\r\n{path}\r\n"
+            f"--{boundary}\r\nContent-Disposition: form-data; name=\"file_data\"; filename=\"f\"\r\n"
+            "Content-Type: application/octet-stream\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
+    resp = http("POST", osworld + "/setup/upload", raw=body,
+                headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    assert resp.status == 200, resp.body[:300]
+
+
 def require_apps(*programs: str) -> None:
     """The apps of the apps image a test needs (programs on PATH, or files). Missing ones
     skip it on a developer's machine (``make test`` stays quick) and fail it under CI,
