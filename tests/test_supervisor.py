@@ -143,3 +143,14 @@ async def test_stopping_ends_each_child_with_what_it_started_but_leaves_the_apps
     assert not [p for p in a_started if processes.alive(p)]
     assert all(processes.alive(p) for p in b_started)
     await processes.end_processes(b_started)
+
+
+async def test_what_an_end_leaves_as_zombies_is_reaped_unless_asyncio_waits_for_it():
+    # Children nobody waits for, as the orphans deskbox up adopts are.
+    orphans = [os.posix_spawn("/bin/sleep", ["sleep", "60"], os.environ) for _ in range(2)]
+    awaited = os.posix_spawn("/bin/sleep", ["sleep", "60"], os.environ)
+    await processes.end_processes([*orphans, awaited])
+    assert all(os.path.exists(f"/proc/{p}") for p in [*orphans, awaited])  # zombies, so far
+    assert await processes.reap_ended([*orphans, awaited], skip={awaited}, timeout=0.3) == [awaited]
+    assert not [p for p in orphans if os.path.exists(f"/proc/{p}")]
+    os.waitpid(awaited, 0)

@@ -194,6 +194,10 @@ class SessionState:
         recorders = [p for p in apps if processes.describe(p, short=True) in RECORDERS]
         await processes.end_processes(recorders, grace=RECORDER_GRACE_S, first=signal.SIGINT)
         await processes.end_processes(apps, grace=APP_GRACE_S)
+        # deskbox up adopted what detached (it is the session's subreaper): their zombies
+        # are reaped now, not at the reaper's next rounds, so that the reset's caller
+        # finds them gone.
+        await processes.reap_ended(apps, skip=self.supervisor.spawned_pids())
         released = await self._release_input()
         await self._clear_clipboard()
         restored = await asyncio.to_thread(self._restore_files, name)
