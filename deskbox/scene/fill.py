@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 
 from PIL import Image
 
-from ..geometry import Rect
+from ..geometry import Rect, Region, regions_intersect
 from .ocr import OcrChain, OcrWord
 
 __all__ = ["Opaque", "FillIn", "opaque_boxes", "OPAQUE_MIN"]
@@ -30,7 +30,6 @@ OPAQUE_MIN = (120, 64)
 _SURFACE_ROLES = frozenset({"panel", "filler", "frame", "canvas", "drawing area", "image", "unknown", "viewport",
                             "scroll pane", "video", "section", "layered pane", "internal frame"})
 
-Region = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,14 +78,10 @@ class FillIn:
         ``OcrError`` when no provider could read."""
         parts = list(dict.fromkeys(parts))
         todo = [p for p in parts if p not in self._read
-                or any(_intersects(p.box, r) for r in changed.get(p.display_id, ()))]
+                or any(regions_intersect(p.box, r) for r in changed.get(p.display_id, ()))]
         for display_id in {p.display_id for p in todo}:
             mine = [p for p in todo if p.display_id == display_id]
             for part, lines in zip(mine, self.chain.read(image_of(display_id), [p.box for p in mine])):
                 self._read[part] = lines
         self._read = {p: self._read[p] for p in parts if p in self._read}
         return [(p, line) for p in parts for line in self._read.get(p, [])]
-
-
-def _intersects(a: Region, b: Region) -> bool:
-    return min(a[0] + a[2], b[0] + b[2]) > max(a[0], b[0]) and min(a[1] + a[3], b[1] + b[3]) > max(a[1], b[1])

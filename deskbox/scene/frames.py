@@ -25,14 +25,14 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
+from ..geometry import Region
+
 try:
     from isal.isal_zlib import crc32 as _crc32
 except ImportError:  # pragma: no cover - isal is a declared dependency
     _crc32 = zlib.crc32
 
 __all__ = ["FrameSignature", "signature", "signature_of", "changed_regions", "hamming"]
-
-Region = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True)

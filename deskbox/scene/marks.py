@@ -25,9 +25,9 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-__all__ = ["Mark", "layout_marks", "draw_marks", "FONT_PATH"]
+from ..geometry import Region, grow_region, region_overlap, region_union
 
-Rect = tuple[int, int, int, int]
+__all__ = ["Mark", "layout_marks", "draw_marks", "FONT_PATH"]
 
 FONT_PATH = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"  # fonts-dejavu-core
 
@@ -52,8 +52,8 @@ class Mark:
     rectangle ``label_box`` (x, y, w, h device px), its ``colour`` and ``text_colour``."""
 
     label: str
-    box: Rect
-    label_box: Rect
+    box: Region
+    label_box: Region
     colour: tuple[int, int, int]
     text_colour: tuple[int, int, int]
 
@@ -85,7 +85,7 @@ def _font(px: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
             return ImageFont.load_default()
 
 
-def draw_marks(image: Image.Image, marks: list[tuple[str, Rect]]) -> Image.Image:
+def draw_marks(image: Image.Image, marks: list[tuple[str, Region]]) -> Image.Image:
     """A copy of ``image`` (RGB) with every mark's box outlined and its label drawn.
     ``marks`` are (label, (x, y, w, h) device px of ``image``)."""
     out = image.convert("RGB") if image.mode != "RGB" else image.copy()
@@ -112,7 +112,7 @@ def draw_marks(image: Image.Image, marks: list[tuple[str, Rect]]) -> Image.Image
     return out
 
 
-def layout_marks(size: tuple[int, int], marks: list[tuple[str, Rect]], *,
+def layout_marks(size: tuple[int, int], marks: list[tuple[str, Region]], *,
                  font: ImageFont.FreeTypeFont | ImageFont.ImageFont | None = None) -> list[Mark]:
     """Where each mark's label goes and in which colours, in the order of ``marks``."""
     font = font or _font(font_size_for(size))
@@ -129,7 +129,7 @@ def layout_marks(size: tuple[int, int], marks: list[tuple[str, Rect]], *,
         box_index.add(i, box)
     placed = _Grid(2 * height)
     free = _FreeSpace(size)
-    label_boxes: list[Rect] = []
+    label_boxes: list[Region] = []
     for i, (label, box) in enumerate(zip(labels, boxes)):
         left, _, right, _ = font.getbbox(label)
         lw, lh = min(size[0], right - left + 2 * pad_x), min(size[1], height)
@@ -159,7 +159,7 @@ def _text_bottom(font, labels: list[str]) -> int:
     return max((font.getbbox(label)[3] for label in labels), default=1)
 
 
-def _candidates(size: tuple[int, int], box: Rect, lw: int, lh: int) -> list[tuple[int, int]]:
+def _candidates(size: tuple[int, int], box: Region, lw: int, lh: int) -> list[tuple[int, int]]:
     """Top-left corners for a label, in order of preference, kept within the image."""
     x0, y0, w, h = box  # the part on the image
     x1, y1 = x0 + w, y0 + h
@@ -176,7 +176,7 @@ def _candidates(size: tuple[int, int], box: Rect, lw: int, lh: int) -> list[tupl
     return out
 
 
-def _place(size, box, label_size, index, box_index, boxes, placed: "_Grid", free: "_FreeSpace") -> Rect:
+def _place(size, box, label_size, index, box_index, boxes, placed: "_Grid", free: "_FreeSpace") -> Region:
     lw, lh = label_size
     candidates = _candidates(size, box, lw, lh)
     best = None
@@ -192,7 +192,7 @@ def _place(size, box, label_size, index, box_index, boxes, placed: "_Grid", free
     return _nudge(size, candidates[0], (lw, lh), placed) or free.nearest(candidates[0], (lw, lh))
 
 
-def _nudge(size, start: tuple[int, int], label_size: tuple[int, int], placed: "_Grid") -> Rect | None:
+def _nudge(size, start: tuple[int, int], label_size: tuple[int, int], placed: "_Grid") -> Region | None:
     """A free spot near ``start`` among those that just clear each label in the way
     (left of, right of, above or below it), nearest first; None when the few tried are
     all taken."""
@@ -229,12 +229,12 @@ class _FreeSpace:
         self.size = size
         self.taken = np.zeros((-(-size[1] // c), -(-size[0] // c)), dtype=np.int32)
 
-    def add(self, r: Rect) -> None:
+    def add(self, r: Region) -> None:
         c = self.CELL
         x, y, w, h = r
         self.taken[y // c:-(-(y + h) // c), x // c:-(-(x + w) // c)] = 1
 
-    def nearest(self, start: tuple[int, int], label_size: tuple[int, int]) -> Rect:
+    def nearest(self, start: tuple[int, int], label_size: tuple[int, int]) -> Region:
         """The free spot (on the cell grid) nearest ``start`` for a label of
         ``label_size``; the least covered one when no spot is free. Searched in windows
         around ``start`` that grow fourfold until one holds a free spot no farther than
@@ -270,7 +270,7 @@ class _FreeSpace:
             reach *= 4
 
 
-def _covered(rect: Rect, index: int, box_index: "_Grid", boxes: list[Rect]) -> int:
+def _covered(rect: Region, index: int, box_index: "_Grid", boxes: list[Region]) -> int:
     """How much of other elements' boxes a label would hide. A box that holds the whole
     label (a large container) counts once, lightly: covering it hides little."""
     total = 0
@@ -278,7 +278,7 @@ def _covered(rect: Rect, index: int, box_index: "_Grid", boxes: list[Rect]) -> i
         if j == index:
             continue
         other = boxes[j]
-        area = _overlap(rect, other)
+        area = region_overlap(rect, other)
         if area and area == rect[2] * rect[3] and other[2] * other[3] > 4 * area:
             total += 1
         else:
@@ -286,19 +286,19 @@ def _covered(rect: Rect, index: int, box_index: "_Grid", boxes: list[Rect]) -> i
     return total
 
 
-def _colour(boxes: list[Rect], labels: list[Rect], height: int) -> list[int]:
+def _colour(boxes: list[Region], labels: list[Region], height: int) -> list[int]:
     """A palette index per mark, differing from every mark near it already coloured
     (near: its box or label within a label's height); the least used among the near
     ones when there are more neighbours than colours."""
     reach = _Grid(2 * height)
     areas = []
     for i, (box, label) in enumerate(zip(boxes, labels)):
-        area = _grow(_union(box, label), height)
+        area = grow_region(region_union(box, label), height)
         areas.append(area)
         reach.add(i, area)
     out: list[int] = []
     for i, area in enumerate(areas):
-        near = [out[j] for j in reach.candidates(area) if j < i and _overlap(area, areas[j])]
+        near = [out[j] for j in reach.candidates(area) if j < i and region_overlap(area, areas[j])]
         taken = set(near)
         free = [c for c in range(len(PALETTE)) if c not in taken]
         # Start each search where the previous mark's colour left off, so that the
@@ -320,11 +320,11 @@ def _text_colour(colour: tuple[int, int, int]) -> tuple[int, int, int]:
     return (0, 0, 0) if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else (255, 255, 255)
 
 
-def _leader(box: Rect, label: Rect) -> tuple[tuple[int, int], tuple[int, int]] | None:
+def _leader(box: Region, label: Region) -> tuple[tuple[int, int], tuple[int, int]] | None:
     """A line from a label to its box when they do not touch."""
     gap = 2
     bx, by, bw, bh = box
-    if _overlap(_grow(box, gap), label):
+    if region_overlap(grow_region(box, gap), label):
         return None
     lx, ly, lw, lh = label
     cx, cy = lx + lw // 2, ly + lh // 2
@@ -335,25 +335,10 @@ def _leader(box: Rect, label: Rect) -> tuple[tuple[int, int], tuple[int, int]] |
     return (qx, qy), (px, py)
 
 
-def _clip(size: tuple[int, int], r: Rect) -> Rect:
+def _clip(size: tuple[int, int], r: Region) -> Region:
     x0, y0 = max(0, min(r[0], size[0])), max(0, min(r[1], size[1]))
     x1, y1 = max(0, min(r[0] + r[2], size[0])), max(0, min(r[1] + r[3], size[1]))
     return x0, y0, x1 - x0, y1 - y0
-
-
-def _overlap(a: Rect, b: Rect) -> int:
-    w = min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0])
-    h = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1])
-    return w * h if w > 0 and h > 0 else 0
-
-
-def _union(a: Rect, b: Rect) -> Rect:
-    x0, y0 = min(a[0], b[0]), min(a[1], b[1])
-    return x0, y0, max(a[0] + a[2], b[0] + b[2]) - x0, max(a[1] + a[3], b[1] + b[3]) - y0
-
-
-def _grow(r: Rect, d: int) -> Rect:
-    return r[0] - d, r[1] - d, r[2] + 2 * d, r[3] + 2 * d
 
 
 class _Grid:
@@ -362,27 +347,27 @@ class _Grid:
     def __init__(self, cell: int) -> None:
         self.cell = cell
         self.cells: dict[tuple[int, int], list[int]] = {}
-        self.rects: dict[int, Rect] = {}
+        self.rects: dict[int, Region] = {}
 
-    def _keys(self, r: Rect):
+    def _keys(self, r: Region):
         c = self.cell
         for gy in range(r[1] // c, (r[1] + max(r[3], 1) - 1) // c + 1):
             for gx in range(r[0] // c, (r[0] + max(r[2], 1) - 1) // c + 1):
                 yield gx, gy
 
-    def add(self, key: int, r: Rect) -> None:
+    def add(self, key: int, r: Region) -> None:
         self.rects[key] = r
         for k in self._keys(r):
             self.cells.setdefault(k, []).append(key)
 
-    def candidates(self, r: Rect) -> set[int]:
+    def candidates(self, r: Region) -> set[int]:
         out: set[int] = set()
         for k in self._keys(r):
             out.update(self.cells.get(k, ()))
         return out
 
-    def colliding(self, r: Rect) -> list[Rect]:
-        return [self.rects[k] for k in self.candidates(r) if _overlap(r, self.rects[k])]
+    def colliding(self, r: Region) -> list[Region]:
+        return [self.rects[k] for k in self.candidates(r) if region_overlap(r, self.rects[k])]
 
-    def hits(self, r: Rect) -> bool:
-        return any(_overlap(r, self.rects[k]) for k in self.candidates(r))
+    def hits(self, r: Region) -> bool:
+        return any(region_overlap(r, self.rects[k]) for k in self.candidates(r))

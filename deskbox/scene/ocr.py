@@ -31,12 +31,12 @@ from typing import Iterable, Protocol, runtime_checkable
 from PIL import Image
 
 from ..common.logging import get_logger
+from ..geometry import Region, clip_region, merge_regions, region_contains, regions_intersect
 
 __all__ = ["OcrWord", "OcrProvider", "OcrError", "TesseractProvider", "OcrChain"]
 
 log = get_logger("deskbox.scene.ocr")
 
-Region = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ class TesseractProvider:
         return {**os.environ, "OMP_THREAD_LIMIT": "1"}
 
     def recognize(self, image: Image.Image, region: Region | None = None) -> list[OcrWord]:
-        box = _clip(region if region is not None else (0, 0, image.width, image.height), image.size)
+        box = clip_region(region if region is not None else (0, 0, image.width, image.height), image.size)
         return self.recognize_regions(image, [box]) if box is not None else []
 
     def recognize_regions(self, image: Image.Image, regions: list[Region]) -> list[OcrWord]:
@@ -147,7 +147,7 @@ class TesseractProvider:
         the regions are packed on one sheet (a Tesseract run costs ~0.2 s before it reads
         a pixel), and each word goes back to the region it was read in before words are
         joined into lines, so no line spans two regions."""
-        boxes = [b for b in (_clip(r, image.size) for r in regions) if b is not None]
+        boxes = [b for b in (clip_region(r, image.size) for r in regions) if b is not None]
         if not boxes:
             return []
         if len(boxes) == 1:
@@ -391,7 +391,7 @@ class OcrChain:
             known = self._lines.get(display_id)
             if known is None or self._sizes.get(display_id) != size:
                 return self._read_all(display_id, image)
-            dirty = [r for r in (_clip(r, size) for r in [*changed, *self._pending.get(display_id, [])]) if r]
+            dirty = [r for r in (clip_region(r, size) for r in [*changed, *self._pending.get(display_id, [])]) if r]
             if not dirty:
                 return list(known)
             regions = self._regions(dirty, known, size)
@@ -403,7 +403,7 @@ class OcrChain:
                 log.warning("ocr_failed", display=display_id, regions=len(regions), error=str(exc))
                 self._pending[display_id] = dirty
                 return list(known)
-            kept = [line for line in known if not any(_intersects(line.bbox, r) for r in regions)]
+            kept = [line for line in known if not any(regions_intersect(line.bbox, r) for r in regions)]
             self._lines[display_id] = _reading_order(kept + fresh)
             self._pending.pop(display_id, None)
             return list(self._lines[display_id])
@@ -434,18 +434,18 @@ class OcrChain:
     def _regions(self, dirty: list[Region], known: list[OcrWord], size: tuple[int, int]) -> list[Region]:
         """Changed rects grown by the margin, widened over every cached line they touch
         (with its margin), merged until every line they touch lies inside one of them."""
-        regions = _merge([r for r in (self._grow(r, size) for r in dirty) if r])
+        regions = merge_regions([r for r in (self._grow(r, size) for r in dirty) if r])
         while True:
-            touched = [line.bbox for line in known if any(_intersects(line.bbox, r) for r in regions)
-                       and not any(_contains(r, self._grow(line.bbox, size) or line.bbox) for r in regions)]
+            touched = [line.bbox for line in known if any(regions_intersect(line.bbox, r) for r in regions)
+                       and not any(region_contains(r, self._grow(line.bbox, size) or line.bbox) for r in regions)]
             if not touched:
                 return regions
-            regions = _merge(regions + [r for r in (self._grow(b, size) for b in touched) if r])
+            regions = merge_regions(regions + [r for r in (self._grow(b, size) for b in touched) if r])
 
     def _grow(self, rect: Region, size: tuple[int, int]) -> Region | None:
         m = self.margin
         x, y, w, h = rect
-        return _clip((x - m, y - m, w + 2 * m, h + 2 * m), size)
+        return clip_region((x - m, y - m, w + 2 * m, h + 2 * m), size)
 
     def _read_regions(self, image: Image.Image, regions: list[Region]) -> list[OcrWord]:
         return [line for region, lines in zip(regions, self._recognize(image, regions))
@@ -463,7 +463,7 @@ class OcrChain:
                     return [provider.recognize(image, None)]
                 if len(regions) > 1 and hasattr(provider, "recognize_regions"):
                     lines = provider.recognize_regions(image, regions)
-                    return [[ln for ln in lines if _contains(r, ln.bbox)] for r in regions]
+                    return [[ln for ln in lines if region_contains(r, ln.bbox)] for r in regions]
                 return [provider.recognize(image, r) for r in regions]
             except Exception as exc:  # any failure of a provider falls through to the next one
                 errors.append(f"{provider.name}: {type(exc).__name__}: {exc}")
@@ -477,7 +477,7 @@ def _inside(lines: list[OcrWord], region: Region, size: tuple[int, int]) -> list
     x1, y1 = x0 + w, y0 + h
     out = []
     for line in lines:
-        if not _contains(region, line.bbox):
+        if not region_contains(region, line.bbox):
             continue
         lx0, ly0, lw, lh = line.bbox
         cut = ((lx0 <= x0 and x0 > 0) or (ly0 <= y0 and y0 > 0)
@@ -500,43 +500,3 @@ def _reading_order(lines: list[OcrWord]) -> list[OcrWord]:
                 continue
         rows.append([line])
     return [line for row in rows for line in sorted(row, key=lambda ln: ln.bbox[0])]
-
-
-def _clip(rect: Region, size: tuple[int, int]) -> Region | None:
-    x, y, w, h = (int(v) for v in rect)
-    x0, y0 = max(0, x), max(0, y)
-    x1, y1 = min(size[0], x + w), min(size[1], y + h)
-    if x1 <= x0 or y1 <= y0:
-        return None
-    return x0, y0, x1 - x0, y1 - y0
-
-
-def _intersects(a: Region, b: Region) -> bool:
-    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
-
-
-def _contains(outer: Region, inner: Region) -> bool:
-    return (outer[0] <= inner[0] and outer[1] <= inner[1]
-            and inner[0] + inner[2] <= outer[0] + outer[2] and inner[1] + inner[3] <= outer[1] + outer[3])
-
-
-def _merge(rects: list[Region]) -> list[Region]:
-    """Rects whose areas overlap replaced by their bounding box, until none overlap."""
-    out = list(rects)
-    merged = True
-    while merged:
-        merged = False
-        for i in range(len(out)):
-            for j in range(i + 1, len(out)):
-                if _intersects(out[i], out[j]):
-                    a, b = out[i], out[j]
-                    x0, y0 = min(a[0], b[0]), min(a[1], b[1])
-                    x1 = max(a[0] + a[2], b[0] + b[2])
-                    y1 = max(a[1] + a[3], b[1] + b[3])
-                    out[i] = (x0, y0, x1 - x0, y1 - y0)
-                    del out[j]
-                    merged = True
-                    break
-            if merged:
-                break
-    return sorted(out, key=lambda r: (r[1], r[0]))

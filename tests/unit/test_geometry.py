@@ -7,6 +7,7 @@ from deskbox.geometry import (
     Display,
     Rect,
     absolute_motion,
+    clip_region,
     content_box_origin,
     device_to_layout,
     device_to_region,
@@ -15,13 +16,18 @@ from deskbox.geometry import (
     document_to_viewport,
     frame_document_offset,
     frame_relative,
+    grow_region,
     layout_extent,
     layout_rect_to_device,
     layout_to_device,
     measured_to_snapshot,
+    merge_regions,
     moved_with,
     offset_box,
     popup_origin,
+    region_contains,
+    region_overlap,
+    regions_intersect,
     resize_factor,
     scaled_size,
     side_by_side,
@@ -270,3 +276,17 @@ def test_gtk_menus_and_their_submenus_open_where_libreoffice_draws_them():
     assert offset_box(right, (submenu_flip_shift(autocorrect, 232), 0))[0] == 1156
     # VCL's own popups (a toolbar's Table drop-down) have no margin.
     assert popup_origin((40, 60, 30, 24)) == (40, 84)
+
+
+def test_pixel_regions_touching_is_not_meeting_and_merging_leaves_none_overlapping():
+    left, right, inside = (0, 0, 10, 10), (10, 0, 10, 10), (2, 2, 3, 3)
+    assert not regions_intersect(left, right) and region_overlap(left, right) == 0
+    assert regions_intersect(left, inside) and region_overlap(left, (5, 5, 10, 10)) == 25
+    assert region_contains(left, inside) and not region_contains(inside, left)
+    assert clip_region((-5, -5, 10, 10), (100, 50)) == (0, 0, 5, 5)
+    assert clip_region((100, 0, 5, 5), (100, 50)) is None
+    assert grow_region(inside, 2) == (0, 0, 7, 7)
+    # A chain: a meets b, b meets c, a does not meet c; one box covers the three.
+    merged = merge_regions([(0, 0, 10, 10), (30, 0, 10, 10), (8, 0, 24, 4), (0, 40, 5, 5)])
+    assert merged == [(0, 0, 40, 10), (0, 40, 5, 5)]
+    assert all(not regions_intersect(a, b) for i, a in enumerate(merged) for b in merged[i + 1:])

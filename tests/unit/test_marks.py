@@ -8,6 +8,7 @@ from itertools import combinations
 
 from PIL import Image
 
+from deskbox.geometry import grow_region, region_union
 from deskbox.scene import marks
 from deskbox.scene.marks import PALETTE, draw_marks, font_size_for, layout_marks
 
@@ -95,8 +96,8 @@ def test_neighbouring_marks_have_different_colours():
     laid = layout_marks(size, grid(size, 130, 46, 110, 30, x0=30, y0=40))
     height = laid[0].label_box[3]
     for a, b in combinations(laid, 2):
-        near_a = marks._grow(marks._union(a.box, a.label_box), height)
-        if overlap(near_a, marks._union(b.box, b.label_box)):
+        near_a = grow_region(region_union(a.box, a.label_box), height)
+        if overlap(near_a, region_union(b.box, b.label_box)):
             assert a.colour != b.colour, (a.label, b.label)
     assert len({m.colour for m in laid}) == len(PALETTE)
 
