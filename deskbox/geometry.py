@@ -39,6 +39,7 @@ __all__ = [
     "Display",
     "device_to_layout",
     "layout_to_device",
+    "device_span_to_layout",
     "layout_rect_to_device",
     "display_at_layout_point",
     "layout_extent",
@@ -124,6 +125,13 @@ def device_to_layout(display: Display, x: float, y: float) -> tuple[float, float
 def layout_to_device(display: Display, lx: float, ly: float) -> tuple[float, float]:
     """Compositor layout pixels -> display-local device pixels of ``display``."""
     return (lx - display.layout.x) * display.scale, (ly - display.layout.y) * display.scale
+
+
+def device_span_to_layout(dx: float, dy: float, scale: float) -> tuple[float, float]:
+    """A distance or size in device pixels (a window's, a scroll's) in layout pixels,
+    on a display of ``scale`` (0 or none counts as 1)."""
+    scale = scale or 1.0
+    return dx / scale, dy / scale
 
 
 def layout_rect_to_device(display: Display, rect: Rect) -> Rect:

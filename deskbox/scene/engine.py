@@ -22,7 +22,7 @@ from PIL import Image
 
 from ..common.errors import Unavailable
 from ..common.logging import get_logger
-from ..geometry import Rect, band_of, native_to_display, page_placement, visible_part
+from ..geometry import Rect, band_of, device_span_to_layout, native_to_display, page_placement, visible_part
 from .elements import Element, native_elements, page_elements
 from .fill import OPAQUE_MIN, Opaque, opaque_boxes
 from .frames import FrameSignature, changed_regions, signature
@@ -486,7 +486,7 @@ class SceneEngine:
             if frame is not None:
                 from ..atspi import visible_window
 
-                surface = visible_window(frame, (window.bounds.w / display.scale, window.bounds.h / display.scale))
+                surface = visible_window(frame, device_span_to_layout(window.bounds.w, window.bounds.h, display.scale))
             if pointer is not None and pointer[0] == display.id:
                 group = place_popups_at_pointer(group, window.bounds, display.scale, surface, pointer[1:])
             group = flip_submenus(group, window.bounds, display.scale, surface, display.size[0])

@@ -10,6 +10,7 @@ from typing import Any
 from ..geometry import (
     GTK_MENU_INSET,
     Rect,
+    device_span_to_layout,
     native_to_display,
     offset_box,
     popup_origin,
@@ -95,7 +96,8 @@ def _size_distance(window: Window, frame: Any, displays: dict) -> float:
     if frame is None or window.bounds is None:
         return 0.0
     scale = displays[window.display_id].scale if window.display_id in displays else 1.0
-    return abs(window.bounds.w / scale - frame.extents[2]) + abs(window.bounds.h / scale - frame.extents[3])
+    w, h = device_span_to_layout(window.bounds.w, window.bounds.h, scale)
+    return abs(w - frame.extents[2]) + abs(h - frame.extents[3])
 
 
 def place_popups_at_pointer(nodes: list[Any], window: Rect, scale: float, surface: Any,

@@ -29,6 +29,7 @@ from ...geometry import (
     declared_region_to_display,
     declared_to_display,
     device_rect,
+    device_span_to_layout,
     display_to_declared,
     fit_within,
     normalized_to_display,
@@ -154,9 +155,9 @@ class Screen:
 
     def notches(self, dx: float, dy: float) -> tuple[float, float]:
         """A scroll distance in display device pixels -> wheel notches."""
-        scale = self.display.scale or 1.0
-        # Device px -> CSS px of an unzoomed page (the notch is measured in CSS px).
-        return round(dx / scale / PIXELS_PER_NOTCH, 3), round(dy / scale / PIXELS_PER_NOTCH, 3)
+        # Device px -> layout px, the CSS px of an unzoomed page (the notch is measured in CSS px).
+        lx, ly = device_span_to_layout(dx, dy, self.display.scale)
+        return round(lx / PIXELS_PER_NOTCH, 3), round(ly / PIXELS_PER_NOTCH, 3)
 
     # -- input (desktopd's HTTP API; never synthetic events) ---------------------------
 
