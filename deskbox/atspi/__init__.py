@@ -104,7 +104,7 @@ Walk cost
     changed; ``python -m deskbox.atspi --repeat N`` prints a session's figures.
     A Calc sheet's visible cells are read by row and column (``sheets``), and
     kept from the previous snapshot for the rows whose pixels the caller says held still.
-    A call is a future answered by a callback (``AtspiReader._send``), at most
+    A call is a future answered by a callback (``AtspiReader.send``), at most
     ``MAX_IN_FLIGHT`` on the wire, the rest queued in order: half the CPU of
     dbus-fast's coroutine form behind a semaphore.
 

@@ -79,7 +79,7 @@ class _FullRead:
         items: list[Any] = []
         if app.cache or app.browser:
             try:
-                items = (await self.r._call(app.bus, _CACHE_PATH, _A11Y + "Cache", "GetItems"))[0]
+                items = (await self.r.call(app.bus, _CACHE_PATH, _A11Y + "Cache", "GetItems"))[0]
             except _DBusError:
                 pass  # no cache (yet): every object is asked
         tree = _Tree({o.path: o for o in map(_obj_from_item, items)})
@@ -95,26 +95,26 @@ class _FullRead:
         r, bus = self.r, app.bus
         obj = tree.objects.get(path)
         # (Futures, not coroutines: thousands of calls gathered cost no task each.)
-        attrs = r._send(bus, path, _ACCESSIBLE, "GetAttributes")
+        attrs = r.send(bus, path, _ACCESSIBLE, "GetAttributes")
         try:
             if obj is None:
-                static = r._static.get(bus + path)
-                asked = [r._send(bus, path, _ACCESSIBLE, "GetState"),
-                         r._send(bus, path, _PROPERTIES, "GetAll", "s", [_ACCESSIBLE]) if app.get_all
-                         else asyncio.ensure_future(r._props_of(app, path))]
+                static = r.kinds.get(bus + path)
+                asked = [r.send(bus, path, _ACCESSIBLE, "GetState"),
+                         r.send(bus, path, _PROPERTIES, "GetAll", "s", [_ACCESSIBLE]) if app.get_all
+                         else asyncio.ensure_future(r.props_of(app, path))]
                 if static is None:
-                    asked += [r._send(bus, path, _ACCESSIBLE, "GetRole"), r._send(bus, path, _ACCESSIBLE, "GetInterfaces")]
+                    asked += [r.send(bus, path, _ACCESSIBLE, "GetRole"), r.send(bus, path, _ACCESSIBLE, "GetInterfaces")]
                 found = await asyncio.gather(*asked, return_exceptions=True)
                 for result in found:
                     if isinstance(result, BaseException):
                         raise result
                 if static is None:
-                    static = r._static[bus + path] = (found[2][0], interface_set(found[3][0]))
+                    static = r.kinds[bus + path] = (found[2][0], interface_set(found[3][0]))
                 obj = _obj_from_replies(bus, path, found[1], found[0], static)
         except _DBusError:
             attrs.cancel()
             return out  # gone while it was read
-        names = r._names
+        names = r.names
         out["role"] = names.role(obj.role)
         out["name"] = obj.name
         out["states"] = names.state_keys_of(obj.states)
@@ -124,13 +124,13 @@ class _FullRead:
         in_sheet = in_sheet or out["role"] == "document spreadsheet"
         shown = obj.has(_SHOWING) and obj.has(_VISIBLE) and "Component" in obj.interfaces
         coords = _DESKTOP_COORDS if app.desktop_coords else _WINDOW_COORDS
-        box = r._send(bus, path, _A11Y + "Component", "GetExtents", "u", [coords]) if shown else None
-        text = r._send(bus, path, _A11Y + "Text", "GetText", "ii", [0, app.text_end]) if "Text" in obj.interfaces else None
-        values = ([r._send(bus, path, _PROPERTIES, "Get", "ss", [_A11Y + "Value", name]) for _, name in _VALUE_KEYS]
+        box = r.send(bus, path, _A11Y + "Component", "GetExtents", "u", [coords]) if shown else None
+        text = r.send(bus, path, _A11Y + "Text", "GetText", "ii", [0, app.text_end]) if "Text" in obj.interfaces else None
+        values = ([r.send(bus, path, _PROPERTIES, "Get", "ss", [_A11Y + "Value", name]) for _, name in _VALUE_KEYS]
                   if "Value" in obj.interfaces else [])
         actions: Any = None
         if "Action" in obj.interfaces:
-            actions = r._action_details.get(bus + path) or asyncio.ensure_future(self._actions(bus, path))
+            actions = r.action_details.get(bus + path) or asyncio.ensure_future(self._actions(bus, path))
         if app.desktop_coords and depth == 2:
             # A frame of an app whose boxes are DESKTOP coordinates (Qt): its box is the
             # origin of its descendants' (as in the snapshot), so it is read first.
@@ -181,9 +181,9 @@ class _FullRead:
             return []
         try:
             if obj.child_count <= MAX_WIDTH:
-                refs = (await self.r._send(app.bus, obj.path, _ACCESSIBLE, "GetChildren"))[0]
+                refs = (await self.r.send(app.bus, obj.path, _ACCESSIBLE, "GetChildren"))[0]
                 return [p for b, p in refs if b == app.bus][:MAX_WIDTH]
-            refs = await asyncio.gather(*(self.r._send(app.bus, obj.path, _ACCESSIBLE, "GetChildAtIndex", "i", [i])
+            refs = await asyncio.gather(*(self.r.send(app.bus, obj.path, _ACCESSIBLE, "GetChildAtIndex", "i", [i])
                                           for i in range(MAX_WIDTH)), return_exceptions=True)
             return [r[0][1] for r in refs if not isinstance(r, BaseException) and r[0][0] == app.bus]
         except _DBusError:
@@ -193,12 +193,12 @@ class _FullRead:
                      depth: int) -> list[dict[str, Any]]:
         """A sheet's visible cells, row by row."""
         try:
-            visible = await self.r._sheets.visible(app.bus, path, box)
+            visible = await self.r.sheets.visible(app.bus, path, box)
             if visible is None:
                 return []
             rows, cols = visible
             places = [(r, c) for r in rows for c in cols][:max(0, MAX_NODES - self.count)]
-            refs = await asyncio.gather(*(self.r._sheets.cell_ref(app.bus, path, r, c) for r, c in places))
+            refs = await asyncio.gather(*(self.r.sheets.cell_ref(app.bus, path, r, c) for r, c in places))
         except _DBusError:
             return []
         return list(await asyncio.gather(*(self.node(app, tree, ref, depth + 1, in_sheet=True, origin=None)
@@ -206,15 +206,15 @@ class _FullRead:
 
     async def _actions(self, bus: str, path: str) -> tuple[tuple[str, str, str], ...]:
         key = bus + path
-        found = self.r._action_details.get(key)
+        found = self.r.action_details.get(key)
         if found is None:
             action = _A11Y + "Action"
-            count = await self.r._prop(bus, path, action, "NActions") or 0
-            replies = await asyncio.gather(*(self.r._send(bus, path, action, member, "i", [i])
+            count = await self.r.prop(bus, path, action, "NActions") or 0
+            replies = await asyncio.gather(*(self.r.send(bus, path, action, member, "i", [i])
                                              for i in range(count)
                                              for member in ("GetName", "GetDescription", "GetKeyBinding")))
             texts = [r[0] or "" for r in replies]
-            found = self.r._action_details[key] = tuple(zip(texts[0::3], texts[1::3], texts[2::3]))
+            found = self.r.action_details[key] = tuple(zip(texts[0::3], texts[1::3], texts[2::3]))
         return found
 
 

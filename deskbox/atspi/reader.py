@@ -64,7 +64,10 @@ class AtspiReader:
         if not self._session_address:
             raise AtspiError("DBUS_SESSION_BUS_ADDRESS is not set: AT-SPI needs the session's D-Bus bus")
         self._timeout = app_timeout
-        self._names = _Names()
+        # Public, for the full read (full.py) and the sheets: ``names`` (role and state
+        # names), ``kinds`` and ``action_details`` (what an object never changes, asked
+        # once), ``sheets``, and the calls ``send``, ``call``, ``prop`` and ``props_of``.
+        self.names = _Names()
         self._bus: Any = None
         # Apps that offer a peer-to-peer socket (atk-bridge: Chromium, GTK 3) are asked
         # there: a call through the bus daemon costs twice as long (113 against 54 us
@@ -75,19 +78,19 @@ class AtspiReader:
         # when they do not come from a cache) is asked once.
         self._actions: dict[str, tuple[str, ...]] = {}
         # The full read's: key -> (name, description, key binding) per action.
-        self._action_details: dict[str, tuple[tuple[str, str, str], ...]] = {}
-        self._static: dict[str, tuple[int, frozenset[str]]] = {}  # key -> role, interfaces
+        self.action_details: dict[str, tuple[tuple[str, str, str], ...]] = {}
+        self.kinds: dict[str, tuple[int, frozenset[str]]] = {}  # key -> role, interfaces
         self._toolkits: dict[str, str] = {}  # key -> the toolkit its attributes name
         self._hidden: set[str] = set()  # keys of objects neither showing nor visible last time
         # What the last walk of each app read level by level: asked at once next time.
         self._shapes: dict[str, _Needs] = {}
         self._known: dict[str, int] = {}  # key -> pid, as of the latest snapshot
-        self._sheets = _Sheets(self._call)
+        self.sheets = _Sheets(self.call)
         self._sheet_bands: Mapping[str, Sequence[tuple[float, float]]] = {}
         # Calls in flight at once. dbus-fast writes a burst of calls without waiting for
         # the socket to drain and fails with EAGAIN when its buffer fills (seen with
         # LibreOffice: some 1,400 objects); a few hundred in flight lose nothing of
-        # the pipelining. The others wait in order (see _send).
+        # the pipelining. The others wait in order (see send).
         self._flying = 0
         self._waiting: deque[tuple[Any, asyncio.Future, Any]] = deque()
         self.last_walk: dict[str, float | int] = {}
@@ -140,12 +143,12 @@ class AtspiReader:
         snapshot. Such an app, if it is one whose AT-SPI events are listened to
         (``_EVENT_APPS``) and it sent none since its last walk, and no band of its
         sheets changed, gives that walk again (``last_walk["kept:<name>:<pid>"]``)."""
-        self._sheet_bands, self._sheets.kept = dict(sheet_bands or {}), 0
+        self._sheet_bands, self.sheets.kept = dict(sheet_bands or {}), 0
         started = time.perf_counter()
         apps = await self._list_apps()
         chosen = [a for a in apps if pids is None or a.pid in pids]
         if self._bus is not None:
-            await self._events.listen_to(self._bus, self._call, [a.bus for a in chosen if a.name in _EVENT_APPS])
+            await self._events.listen_to(self._bus, self.call, [a.bus for a in chosen if a.name in _EVENT_APPS])
         kept = {a.bus: self._last[a.bus] for a in chosen if a.pid in still and self._keepable(a)}
         walks = await asyncio.gather(*(_given(kept[a.bus]) if a.bus in kept
                                        else self._within(self._walk(a, prune_documents), a.name) for a in chosen),
@@ -179,7 +182,7 @@ class AtspiReader:
         self._known = known
         self._forget_gone_apps()
         stats["seconds"] = time.perf_counter() - started
-        stats["cells_kept"] = self._sheets.kept
+        stats["cells_kept"] = self.sheets.kept
         self.last_walk = stats
         return out
 
@@ -202,20 +205,20 @@ class AtspiReader:
     async def _act(self, key: str, action: str) -> bool:
         bus, _, rest = key.partition("/")
         path = "/" + rest
-        state = await self._call(bus, path, _ACCESSIBLE, "GetState")
+        state = await self.call(bus, path, _ACCESSIBLE, "GetState")
         lo, hi = state[0]
         if (lo | hi << 32) >> _DEFUNCT & 1:
             self._known.pop(key, None)
             return False
         if action == "focus":
-            return bool((await self._call(bus, path, _A11Y + "Component", "GrabFocus"))[0])
+            return bool((await self.call(bus, path, _A11Y + "Component", "GrabFocus"))[0])
         names = self._actions.get(key)
         if names is None:
             names = self._actions[key] = await self._action_names(bus, path)
         index = _action_index(names, action)
         if index is None:
             raise NoSuchAction(key, action, names)
-        return bool((await self._call(bus, path, _A11Y + "Action", "DoAction", "i", [index]))[0])
+        return bool((await self.call(bus, path, _A11Y + "Action", "DoAction", "i", [index]))[0])
 
     async def full_tree(self, *, app_timeout: float = FULL_APP_TIMEOUT_S) -> dict[str, Any]:
         """Every application's whole tree, every node with all it has: what OSWorld's
@@ -245,12 +248,12 @@ class AtspiReader:
         if not self._events.still(app.bus) or app.bus not in self._last:
             return False
         # Each of its sheets named, with nothing changed in it.
-        return all(len(self._sheet_bands.get(key, (None,))) == 0 for key in self._sheets.keys_of(app.bus))
+        return all(len(self._sheet_bands.get(key, (None,))) == 0 for key in self.sheets.keys_of(app.bus))
 
     async def _list_apps(self) -> list[_App]:
         """The registry's applications, in its order (those that answer)."""
         try:
-            refs = await self._within(self._call(_REGISTRY, _ROOT, _ACCESSIBLE, "GetChildren"), "the registry")
+            refs = await self._within(self.call(_REGISTRY, _ROOT, _ACCESSIBLE, "GetChildren"), "the registry")
         except (_DBusError, _AppUnresponsive) as exc:
             raise AtspiError(f"the accessibility registry did not list the apps: {exc}") from exc
         buses = [bus for bus, _ in refs[0]]
@@ -266,7 +269,7 @@ class AtspiReader:
         self._shapes = {b: v for b, v in self._shapes.items() if b in live}
         for name in ("_actions", "_action_details", "_static", "_toolkits"):
             setattr(self, name, {k: v for k, v in getattr(self, name).items() if k.split("/", 1)[0] in live})
-        self._sheets.forget_gone_apps(live)
+        self.sheets.forget_gone_apps(live)
         self._hidden = {k for k in self._hidden if k.split("/", 1)[0] in live}
         self._last = {b: v for b, v in self._last.items() if b in live}
         self._events.forget_gone_apps(live)
@@ -275,12 +278,12 @@ class AtspiReader:
         app = self._apps.get(bus)
         if app is not None:
             return app
-        pid = (await self._call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+        pid = (await self.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                 "GetConnectionUnixProcessID", "s", [bus]))[0]
         name, toolkit, version = await asyncio.gather(
-            self._prop(bus, _ROOT, _ACCESSIBLE, "Name"),
-            self._prop(bus, _ROOT, _A11Y + "Application", "ToolkitName"),
-            self._prop(bus, _ROOT, _A11Y + "Application", "Version"),
+            self.prop(bus, _ROOT, _ACCESSIBLE, "Name"),
+            self.prop(bus, _ROOT, _A11Y + "Application", "ToolkitName"),
+            self.prop(bus, _ROOT, _A11Y + "Application", "Version"),
         )
         toolkit = (toolkit or "").lower()
         browser = toolkit in _BROWSER_TOOLKITS
@@ -304,7 +307,7 @@ class AtspiReader:
         items: list[Any] = []
         if app.cache:
             try:
-                items = (await self._call(app.bus, _CACHE_PATH, _A11Y + "Cache", "GetItems"))[0]
+                items = (await self.call(app.bus, _CACHE_PATH, _A11Y + "Cache", "GetItems"))[0]
             except _DBusError:
                 # GTK 3's atk-bridge offers its cache only once some client has turned
                 # AT-SPI events on, and an app that has just started may not have it yet
@@ -326,7 +329,7 @@ class AtspiReader:
                                                 extents=set(shape.extents)), extents, actions, values, toolkits, sheets)
         settled: dict = {}
         for _ in range(_MAX_ROUNDS):
-            selection = _Selection(app, tree, self._names, prune_documents, extents, actions, values, toolkits,
+            selection = _Selection(app, tree, self.names, prune_documents, extents, actions, values, toolkits,
                                    sheets, settled)
             nodes = selection.run()
             needs = selection.needs
@@ -344,7 +347,7 @@ class AtspiReader:
         bus = app.bus
 
         async def children(path: str) -> None:
-            refs = (await self._call(bus, path, _ACCESSIBLE, "GetChildren"))[0]
+            refs = (await self.call(bus, path, _ACCESSIBLE, "GetChildren"))[0]
             tree.asked[path] = [p for _, p in refs]
             # (Objects this round asks for anyway are not asked twice.)
             await asyncio.gather(*(obj(kid) for kid in tree.asked[path]
@@ -352,26 +355,26 @@ class AtspiReader:
 
         async def obj(path: str) -> None:
             key = bus + path
-            static = self._static.get(key)
+            static = self.kinds.get(key)
             props: Any = None
             if static is None:
                 props, state, role, ifaces = await asyncio.gather(
-                    self._props_of(app, path),
-                    self._call(bus, path, _ACCESSIBLE, "GetState"),
-                    self._call(bus, path, _ACCESSIBLE, "GetRole"),
-                    self._call(bus, path, _ACCESSIBLE, "GetInterfaces"),
+                    self.props_of(app, path),
+                    self.call(bus, path, _ACCESSIBLE, "GetState"),
+                    self.call(bus, path, _ACCESSIBLE, "GetRole"),
+                    self.call(bus, path, _ACCESSIBLE, "GetInterfaces"),
                 )
-                static = self._static[key] = (role[0], frozenset(i.removeprefix(_A11Y) for i in ifaces[0]))
+                static = self.kinds[key] = (role[0], frozenset(i.removeprefix(_A11Y) for i in ifaces[0]))
             elif key in self._hidden and path != _ROOT:
                 # Hidden last time (most of a browser's UI: 98 of its 139 objects): its
                 # state alone says whether it still is, and then nothing else is read.
                 # (Not the application itself: never showing, its children are the apps'
                 # frames, counted in its properties.)
-                state = await self._call(bus, path, _ACCESSIBLE, "GetState")
+                state = await self.call(bus, path, _ACCESSIBLE, "GetState")
             else:
                 props, state = await asyncio.gather(
-                    self._props_of(app, path),
-                    self._call(bus, path, _ACCESSIBLE, "GetState"),
+                    self.props_of(app, path),
+                    self.call(bus, path, _ACCESSIBLE, "GetState"),
                 )
             lo, hi = state[0]
             states = lo | hi << 32
@@ -379,7 +382,7 @@ class AtspiReader:
             # (Calc's Input line says it is defunct, and nothing else: its name tells.)
             calc_line = app.name == "soffice" and states == 1 << _DEFUNCT
             if props is None and (shown or calc_line):
-                props = await self._props_of(app, path)
+                props = await self.props_of(app, path)
             if shown:
                 self._hidden.discard(key)
             else:
@@ -394,7 +397,7 @@ class AtspiReader:
         coords = _DESKTOP_COORDS if app.desktop_coords else _WINDOW_COORDS
 
         async def box(path: str) -> None:
-            x, y, w, h = (await self._call(bus, path, _A11Y + "Component", "GetExtents", "u", [coords]))[0]
+            x, y, w, h = (await self.call(bus, path, _A11Y + "Component", "GetExtents", "u", [coords]))[0]
             extents[path] = None if x == _OFFSCREEN or y == _OFFSCREEN else (x, y, w, h)
 
         async def acts(path: str) -> None:
@@ -403,20 +406,20 @@ class AtspiReader:
 
         async def value(path: str) -> None:
             o = tree.objects[path]
-            role = self._names.role(o.role)
+            role = self.names.role(o.role)
             if _reads_text(o, role):
-                text = (await self._call(bus, path, _A11Y + "Text", "GetText", "ii", [0, app.text_end]))[0]
+                text = (await self.call(bus, path, _A11Y + "Text", "GetText", "ii", [0, app.text_end]))[0]
                 values[path] = text[:_MAX_VALUE_CHARS]
             else:
-                number = await self._prop(bus, path, _A11Y + "Value", "CurrentValue")
+                number = await self.prop(bus, path, _A11Y + "Value", "CurrentValue")
                 values[path] = None if number is None else f"{number:g}"
 
         async def toolkit(path: str) -> None:
-            attributes = (await self._call(bus, path, _ACCESSIBLE, "GetAttributes"))[0]
+            attributes = (await self.call(bus, path, _ACCESSIBLE, "GetAttributes"))[0]
             toolkits[path] = self._toolkits[bus + path] = attributes.get("toolkit", "")
 
         async def sheet(path: str) -> None:
-            sheets[path] = await self._sheets.read(bus, path, extents.get(path), self._sheet_bands.get(bus + path))
+            sheets[path] = await self.sheets.read(bus, path, extents.get(path), self._sheet_bands.get(bus + path))
 
         jobs = [*map(children, needs.children), *map(obj, needs.objects), *map(box, needs.extents),
                 *map(acts, needs.actions), *map(value, needs.values), *map(toolkit, needs.toolkits),
@@ -445,35 +448,35 @@ class AtspiReader:
         for path in needs.children:
             tree.gone.update(p for p in tree.asked[path] if p not in tree.objects)
 
-    async def _props_of(self, app: _App, path: str) -> list[Any]:
+    async def props_of(self, app: _App, path: str) -> list[Any]:
         """Properties.GetAll's reply for the Accessible interface (asked one by one of
         an app that cannot answer GetAll)."""
         if app.get_all:
-            return await self._call(app.bus, path, _PROPERTIES, "GetAll", "s", [_ACCESSIBLE])
+            return await self.call(app.bus, path, _PROPERTIES, "GetAll", "s", [_ACCESSIBLE])
         names = ("Name", "Description", "ChildCount", "Parent")
-        replies = await asyncio.gather(*(self._call(app.bus, path, _PROPERTIES, "Get", "ss", [_ACCESSIBLE, n])
+        replies = await asyncio.gather(*(self.call(app.bus, path, _PROPERTIES, "Get", "ss", [_ACCESSIBLE, n])
                                          for n in names))
         return [{n: r[0] for n, r in zip(names, replies)}]
 
     async def _action_names(self, bus: str, path: str) -> tuple[str, ...]:
         # Unlocalized names, one call each (GetActions gives localized ones, or none
         # at all from Chromium: measured).
-        count = await self._prop(bus, path, _A11Y + "Action", "NActions")
-        replies = await asyncio.gather(*(self._call(bus, path, _A11Y + "Action", "GetName", "i", [i])
+        count = await self.prop(bus, path, _A11Y + "Action", "NActions")
+        replies = await asyncio.gather(*(self.call(bus, path, _A11Y + "Action", "GetName", "i", [i])
                                          for i in range(count or 0)))
         return tuple(r[0] for r in replies)
 
-    async def _prop(self, bus: str, path: str, interface: str, name: str) -> Any:
+    async def prop(self, bus: str, path: str, interface: str, name: str) -> Any:
         try:
-            return (await self._call(bus, path, _PROPERTIES, "Get", "ss", [interface, name]))[0].value
+            return (await self.call(bus, path, _PROPERTIES, "Get", "ss", [interface, name]))[0].value
         except _DBusError:
             return None
 
-    async def _call(self, bus: str, path: str, interface: str, member: str, signature: str = "",
+    async def call(self, bus: str, path: str, interface: str, member: str, signature: str = "",
                     body: list[Any] | None = None) -> list[Any]:
-        return await self._send(bus, path, interface, member, signature, body)
+        return await self.send(bus, path, interface, member, signature, body)
 
-    def _send(self, bus: str, path: str, interface: str, member: str, signature: str = "",
+    def send(self, bus: str, path: str, interface: str, member: str, signature: str = "",
               body: list[Any] | None = None) -> asyncio.Future:
         """One call, as a future of its reply's body (``_DBusError`` for an error reply
         or a lost connection). A future rather than a coroutine: gathering thousands of
@@ -499,7 +502,7 @@ class AtspiReader:
             self._flying += 1
             done = partial(self._replied, future, msg.destination, conn if conn is direct else None)
             try:
-                conn._call(msg, done)  # (dbus-fast's callback form of MessageBus.call)
+                conn.call(msg, done)  # (dbus-fast's callback form of MessageBus.call)
             except Exception as exc:  # the connection is closed
                 done(None, exc)
 
@@ -520,7 +523,7 @@ class AtspiReader:
         from dbus_fast.aio import MessageBus
 
         try:
-            address = (await self._call(bus, _ROOT, _A11Y + "Application", "GetApplicationBusAddress"))[0]
+            address = (await self.call(bus, _ROOT, _A11Y + "Application", "GetApplicationBusAddress"))[0]
         except _DBusError:
             return  # GTK 4 answers on the bus only
         if not address:
