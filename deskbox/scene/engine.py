@@ -16,14 +16,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from PIL import Image
 
 from ..common.errors import Unavailable
 from ..common.logging import get_logger
-from ..geometry import Rect, band_of, device_span_to_layout, native_to_display, page_placement, visible_part
-from .elements import Element, native_elements, page_elements
+from ..geometry import Rect, band_of, device_span_to_layout, native_to_display, visible_part
+from .elements import Element, native_elements
 from .fill import OPAQUE_MIN, Opaque, opaque_boxes
 from .frames import FrameSignature, changed_regions, signature
 from .id_store import IdStore
@@ -32,9 +33,9 @@ from .metrics import SceneMetrics
 from .placing import (
     changed_pids,
     flip_submenus,
+    page_elements_in_windows,
     place_popups_at_pointer,
     region_of,
-    window_for_tab,
     windows_for_native,
 )
 from .scene_json import Mode, OcrItem, Scene, apps_of
@@ -48,6 +49,43 @@ WATCH_IDLE_S = 1.0
 WATCH_ACTIVE_S = 0.25
 WATCH_ACTIVE_FOR_S = 5.0
 SETTLE_POLL_S = 0.08  # how often a settling display is looked at
+
+
+@dataclass
+class _Build:
+    """One build's reads, and what it has found so far: what each stage of
+    ``SceneEngine._build`` reads and adds to."""
+
+    mode: Mode
+    started: float = field(default_factory=time.perf_counter)
+    timings: dict[str, float] = field(default_factory=dict)
+    sources: dict[str, str | None] = field(
+        default_factory=lambda: {"desktopd": None, "cdp": None, "atspi": None, "ocr": None})
+    tree: Tree = None  # type: ignore[assignment]  # (read first)
+    frames: list[Frame] = field(default_factory=list)
+    sigs: dict[int, FrameSignature] = field(default_factory=dict)
+    changed: dict[int, list[tuple[int, int, int, int]]] = field(default_factory=dict)
+    native_task: asyncio.Future | None = None
+    layouts_task: asyncio.Future | None = None
+    ocr_task: asyncio.Future | None = None
+    native_pids: frozenset[int] | None = None  # the apps walked again; None: every app
+    elements: list[Element] = field(default_factory=list)
+    keep_tabs: set[str] = field(default_factory=set)
+    cdp_failed: bool = False
+    native_failed: bool = False
+    opaque: list[Opaque] = field(default_factory=list)
+    ocr_items: list[OcrItem] = field(default_factory=list)
+
+    @property
+    def any_change(self) -> bool:
+        return any(self.changed.values())
+
+    async def timed(self, name: str, awaitable: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return await awaitable
+        finally:
+            self.timings[name] = (time.perf_counter() - t0) * 1000
 
 
 class SceneEngine:
@@ -204,147 +242,153 @@ class SceneEngine:
 
     async def _build(self, mode: Mode) -> Scene:
         """A fresh scene: ``idle`` builds like ``active`` (it only builds when dirty)."""
-        started = time.perf_counter()
-        full = mode == "agent-turn"
-        # Everything is read at once, except AT-SPI once it has been read: the frames
-        # decide which apps are walked again (see _unread_pids).
-        timings: dict[str, float] = {}
+        b, prev = _Build(mode), self.last
+        await self._read(b)
+        self._compare(b, prev)
+        self._start_walks(b)
+        await self._page_stage(b)
+        await self._native_stage(b)
+        await self._text_stage(b)
+        self._assign_ids(b, prev)
+        return self._finish(b, prev)
 
-        async def timed(name: str, awaitable):
-            t0 = time.perf_counter()
-            try:
-                return await awaitable
-            finally:
-                timings[name] = (time.perf_counter() - t0) * 1000
-
-        native_task = None
-        sheets = self._sheets()
+    async def _read(self, b: _Build) -> None:
+        """The window tree and a frame of each display; the bridge's pages, and AT-SPI when
+        nothing of it has been read yet (every app: no frame can spare a walk), started
+        beside them. AT-SPI read before waits for the frames: they decide which apps are
+        walked again (``_start_walks``)."""
         if self.atspi is not None and self._native_cache is None:
-            # Nothing read yet: every app, started at once (no frame can spare a walk).
-            native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot()))
-        layouts_task = asyncio.ensure_future(timed("cdp", self.bridge.layouts())) if self.bridge is not None else None
+            b.native_task = asyncio.ensure_future(b.timed("atspi", self.atspi.snapshot()))
+        if self.bridge is not None:
+            b.layouts_task = asyncio.ensure_future(b.timed("cdp", self.bridge.layouts()))
         try:
-            tree = await timed("tree", self.desktop.tree())
-            frames: list[Frame] = await timed("frames", asyncio.gather(*[self.desktop.frame(d.id)
-                                                                         for d in tree.displays]))
+            b.tree = await b.timed("tree", self.desktop.tree())
+            b.frames = await b.timed("frames", asyncio.gather(*[self.desktop.frame(d.id) for d in b.tree.displays]))
         except BaseException:
-            for task in (native_task, layouts_task):
+            for task in (b.native_task, b.layouts_task):
                 if task is not None:
                     task.cancel()
             raise
-        prev = self.last
-        sources: dict[str, str | None] = {"desktopd": None, "cdp": None, "atspi": None, "ocr": None}
-        sigs = {f.display_id: self._sign(f) for f in frames}
-        changed = {f.display_id: changed_regions(prev.signatures.get(f.display_id) if prev else None,
-                                                 sigs[f.display_id])
-                   for f in frames}
-        any_change = any(changed.values())
-        for f in frames:
+
+    def _compare(self, b: _Build, prev: Scene | None) -> None:
+        """Each display's changed regions since the previous scene, and since AT-SPI was
+        last read (``_unread``)."""
+        b.sigs = {f.display_id: self._sign(f) for f in b.frames}
+        b.changed = {f.display_id: changed_regions(prev.signatures.get(f.display_id) if prev else None,
+                                                   b.sigs[f.display_id])
+                     for f in b.frames}
+        for f in b.frames:
             unread = self._unread.setdefault(f.display_id, [])
-            unread.extend(changed[f.display_id])
+            unread.extend(b.changed[f.display_id])
             if len(unread) > 256:  # a display that kept changing without a walk: all of it
                 unread[:] = [(0, 0, f.width, f.height)]
-        native_pids: frozenset[int] | None = None  # None: every app was walked
-        if native_task is None and self.atspi is not None:
+
+    def _start_walks(self, b: _Build) -> None:
+        """AT-SPI for the apps it must read again, and OCR, started."""
+        tree = b.tree
+        if b.native_task is None and self.atspi is not None:
             # An agent-turn asks for every app (an app's tree can lag its pixels: Writer
             # lists an inserted chart after it has drawn it; the reader keeps only an app
             # whose AT-SPI events say it did not change); otherwise, those whose
             # windows changed since the previous scene. Of a sheet, only the rows a change
             # crossed since AT-SPI last read it are read again (each cell costs
             # LibreOffice a call).
-            native_pids = None if full else (changed_pids(tree, changed) if any_change else frozenset())
+            full = b.mode == "agent-turn"
+            b.native_pids = None if full else (changed_pids(tree, b.changed) if b.any_change else frozenset())
             # Apps whose windows held still since AT-SPI was last read: the reader gives
             # again the last walk of one whose AT-SPI events say it did not change.
             still = frozenset(w.pid for w in tree.windows if w.pid is not None) - changed_pids(tree, self._unread)
-            if native_pids is None or native_pids:
-                native_task = asyncio.ensure_future(timed("atspi", self.atspi.snapshot(
-                    native_pids, self._sheet_bands(sheets), still=still)))
-        ocr_task = None
+            if b.native_pids is None or b.native_pids:
+                b.native_task = asyncio.ensure_future(b.timed("atspi", self.atspi.snapshot(
+                    b.native_pids, self._sheet_bands(self._sheets()), still=still)))
         if self.ocr is not None and self.ocr.enabled:
-            ocr_task = asyncio.ensure_future(timed("ocr", self._ocr(frames, changed)))
+            b.ocr_task = asyncio.ensure_future(b.timed("ocr", self._ocr(b.frames, b.changed)))
 
-        elements: list[Element] = []
-        keep_tabs: set[str] = set()
-        cdp_failed = False
-        if layouts_task is not None:
-            try:
-                tabs = await layouts_task
-            except Unavailable as exc:
-                tabs, cdp_failed = [], True
-                sources["cdp"] = exc.message
-            t0 = time.perf_counter()
-            cdp, keep_tabs, tab_errors = self._page_elements(tabs, tree)
-            timings["cdp_elements"] = (time.perf_counter() - t0) * 1000
-            if tab_errors:
-                sources["cdp"] = "; ".join(tab_errors)
-            elements += cdp
-        else:
-            sources["cdp"] = "no bridge configured"
+    async def _page_stage(self, b: _Build) -> None:
+        """The pages' elements, placed in their windows."""
+        if b.layouts_task is None:
+            b.sources["cdp"] = "no bridge configured"
+            return
+        try:
+            tabs = await b.layouts_task
+        except Unavailable as exc:
+            tabs, b.cdp_failed = [], True
+            b.sources["cdp"] = exc.message
+        t0 = time.perf_counter()
+        cdp, b.keep_tabs, tab_errors = page_elements_in_windows(tabs, b.tree)
+        b.timings["cdp_elements"] = (time.perf_counter() - t0) * 1000
+        if tab_errors:
+            b.sources["cdp"] = "; ".join(tab_errors)
+        b.elements += cdp
 
-        native_failed = False
-        if native_task is not None:
+    async def _native_stage(self, b: _Build) -> None:
+        """The native apps' elements: the walk's, with the last walk of the apps not
+        walked again; the last ones as they were when AT-SPI failed."""
+        if b.native_task is not None:
             try:
-                fresh = await native_task
+                fresh = await b.native_task
                 # The walk inside the worker, apart from the trip to it and back.
                 walk = self.atspi.last_walk
-                timings["atspi_walk"] = float(walk.get("seconds", 0.0)) * 1000
+                b.timings["atspi_walk"] = float(walk.get("seconds", 0.0)) * 1000
                 for key, ms in walk.items():  # "app:<name>:<pid>:ms", per app walked
                     if key.startswith("app:"):
-                        timings[f"atspi_walk:{key.split(':')[1]}"] = float(ms)
-                if native_pids is not None and self._native_cache is not None:
-                    alive = {w.pid for w in tree.windows}
-                    fresh = [n for n in self._native_cache if n.pid not in native_pids and n.pid in alive] + fresh
+                        b.timings[f"atspi_walk:{key.split(':')[1]}"] = float(ms)
+                if b.native_pids is not None and self._native_cache is not None:
+                    alive = {w.pid for w in b.tree.windows}
+                    fresh = [n for n in self._native_cache if n.pid not in b.native_pids and n.pid in alive] + fresh
                 self._native_cache = fresh
                 self._unread = {}
             except Exception as exc:  # AT-SPI is best effort: the scene still has the rest
-                native_failed = True
-                sources["atspi"] = f"{type(exc).__name__}: {exc}"
+                b.native_failed = True
+                b.sources["atspi"] = f"{type(exc).__name__}: {exc}"
                 log.warning("atspi failed", error=str(exc))
         elif self.atspi is None:
-            sources["atspi"] = "disabled"
-        opaque: list[Opaque] = []
+            b.sources["atspi"] = "disabled"
         pointer = await self._pointer_for_popups(self._native_cache or [])
         t0 = time.perf_counter()
-        if self.atspi is not None and not native_failed:
-            native, opaque = self._native_elements(self._native_cache or [], tree, pointer)
-            elements += native
+        if self.atspi is not None and not b.native_failed:
+            native, b.opaque = self._native_elements(self._native_cache or [], b.tree, pointer)
+            b.elements += native
         elif self._native_cache:
-            elements += self._native_elements(self._native_cache, tree, pointer)[0]
-        timings["native_elements"] = (time.perf_counter() - t0) * 1000
+            b.elements += self._native_elements(self._native_cache, b.tree, pointer)[0]
+        b.timings["native_elements"] = (time.perf_counter() - t0) * 1000
 
-        ocr_items: list[OcrItem] = []
+    async def _text_stage(self, b: _Build) -> None:
+        """OCR's text: of the whole screen, or of the parts of native windows AT-SPI
+        leaves opaque."""
         try:
-            if ocr_task is not None:
-                ocr_items = await ocr_task
+            if b.ocr_task is not None:
+                b.ocr_items = await b.ocr_task
             elif self.fill is not None and self.fill.enabled:
-                ocr_items = await timed("ocr", self._fill_in(frames, opaque, changed))
+                b.ocr_items = await b.timed("ocr", self._fill_in(b.frames, b.opaque, b.changed))
             else:
-                sources["ocr"] = "disabled"
+                b.sources["ocr"] = "disabled"
         except Exception as exc:
-            sources["ocr"] = f"{type(exc).__name__}: {exc}"
+            b.sources["ocr"] = f"{type(exc).__name__}: {exc}"
 
-        # Ids: live elements keep theirs; the ones of a source that could not be read this
-        # time are kept alive (absence of evidence is not a removal).
-        # (A GTK popup menu is listed twice by AT-SPI: under the widget that opened it,
-        # and as a window of its app. Each element is listed once.)
+    def _assign_ids(self, b: _Build, prev: Scene | None) -> None:
+        """Each element listed once, with its id: live elements keep theirs; the ones of a
+        source that could not be read this time are kept alive (absence of evidence is
+        not a removal). (A GTK popup menu is listed twice by AT-SPI: under the widget
+        that opened it, and as a window of its app.)"""
         t0 = time.perf_counter()
         once: dict[tuple, Element] = {}
-        for e in elements:
+        for e in b.elements:
             once.setdefault((e.display_id, e.key), e)
-        elements = list(once.values())
+        b.elements = list(once.values())
         seen = []
-        for e in elements:
+        for e in b.elements:
             e.id = self.ids.assign(e.display_id, e.key)
             seen.append((e.display_id, e.key))
-        id_of = {e.key: e.id for e in elements}
-        for e in elements:
+        id_of = {e.key: e.id for e in b.elements}
+        for e in b.elements:
             e.parent = id_of.get(e.parent_key) if e.parent_key is not None else None
 
         def keep(full_key: tuple) -> bool:
             key = full_key[1]
             if key[0] == "cdp":
-                return cdp_failed or key[1] in keep_tabs
-            return native_failed
+                return b.cdp_failed or key[1] in b.keep_tabs
+            return b.native_failed
 
         prev_by_key = {(e.display_id, e.key): e for e in (prev.ax if prev else [])}
 
@@ -355,34 +399,27 @@ class SceneEngine:
         self.ids.retire_absent(seen, keep=keep, describe=describe)
         self.id_store.reserve()  # before anyone sees these ids
         self.id_store.touched()
-        timings["ids"] = (time.perf_counter() - t0) * 1000
+        b.timings["ids"] = (time.perf_counter() - t0) * 1000
+
+    def _finish(self, b: _Build, prev: Scene | None) -> Scene:
+        """The Scene, redacted, kept as the last and published."""
+        tree = b.tree
         self._seq += 1
-        scene = Scene(
-            seq=self._seq,
-            timestamp=time.time(),
-            mode=mode,
-            displays=tree.displays,
-            windows=tree.windows,
-            focused_window=next((w for w in tree.windows if w.focused), None),
-            apps=apps_of(tree.windows),
-            ax=elements,
-            ocr=ocr_items,
-            vlm_scene=self.vlm_scene,
-            vlm_elements=self.vlm_elements,
-            sources=sources,
-            signatures=sigs,
-        )
-        scene.build_ms = (time.perf_counter() - started) * 1000
-        scene.timings = timings
-        if prev is None or any_change:
+        scene = Scene(seq=self._seq, timestamp=time.time(), mode=b.mode, displays=tree.displays, windows=tree.windows,
+                      focused_window=next((w for w in tree.windows if w.focused), None), apps=apps_of(tree.windows),
+                      ax=b.elements, ocr=b.ocr_items, vlm_scene=self.vlm_scene, vlm_elements=self.vlm_elements,
+                      sources=b.sources, signatures=b.sigs)
+        scene.build_ms = (time.perf_counter() - b.started) * 1000
+        scene.timings = b.timings
+        if prev is None or b.any_change:
             self.last_change = time.monotonic()
         if self.redact is not None:
             t0 = time.perf_counter()
             scene = self.redact(scene)  # before anyone sees it
-            timings["redact"] = (time.perf_counter() - t0) * 1000
+            b.timings["redact"] = (time.perf_counter() - t0) * 1000
         self.last = scene
         self.by_id = {e.id: e for e in scene.ax}
-        self._watch_sigs = dict(sigs)
+        self._watch_sigs = dict(b.sigs)
         self._dirty = False
         self._publish(scene)
         return scene
@@ -409,49 +446,6 @@ class SceneEngine:
             crossed = (band_of((box.x, box.y, box.w, box.h), r) for r in self._unread.get(display_id, ()))
             out[key] = [band for band in crossed if band is not None]
         return out
-
-    def _page_elements(self, tabs: list[dict], tree: Tree) -> tuple[list[Element], set[str], list[str]]:
-        """Elements of each browser window's front tab. Returns them, the ids of tabs that
-        exist but were not read, and per-tab errors."""
-        browser_windows = [w for w in tree.windows if w.app_id and "chrom" in w.app_id.lower()]
-        displays = {d.id: d for d in tree.displays}
-        out: list[Element] = []
-        alive: set[str] = set()
-        errors: list[str] = []
-        front = []
-        for tab in tabs:
-            alive.add(tab["id"])
-            if tab.get("error"):
-                if tab.get("active") is not False:
-                    errors.append(f"tab {tab['id']}: {tab['error']}")
-                continue
-            if tab.get("active") and tab.get("layout"):
-                front.append(tab)
-        used: set[str] = set()
-        read: set[str] = set()
-        for tab in front:
-            window = window_for_tab(tab, browser_windows, used)
-            if window is None or window.bounds is None or window.display_id not in displays:
-                errors.append(f"tab {tab['id']}: no browser window on a display shows it")
-                continue
-            used.add(window.id)
-            display = displays[window.display_id]
-            metrics = tab["layout"].get("window") or {}
-            try:
-                placement = page_placement(window.bounds, (metrics["innerWidth"], metrics["innerHeight"]),
-                                           metrics["devicePixelRatio"])
-            except KeyError as exc:
-                errors.append(f"tab {tab['id']}: layout has no {exc} to place it")
-                continue
-            clip = visible_part(window.bounds, Rect(0, 0, *display.size))
-            if clip is None:
-                continue
-            out += page_elements(tab["layout"], tab_id=tab["id"], placement=placement, window_clip=clip,
-                                 display_id=display.id, window_id=window.id)
-            read.add(tab["id"])
-        # Tabs that exist but were not read (in the background, or failing) keep their
-        # elements' ids alive; elements gone from a tab that was read are retired.
-        return out, alive - read, errors
 
     async def _pointer_for_popups(self, nodes: list[Any]) -> tuple[int, float, float] | None:
         """Where the pointer is, when a popup waits to be placed below the button under

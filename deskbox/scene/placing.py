@@ -1,6 +1,7 @@
 """Where elements and changes belong: the window a browser tab is shown in, the window
 each native app's nodes were read from, and the processes whose windows a changed region
-touches. Pure functions over the window tree; no source is read here."""
+touches; the pages' elements placed in their windows. Pure functions over the window tree;
+no source is read here."""
 
 from __future__ import annotations
 
@@ -13,17 +14,63 @@ from ..geometry import (
     device_span_to_layout,
     native_to_display,
     offset_box,
+    page_placement,
     popup_origin,
     submenu_flip_shift,
     visible_part,
 )
+from .elements import Element, page_elements
 from .sources import Tree, Window
 
 __all__ = ["region_of", "changed_pids", "window_for_tab", "windows_for_native", "place_popups_at_pointer",
-           "flip_submenus"]
+           "flip_submenus", "page_elements_in_windows"]
 
 _BUTTON_ROLES = frozenset({"push button", "toggle button"})
 _MENU_ITEM_ROLES = frozenset({"menu", "menu item", "check menu item", "radio menu item", "tearoff menu item"})
+
+
+def page_elements_in_windows(tabs: list[dict], tree: Tree) -> tuple[list[Element], set[str], list[str]]:
+    """Elements of each browser window's front tab, in display pixels. Returns them, the ids of tabs that
+    exist but were not read, and per-tab errors."""
+    browser_windows = [w for w in tree.windows if w.app_id and "chrom" in w.app_id.lower()]
+    displays = {d.id: d for d in tree.displays}
+    out: list[Element] = []
+    alive: set[str] = set()
+    errors: list[str] = []
+    front = []
+    for tab in tabs:
+        alive.add(tab["id"])
+        if tab.get("error"):
+            if tab.get("active") is not False:
+                errors.append(f"tab {tab['id']}: {tab['error']}")
+            continue
+        if tab.get("active") and tab.get("layout"):
+            front.append(tab)
+    used: set[str] = set()
+    read: set[str] = set()
+    for tab in front:
+        window = window_for_tab(tab, browser_windows, used)
+        if window is None or window.bounds is None or window.display_id not in displays:
+            errors.append(f"tab {tab['id']}: no browser window on a display shows it")
+            continue
+        used.add(window.id)
+        display = displays[window.display_id]
+        metrics = tab["layout"].get("window") or {}
+        try:
+            placement = page_placement(window.bounds, (metrics["innerWidth"], metrics["innerHeight"]),
+                                       metrics["devicePixelRatio"])
+        except KeyError as exc:
+            errors.append(f"tab {tab['id']}: layout has no {exc} to place it")
+            continue
+        clip = visible_part(window.bounds, Rect(0, 0, *display.size))
+        if clip is None:
+            continue
+        out += page_elements(tab["layout"], tab_id=tab["id"], placement=placement, window_clip=clip,
+                             display_id=display.id, window_id=window.id)
+        read.add(tab["id"])
+    # Tabs that exist but were not read (in the background, or failing) keep their
+    # elements' ids alive; elements gone from a tab that was read are retired.
+    return out, alive - read, errors
 
 
 def region_of(box: Rect) -> tuple[int, int, int, int]:
