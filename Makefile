@@ -31,7 +31,7 @@ bench: deps
 	.venv/bin/python -m bench.measurements
 
 # The fuzz tests with every schemathesis phase and many examples per operation, a new
-# seed each run (make test runs them bounded, with a fixed seed).
+# seed each run (make test runs them bounded, with the seed of the commit).
 fuzz: deps
 	DESKBOX_FUZZ_EXAMPLES=$${DESKBOX_FUZZ_EXAMPLES:-100} DESKBOX_FUZZ_PHASES=examples,coverage,fuzzing,stateful \
 	DESKBOX_FUZZ_SEED=$${DESKBOX_FUZZ_SEED:-$$(date +%s)} DESKBOX_CHAOS_ROUNDS=$${DESKBOX_CHAOS_ROUNDS:-100} \

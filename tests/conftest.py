@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support import PageServer, Session
+from tests.support import PageServer, Session, fuzz_seed
 
 
 @pytest.fixture(scope="session")
@@ -44,9 +44,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "seed N (make flakes gives a new one each run); the seed is printed in the header")
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def pytest_report_header(config: pytest.Config) -> list[str]:
     seed = config.getoption("--order-seed")
-    return f"test order: shuffled with --order-seed {seed}" if seed is not None else None
+    lines = [f"fuzz seed: {fuzz_seed()} (DESKBOX_FUZZ_SEED={fuzz_seed()} draws the same cases again)"]
+    if seed is not None:
+        lines.append(f"test order: shuffled with --order-seed {seed}")
+    return lines
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

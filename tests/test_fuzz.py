@@ -2,9 +2,10 @@
 error, no status the document does not declare, no answer past the deadline, and the
 session healthy afterwards with no key held.
 
-CI runs a bounded number of examples per operation with a fixed seed
-(``DESKBOX_FUZZ_EXAMPLES``, ``DESKBOX_FUZZ_SEED``, ``DESKBOX_FUZZ_PHASES``); ``make fuzz``
-runs every phase with many more. Operations that run commands (the OSWorld server's
+CI runs a bounded number of examples per operation, the coverage phase (each limit's
+edges) included, with a seed taken from the commit (``tests.support.fuzz_seed``: printed
+in the header; ``DESKBOX_FUZZ_SEED`` sets it, ``DESKBOX_FUZZ_EXAMPLES`` and
+``DESKBOX_FUZZ_PHASES`` the rest); ``make fuzz`` runs every phase with many more. Operations that run commands (the OSWorld server's
 /execute, /run_python ...) get only invalid bodies: fuzzing them with valid ones would
 run random programs."""
 
@@ -16,13 +17,13 @@ import sys
 
 import pytest
 
-from tests.support import ROOT, PageServer, Session, free_port, http, wait_until
+from tests.support import ROOT, PageServer, Session, free_port, fuzz_seed, http, wait_until
 
 pytestmark = pytest.mark.desktop
 
 EXAMPLES = os.environ.get("DESKBOX_FUZZ_EXAMPLES", "8")
-SEED = os.environ.get("DESKBOX_FUZZ_SEED", "1")
-PHASES = os.environ.get("DESKBOX_FUZZ_PHASES", "examples,fuzzing")
+SEED = fuzz_seed()
+PHASES = os.environ.get("DESKBOX_FUZZ_PHASES", "examples,coverage,fuzzing")
 # The longest any route may take with valid input (a 100 s hold_key, then settling).
 DEADLINE_S = 120
 RUNS_COMMANDS = r"^/(execute|run_python|run_bash_script|execute_with_verification|deskbox/chrome|setup/.*)$"

@@ -55,6 +55,17 @@ def load_jsonc(path: Path) -> Any:
     return json.loads("".join(out))
 
 
+def fuzz_seed() -> str:
+    """The fuzz tests' seed: ``DESKBOX_FUZZ_SEED``, else one taken from the commit checked
+    out, so that each commit is fuzzed differently and a run of the same commit (CI's, a
+    developer's) draws the same cases again. Printed in pytest's header."""
+    given = os.environ.get("DESKBOX_FUZZ_SEED")
+    if given:
+        return given
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return str(int(head.stdout[:8], 16) % 100_000) if head.returncode == 0 and head.stdout[:8] else "1"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -236,7 +247,7 @@ class Session(SpawnedSession):
     """``deskbox up`` on free ports, with helpers for the tests."""
 
     def __init__(self, outputs: list[str], *, extra_env: dict[str, str] | None = None, browser: bool = True,
-                 extra_args: list[str] | None = None) -> None:
+                 extra_args: list[str] | None = None, **spawn: Any) -> None:
         self.outputs = outputs
         self.desktopd_port = free_port()
         self.cdp_port = free_port()
@@ -249,7 +260,7 @@ class Session(SpawnedSession):
         if not browser:
             args.append("--no-browser")
         args += extra_args or []
-        super().__init__(args, env=extra_env, prefix="deskbox-test-")
+        super().__init__(args, env=extra_env, prefix="deskbox-test-", **spawn)
 
     def start(self, timeout: float = 60) -> "Session":
         for attempt in range(3):
