@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
@@ -14,6 +13,7 @@ from ..common.errors import ServiceError
 from ..common.logging import configure_logging, get_logger
 from ..common.memory import tune_gc, tune_memory
 from ..common.net import parse_listen
+from ..common.settings import env, env_int
 from .app import BridgeConfig, create_app
 from .chromium import ChromiumConfig
 
@@ -25,17 +25,17 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("urls", nargs="*", default=["about:blank"], help="pages to open, one tab each")
-    parser.add_argument("--listen", default=os.environ.get("BRIDGE_LISTEN", "127.0.0.1:8122"), help="host:port")
-    parser.add_argument("--cdp-port", type=int, default=int(os.environ.get("DESKBOX_CDP_PORT", "9222")),
+    parser.add_argument("--listen", default=env("DESKBOX_BRIDGE_LISTEN"), help="host:port")
+    parser.add_argument("--cdp-port", type=int, default=env_int("DESKBOX_CDP_PORT"),
                         help="Chromium's DevTools port (loopback only)")
-    parser.add_argument("--chromium", default=os.environ.get("DESKBOX_CHROMIUM", "chromium"), help="executable")
+    parser.add_argument("--chromium", default=env("DESKBOX_CHROMIUM"), help="executable")
     parser.add_argument("--user-data-dir", default=None, help="Chromium profile (default: a fresh temporary one)")
     parser.add_argument("--attach", action="store_true",
                         help="do not launch Chromium: read the one answering on --cdp-port, and follow it "
                              "when it is restarted (deskbox up runs the session's browser this way)")
     parser.add_argument("--tabs-file", default=None,
                         help="write the open tabs' URLs to this JSON file whenever they change")
-    parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
+    parser.add_argument("--log-level", default=env("DESKBOX_LOG_LEVEL"))
     return parser
 
 
@@ -46,12 +46,12 @@ def main(argv: list[str] | None = None) -> None:
     configure_logging("bridge", args.log_level)
     host, port = parse_listen(args.listen)
     profile = args.user_data_dir or ("" if args.attach else tempfile.mkdtemp(prefix="deskbox-chromium-"))
-    extra = os.environ.get("DESKBOX_CHROMIUM_FLAGS", "").split()
+    extra = (env("DESKBOX_CHROMIUM_FLAGS") or "").split()
     config = BridgeConfig(
         chromium=ChromiumConfig(executable=args.chromium, cdp_port=args.cdp_port, user_data_dir=profile,
                                 urls=args.urls, extra_flags=extra, attach=args.attach,
                                 tabs_file=args.tabs_file),
-        token=os.environ.get("DESKBOX_TOKEN") or None,
+        token=env("DESKBOX_TOKEN"),
     )
     log = get_logger("deskbox.bridge")
     log.info("starting", url=f"http://{host}:{port}", cdp_port=args.cdp_port)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
-import os
+
+from .settings import env
 
 __all__ = ["tune_memory", "tune_gc", "release_memory"]
 
@@ -51,7 +52,7 @@ def tune_gc() -> None:
     collection some 70 times less often, each as long), and what exists at start is
     frozen out of every collection. Called once, at start. ``DESKBOX_GC=default`` keeps
     CPython's own settings (``bench.apps`` measures both)."""
-    if os.environ.get("DESKBOX_GC") == "default":
+    if env("DESKBOX_GC") == "default":
         return
     gc.freeze()
     _, middle, old = gc.get_threshold()

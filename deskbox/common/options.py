@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from .settings import SETTINGS, env
+
 # The policy's budgets that deskbox up and the scene aggregator take as flags too
 # (--max-actions ...), over the policy file's.
 BUDGET_FLAGS = ("max_actions", "max_screenshots", "max_vlm_tokens", "max_session_seconds", "actions_per_minute")
@@ -15,7 +17,7 @@ OCR_MODES = ("off", "fill", "all")
 
 def ocr_mode_from_env() -> str:
     """DESKBOX_OCR as an OCR mode: ``1`` or ``all``, ``fill``; anything else is off."""
-    value = os.environ.get("DESKBOX_OCR", "").strip().lower()
+    value = (env("DESKBOX_OCR") or "").strip().lower()
     return {"1": "all", "all": "all", "fill": "fill"}.get(value, "off")
 
 
@@ -30,10 +32,10 @@ CLIENT_ENV = {
     "token": "DESKBOX_TOKEN",
 }
 # Where ``deskbox up`` puts the services by default.
-DEFAULT_URLS = {
-    "scene": "http://127.0.0.1:8000",
-    "desktopd": "http://127.0.0.1:8080",
-    "bridge": "http://127.0.0.1:8122",
+DEFAULT_URLS: dict[str, str] = {
+    "scene": SETTINGS["DESKBOX_SCENE"].default or "",
+    "desktopd": SETTINGS["DESKBOX_DESKTOPD"].default or "",
+    "bridge": "http://127.0.0.1:8122",  # (DESKBOX_BRIDGE unset means no browser to a service)
 }
 
 

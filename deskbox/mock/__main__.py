@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 
 from aiohttp import web
 
 from ..common.logging import configure_logging, get_logger
 from ..common.net import parse_listen
+from ..common.settings import env
 from ..observer.app import ObserverConfig
 from ..observer.app import create_app as create_observer
 from .app import create_app
@@ -59,10 +59,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--listen", default="127.0.0.1:8000", help="host:port of the mock scene (8000)")
     parser.add_argument("--observer", default=None, metavar="HOST:PORT",
                         help="also serve OS Screen Observer's API there (5001 is its own)")
-    parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
+    parser.add_argument("--log-level", default=env("DESKBOX_LOG_LEVEL"))
     args = parser.parse_args(argv)
     configure_logging("mock", args.log_level)
-    asyncio.run(serve(args.scenario, args.listen, args.observer, os.environ.get("DESKBOX_TOKEN") or None))
+    asyncio.run(serve(args.scenario, args.listen, args.observer, env("DESKBOX_TOKEN")))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from ..client import Client, DeskboxError
 from ..common.errors import NotServed, ServiceError
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
+from ..common.options import DEFAULT_URLS
 from ..common.web import auth_middleware, error_middleware
 from . import gate, inspector, shapes, v1, v2
 from .lookups import OBSERVER, PROTOCOL_VERSION, Observer, __version__, as_json
@@ -32,9 +33,9 @@ _LEGACY = frozenset({"/api/windows", "/api/structure", "/api/description", "/api
 
 @dataclass(frozen=True)
 class ObserverConfig:
-    scene: str = "http://127.0.0.1:8000"
-    desktopd: str = "http://127.0.0.1:8080"
-    bridge: str | None = "http://127.0.0.1:8122"
+    scene: str = DEFAULT_URLS["scene"]
+    desktopd: str = DEFAULT_URLS["desktopd"]
+    bridge: str | None = DEFAULT_URLS["bridge"]
     token: str | None = None  # asked of callers, and sent to the services
 
 

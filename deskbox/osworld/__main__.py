@@ -5,23 +5,23 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from aiohttp import web
 
 from ..common.logging import configure_logging, get_logger
 from ..common.net import parse_listen
+from ..common.settings import env
 from .app import OsworldConfig, create_app
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m deskbox.osworld", description=__doc__)
-    parser.add_argument("--listen", default=os.environ.get("OSWORLD_LISTEN", "127.0.0.1:5000"),
+    parser.add_argument("--listen", default=env("DESKBOX_OSWORLD_LISTEN"),
                         help="host:port to serve on (default 127.0.0.1:5000)")
-    parser.add_argument("--desktopd", default=os.environ.get("DESKTOPD_URL", "http://127.0.0.1:8080"),
+    parser.add_argument("--desktopd", default=env("DESKBOX_DESKTOPD"),
                         help="desktopd's base URL")
-    parser.add_argument("--bridge", default=os.environ.get("BRIDGE_URL"),
+    parser.add_argument("--bridge", default=env("DESKBOX_BRIDGE"),
                         help="the CDP bridge's base URL (google-chrome opens tabs through it)")
     parser.add_argument("--cdp-port", type=int, default=None,
                         help="Chromium's real DevTools port on loopback (google-chrome's "
@@ -29,9 +29,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--browser-name", default="Google Chrome",
                         help="the name Chromium's application has in /accessibility")
     parser.add_argument("--work-dir", default=None, help="where scripts and recordings are written")
-    parser.add_argument("--control", default=os.environ.get("DESKBOX_CONTROL"),
+    parser.add_argument("--control", default=env("DESKBOX_CONTROL"),
                         help="deskbox up's control socket (starts the browser for google-chrome, sets the background)")
-    parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
+    parser.add_argument("--log-level", default=env("DESKBOX_LOG_LEVEL"))
     args = parser.parse_args(argv)
     configure_logging("osworld", args.log_level)
     host, port = parse_listen(args.listen)
@@ -40,10 +40,10 @@ def main(argv: list[str] | None = None) -> None:
         bridge=args.bridge.rstrip("/") if args.bridge else None,
         cdp_port=args.cdp_port,
         browser_name=args.browser_name,
-        token=os.environ.get("DESKBOX_TOKEN") or None,
+        token=env("DESKBOX_TOKEN"),
         work_dir=args.work_dir,
         control=args.control,
-        recording_max_s=float(os.environ.get("DESKBOX_RECORDING_MAX_S") or 0) or None,
+        recording_max_s=float(env("DESKBOX_RECORDING_MAX_S") or 0) or None,
     )
     log = get_logger("deskbox.osworld")
     try:

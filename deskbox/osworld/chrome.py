@@ -24,6 +24,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..common.settings import env
+
 __all__ = ["ChromeArgs", "parse_args", "Relays", "RelayError", "main"]
 
 
@@ -136,14 +138,14 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    base = os.environ.get("DESKBOX_OSWORLD")
+    base = env("DESKBOX_OSWORLD")
     if not base:
         print("google-chrome: DESKBOX_OSWORLD is not set: run inside a `deskbox up --osworld` session",
               file=sys.stderr)
         return 1
     req = urllib.request.Request(base.rstrip("/") + "/deskbox/chrome", data=json.dumps({"args": args}).encode(),
                                  method="POST", headers={"Content-Type": "application/json"})
-    token = os.environ.get("DESKBOX_TOKEN")
+    token = env("DESKBOX_TOKEN")
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     try:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common.chromium import BASE_FLAGS, CODE_NAME, real_executable
+from ..common.settings import env
 
 __all__ = ["CodeArgs", "parse_args", "install_dir", "window_url", "main", "HOST", "APP_NAME"]
 
@@ -80,7 +81,7 @@ def parse_args(args: list[str]) -> CodeArgs:
 def install_dir() -> Path:
     """Where ``scripts/install-vscode`` put code-server: beside the interpreter's venv, or
     ``DESKBOX_VSCODE``."""
-    return Path(os.environ.get("DESKBOX_VSCODE") or Path(sys.prefix) / "vscode")
+    return Path(env("DESKBOX_VSCODE") or Path(sys.prefix) / "vscode")
 
 
 def _node_and_entry() -> tuple[Path, Path]:

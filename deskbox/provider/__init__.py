@@ -40,8 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..common.settings import env
+
 __all__ = [
-    "ROOT",
     "CONTAINER_PORTS",
     "CONTAINER_CONTEXTS_DIR",
     "SESSION_UID",
@@ -56,8 +57,6 @@ __all__ = [
     "new_token",
     "run_command",
 ]
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # Container port of every service an environment publishes. "osworld" is OSWorld's
 # server (DESKBOX_OSWORLD_SERVER=1); "chromium" is the port OSWorld's Chrome tasks open
@@ -153,8 +152,8 @@ BACKENDS = {"podman": "podman", "kubernetes": "kubernetes", "k8s": "kubernetes",
 def parse_target(text: str | None, *, default_backend: str | None = None, default_image: str | None = None) -> Target:
     """Parse ``path_to_vm``; the back end defaults to ``$DESKBOX_PROVIDER`` (else podman)
     and the image to ``$DESKBOX_IMAGE`` (else ``deskbox``)."""
-    default_backend = default_backend or os.environ.get("DESKBOX_PROVIDER") or "podman"
-    default_image = default_image or os.environ.get("DESKBOX_IMAGE") or "deskbox"
+    default_backend = default_backend or env("DESKBOX_PROVIDER") or "podman"
+    default_image = default_image or env("DESKBOX_IMAGE") or "deskbox"
     text = (text or "").strip()
     base, _, query = text.partition("?")
     backend = default_backend

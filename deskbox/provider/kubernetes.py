@@ -64,10 +64,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ..common.settings import env
 from . import (
     CONTAINER_CONTEXTS_DIR,
     CONTAINER_PORTS,
-    ROOT,
     ContextInUse,
     Environment,
     EnvironmentSpec,
@@ -89,7 +89,8 @@ from .podman import (
 __all__ = ["KubernetesBackend", "KubeEnvironment", "PodmanKubeRunner", "KubectlRunner", "pod_manifest",
            "containers_conf"]
 
-MANIFEST = ROOT / "deploy" / "deskbox.yaml"
+# deploy/deskbox.yaml, as package data (deskbox/provider/deskbox.yaml links to it in a checkout).
+MANIFEST = Path(__file__).resolve().with_name("deskbox.yaml")
 CONTAINER = "session"  # the template's container
 PORT_NAMES = {"osworld": "osworld", "chromium": "chromium", "vnc": "vnc", "vlc": "vlc", "scene": "scene",
               "desktopd": "desktopd", "bridge": "bridge"}
@@ -340,7 +341,7 @@ class KubectlRunner:
 
 
 def default_runner() -> str:
-    chosen = os.environ.get("DESKBOX_KUBE_RUNNER")
+    chosen = env("DESKBOX_KUBE_RUNNER")
     if chosen:
         return chosen
     if shutil.which("kubectl"):

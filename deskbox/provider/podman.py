@@ -51,10 +51,11 @@ import uuid
 from pathlib import Path
 from typing import Iterator
 
+from ..common.paths import source_tree
+from ..common.settings import env, env_int
 from . import (
     CONTAINER_CONTEXTS_DIR,
     CONTAINER_PORTS,
-    ROOT,
     SESSION_UID,
     ContextInUse,
     Environment,
@@ -67,8 +68,8 @@ from . import (
 
 __all__ = ["PodmanBackend", "PodmanEnvironment", "machine_flags", "port_lock", "allocate_ports", "published_ports"]
 
-LOCK_PATH = os.environ.get("DESKBOX_PORT_LOCK", "/tmp/deskbox-port-allocation.lock")
-PORT_BASE = int(os.environ.get("DESKBOX_PORT_BASE", "20000"))
+LOCK_PATH = env("DESKBOX_PORT_LOCK")
+PORT_BASE = env_int("DESKBOX_PORT_BASE")
 PORT_MAX = 32767  # below Linux's ephemeral range, where outgoing connections take ports
 LABEL = "deskbox.provider"
 
@@ -82,8 +83,9 @@ def machine_flags(podman: str = "podman") -> list[str]:
     if "DESKBOX_PODMAN_FLAGS" in os.environ:
         return shlex.split(os.environ["DESKBOX_PODMAN_FLAGS"])
     if _flags_cache is None:
-        script = ROOT / "scripts" / "container-flags"
-        if not script.exists():
+        tree = source_tree()  # (a wheel has no scripts/: no flags, as on a normal machine)
+        script = tree / "scripts" / "container-flags" if tree is not None else None
+        if script is None or not script.exists():
             _flags_cache = []
         else:
             out = subprocess.run([str(script)], capture_output=True, text=True, timeout=300)

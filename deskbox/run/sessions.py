@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from ..common.settings import env
 from ..provider import Environment, EnvironmentSpec, ProviderError
 from ..session.spawn import SessionFailed, SpawnedSession
 
@@ -140,7 +141,7 @@ def session_factory(provider: str, *, image: str = "deskbox", outputs: list[str]
                 raise ProviderError(f"only {len(urls)} attached session(s): no session {n + 1} to replace one with")
             osworld, _, scene = urls[n].partition(",")
             return AttachedEnvironment(f"attached{n}", osworld, scene or osworld.rsplit(":", 1)[0] + ":8000",
-                                       os.environ.get("DESKBOX_TOKEN"))
+                                       env("DESKBOX_TOKEN"))
 
         return attached
     if provider == "podman":
@@ -151,7 +152,7 @@ def session_factory(provider: str, *, image: str = "deskbox", outputs: list[str]
     if provider == "kubernetes":
         from ..provider.kubernetes import KubernetesBackend
 
-        kube = KubernetesBackend(runner=os.environ.get("DESKBOX_KUBE_RUNNER"))
+        kube = KubernetesBackend(runner=env("DESKBOX_KUBE_RUNNER"))
         return lambda n: kube.start(spec, name=f"deskbox-run-{os.getpid()}-{n}")
     raise ProviderError(f"--provider {provider!r}: one of {', '.join(PROVIDERS)}")
 
@@ -291,9 +292,9 @@ class Pool:
         with self._lock:
             self._closed = True
             envs = list(self._all)
-        for env in envs:
+        for session in envs:
             try:
-                env.stop()
+                session.stop()
             except Exception:
                 pass
 

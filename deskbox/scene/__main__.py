@@ -19,6 +19,7 @@ from ..common.options import (
     ocr_mode_from_env,
     vlm_key_from_env,
 )
+from ..common.settings import env
 from ..policy import Policy, load_policy
 from .app import SceneConfig, create_app
 from .vlm import config_problem
@@ -42,18 +43,18 @@ def _policy(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Policy
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m deskbox.scene", description=__doc__)
-    parser.add_argument("--listen", default=os.environ.get("SCENE_LISTEN", "127.0.0.1:8000"),
+    parser.add_argument("--listen", default=env("DESKBOX_SCENE_LISTEN"),
                         help="host:port to serve on (default 127.0.0.1:8000)")
-    parser.add_argument("--desktopd", default=os.environ.get("DESKTOPD_URL", "http://127.0.0.1:8080"),
+    parser.add_argument("--desktopd", default=env("DESKBOX_DESKTOPD"),
                         help="desktopd's base URL")
-    parser.add_argument("--bridge", default=os.environ.get("BRIDGE_URL"),
+    parser.add_argument("--bridge", default=env("DESKBOX_BRIDGE"),
                         help="the CDP bridge's base URL; without it the scene has no page content")
     parser.add_argument("--no-atspi", action="store_true", help="do not read native apps over AT-SPI")
     parser.add_argument("--ocr", nargs="?", const="all", choices=OCR_MODES, default=ocr_mode_from_env(),
                         help="fill the scene's ocr list with Tesseract (when installed): 'all' of the screen "
                              "(--ocr alone), or 'fill' where native apps expose nothing (a canvas, a video); "
                              "default: off, or DESKBOX_OCR"),
-    parser.add_argument("--control", default=os.environ.get("DESKBOX_CONTROL"),
+    parser.add_argument("--control", default=env("DESKBOX_CONTROL"),
                         help="deskbox up's control socket: serves /api/v1/session/* (reset, snapshots)")
     parser.add_argument("--ids-file", default=None,
                         help="keep element ids in this file, so that a restarted scene honours them")
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
                              "chat-completions endpoint (http://host:port/v1, or .../chat/completions); its key, "
                              f"if it needs one, in {VLM_KEY_ENV}. Without it nothing is sent anywhere")
     parser.add_argument("--vlm-model", default=None, metavar="NAME", help="the model --vlm-url is to run")
-    parser.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
+    parser.add_argument("--log-level", default=env("DESKBOX_LOG_LEVEL"))
     args = parser.parse_args(argv)
     problem = config_problem(args.vlm_url, args.vlm_model)
     if problem is not None:
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
         bridge=args.bridge.rstrip("/") if args.bridge else None,
         atspi=not args.no_atspi,
         ocr=args.ocr,
-        token=os.environ.get("DESKBOX_TOKEN") or None,
+        token=env("DESKBOX_TOKEN"),
         control=args.control,
         ids_file=args.ids_file,
         view=args.view.rstrip("/") if args.view else None,

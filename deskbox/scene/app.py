@@ -20,6 +20,7 @@ from ..common.errors import InvalidRequest, ServiceError
 from ..common.logging import get_logger
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
+from ..common.options import DEFAULT_URLS
 from ..common.session_api import SessionControl
 from ..common.web import WS_PROTOCOL, auth_middleware, error_middleware, json_ok, read_body, read_query
 from ..geometry import device_rect
@@ -56,8 +57,8 @@ log = get_logger("deskbox.scene")
 
 @dataclass(frozen=True)
 class SceneConfig:
-    desktopd: str = "http://127.0.0.1:8080"
-    bridge: str | None = "http://127.0.0.1:8122"
+    desktopd: str = DEFAULT_URLS["desktopd"]
+    bridge: str | None = DEFAULT_URLS["bridge"]
     atspi: bool = True
     ocr: str = "off"  # "off", "fill" (where native apps expose nothing) or "all" (the whole screen)
     token: str | None = None

@@ -8,7 +8,6 @@ as it was finished."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 
 from aiohttp import web
@@ -17,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..common.errors import ActionFailed, InvalidRequest, Unavailable
 from ..common.openapi import Route
 from ..common.recording import Recorder, RecordingError
+from ..common.settings import env
 from ..common.web import json_ok, read_body
 from .sources import Desktop
 
@@ -32,7 +32,7 @@ class Recording:
     def __init__(self, desktop: Desktop) -> None:
         self.desktop = desktop
         self.recorder = Recorder()
-        max_s = float(os.environ.get("DESKBOX_RECORDING_MAX_S") or 0)
+        max_s = float(env("DESKBOX_RECORDING_MAX_S") or 0)
         if max_s > 0:
             self.recorder.max_duration_s = max_s
         self.display: int | None = None

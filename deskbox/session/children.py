@@ -15,6 +15,8 @@ from aiohttp import ClientSession, ClientTimeout
 from ..common.chromium import chromium_argv
 from ..common.logging import get_logger
 from ..common.options import BUDGET_FLAGS, INTERNAL_SECRET_ENV, VLM_KEY_ENV
+from ..common.paths import IMPORT_ROOT
+from ..common.settings import env
 from . import processes, readiness, xwayland
 from .readiness import until_ready
 from .supervisor import Child, ChildSpec
@@ -25,8 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SessionChildren"]
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-BRIDGE_SCRIPT = PROJECT_ROOT / "chromium_with_api.py"
 DBUS_DAEMON = "dbus-daemon"
 ATSPI_BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 
@@ -104,7 +104,7 @@ class SessionChildren:
     def _chromium_argv(self) -> list[str]:
         assert self.runtime is not None
         urls, self.browser_urls = self.browser_urls, None
-        extra = os.environ.get("DESKBOX_CHROMIUM_FLAGS", "").split()
+        extra = (env("DESKBOX_CHROMIUM_FLAGS") or "").split()
         if urls is None:
             # Started again after it went on its own: the tabs it had, as the bridge last
             # saw them (Chrome's own session file lags behind by seconds).
@@ -148,7 +148,7 @@ class SessionChildren:
         logs = self.runtime / "logs"
         home = str(self.home_path)
         service = {"user": self.service_uid, "group": self.gid if self.service_uid is not None else None,
-                   "cwd": str(PROJECT_ROOT), "env": self._service_env}
+                   "cwd": str(IMPORT_ROOT), "env": self._service_env}
         desktopd_url, scene_url = self.url(args.desktopd_port), self.url(args.scene_port)
         bridge_url = None if args.no_browser else self.url(args.bridge_port)
         specs = [
@@ -216,12 +216,12 @@ class SessionChildren:
                 ChildSpec(
                     name="osworld", argv=lambda: self._osworld_argv(desktopd_url, bridge_url),
                     # The session's own environment: the commands it runs are the session's programs.
-                    # `python -m` from the project folder finds the services.
+                    # `python -m` from the folder holding the package finds the services.
                     env=self.session_env,
                     ready=lambda child: self._http_ready(child, self.url(args.osworld_port) + "/health", "osworld"),
                     # No restart with the others: it only calls them (HTTP, a fresh AT-SPI walker
                     # each time), and a restart would drop the debugging-port relays it keeps.
-                    user=self.service_uid, group=self.gid, cwd=str(PROJECT_ROOT),
+                    user=self.service_uid, group=self.gid, cwd=str(IMPORT_ROOT),
                     log_path=str(logs / "osworld.log"), ports=(args.osworld_port,), hosts_apps=True,
                 )
             )
@@ -306,7 +306,7 @@ class SessionChildren:
 
     def _bridge_argv(self) -> list[str]:
         assert self.runtime is not None
-        return [sys.executable, str(BRIDGE_SCRIPT), "--attach", "--tabs-file", str(self.runtime / "tabs.json"),
+        return [sys.executable, "-m", "deskbox.bridge", "--attach", "--tabs-file", str(self.runtime / "tabs.json"),
                 "--listen", f"{self.args.host}:{self.args.bridge_port}",
                 "--cdp-port", str(self.args.cdp_port), "--log-level", self.args.log_level]
 

@@ -19,12 +19,14 @@ from ..common.options import (
     client_env,
     ocr_mode_from_env,
 )
-from .lifecycle import OSWORLD_CDP_PORT, OSWORLD_USER, PROJECT_ROOT, SESSION_USER, Session, SessionError
+from ..common.paths import SWAY_CONFIG
+from ..common.settings import env, env_flag, env_int
+from .lifecycle import OSWORLD_CDP_PORT, OSWORLD_USER, SESSION_USER, Session, SessionError
 from .outputs import OutputSpec, parse_output
 
 __all__ = ["main"]
 
-DEFAULT_SWAY_CONFIG = PROJECT_ROOT / "sway" / "config"
+DEFAULT_SWAY_CONFIG = SWAY_CONFIG
 
 
 def _output_arg(text: str) -> OutputSpec:
@@ -57,72 +59,72 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a page Chromium opens at start (repeat for more tabs). Default: about:blank")
     up.add_argument("--no-browser", action="store_true", help="do not start Chromium")
     up.add_argument("--xwayland", action=argparse.BooleanOptionalAction,
-                    default={"1": True, "0": False}.get(os.environ.get("DESKBOX_XWAYLAND", "")),
+                    default={"1": True, "0": False}.get(env("DESKBOX_XWAYLAND")),
                     help="run X11 apps (GIMP, VLC) through Sway's Xwayland where the machine has it; about "
                          "65 MB (default: on with --osworld and in the apps image, off otherwise; "
                          "DESKBOX_XWAYLAND=1 or 0 says so too)")
-    up.add_argument("--host", default=os.environ.get("DESKBOX_HOST", "127.0.0.1"),
+    up.add_argument("--host", default=env("DESKBOX_HOST"),
                     help="address the HTTP services listen on")
-    up.add_argument("--desktopd-port", type=int, default=int(os.environ.get("DESKTOPD_PORT", "8080")),
+    up.add_argument("--desktopd-port", type=int, default=env_int("DESKBOX_DESKTOPD_PORT"),
                     help="desktopd's port")
-    up.add_argument("--bridge-port", type=int, default=int(os.environ.get("BRIDGE_PORT", "8122")),
+    up.add_argument("--bridge-port", type=int, default=env_int("DESKBOX_BRIDGE_PORT"),
                     help="the CDP bridge's port (chromium_with_api.py, which launches and relaunches Chromium)")
-    up.add_argument("--scene-port", type=int, default=int(os.environ.get("SCENE_PORT", "8000")),
+    up.add_argument("--scene-port", type=int, default=env_int("DESKBOX_SCENE_PORT"),
                     help="the scene aggregator's port")
     up.add_argument("--ocr", nargs="?", const="all", choices=OCR_MODES, default=ocr_mode_from_env(),
                     help="fill the scene's ocr list with Tesseract: 'all' of the screen (--ocr alone) or 'fill' "
                          "where native apps expose nothing (a canvas, a video). Default: off (it costs CPU on "
                          "every change), or DESKBOX_OCR (1, all, fill)")
     up.add_argument("--cdp-port", type=int,
-                    default=int(os.environ["DESKBOX_CDP_PORT"]) if os.environ.get("DESKBOX_CDP_PORT") else None,
+                    default=env_int("DESKBOX_CDP_PORT"),
                     help=f"Chromium's DevTools port, always on loopback. Default: 9222; {OSWORLD_CDP_PORT} with "
                          "--osworld, whose Chrome tasks publish 9222 themselves")
-    up.add_argument("--osworld", action="store_true", default=os.environ.get("DESKBOX_OSWORLD_SERVER") == "1",
+    up.add_argument("--osworld", action="store_true", default=env_flag("DESKBOX_OSWORLD_SERVER"),
                     help="also serve OSWorld's in-VM API (screenshot, accessibility, execute, files, setup ...). "
                          "It runs commands: it runs as the session user and asks for DESKBOX_TOKEN when set")
-    up.add_argument("--osworld-port", type=int, default=int(os.environ.get("OSWORLD_PORT", "5000")),
+    up.add_argument("--osworld-port", type=int, default=env_int("DESKBOX_OSWORLD_PORT"),
                     help="the OSWorld-compatible server's port")
-    up.add_argument("--observer", action="store_true", default=os.environ.get("DESKBOX_OBSERVER") == "1",
+    up.add_argument("--observer", action="store_true", default=env_flag("DESKBOX_OBSERVER"),
                     help="also serve OS Screen Observer's REST API (windows by index, structure, find_element, "
                          "element actions, observe, wait_for, snapshots, assert_state), mapped onto the scene "
                          "aggregator's toolset")
-    up.add_argument("--observer-port", type=int, default=int(os.environ.get("DESKBOX_OBSERVER_PORT", "5001")),
+    up.add_argument("--observer-port", type=int, default=env_int("DESKBOX_OBSERVER_PORT"),
                     help="the OS Screen Observer-compatible API's port (its own default)")
     up.add_argument("--mock", metavar="SCENARIO", default=None,
                     help="no desktop: serve the scene's API from a scripted scenario (a YAML file, or an "
                          "example: login, settings) for testing agent code in milliseconds; with --observer, "
                          "OS Screen Observer's API on it too")
-    up.add_argument("--view", action="store_true", default=os.environ.get("DESKBOX_VIEW") == "1",
+    up.add_argument("--view", action="store_true", default=env_flag("DESKBOX_VIEW"),
                     help="serve the live view: the desktop in a browser (wayvnc and noVNC), view only until the "
                          "viewer clicks \"take control\"; asks for DESKBOX_TOKEN when set")
-    up.add_argument("--view-port", type=int, default=int(os.environ.get("DESKBOX_VIEW_PORT", "8006")),
+    up.add_argument("--view-port", type=int, default=env_int("DESKBOX_VIEW_PORT"),
                     help="the live view's port (8006, the port OSWorld's providers publish for VNC)")
-    up.add_argument("--vlc-port", type=int, default=int(os.environ.get("VLC_PORT", "8090")),
+    up.add_argument("--vlc-port", type=int, default=env_int("DESKBOX_VLC_PORT"),
                     help="with --osworld, where VLC's HTTP interface listens when VLC runs (OSWorld's "
                          "graders read it; password \"password\")")
-    up.add_argument("--osworld-browser-name", default=os.environ.get("OSWORLD_BROWSER_NAME", "Google Chrome"),
+    up.add_argument("--osworld-browser-name", default=env("DESKBOX_OSWORLD_BROWSER_NAME"),
                     help="the application name Chromium has in the OSWorld accessibility tree")
-    up.add_argument("--user", default=os.environ.get("DESKBOX_USER") or None,
+    up.add_argument("--user", default=env("DESKBOX_USER"),
                     help=f"when started as root: the user that runs the session, created if missing. Default: "
                          f"{SESSION_USER!r} (a system user), or {OSWORLD_USER!r} with home /home/{OSWORLD_USER} "
                          "with --osworld, as OSWorld's VM has; another name NAME gets /home/NAME")
-    up.add_argument("--home", default=os.environ.get("DESKBOX_HOME") or None, metavar="PATH",
+    up.add_argument("--home", default=env("DESKBOX_HOME"), metavar="PATH",
                     help="use PATH as the session user's home and keep it. Default: a fresh home made from a "
                          "template (the XDG folders, Desktop, Documents ...) and removed at exit: in the "
                          "runtime folder, or /home/NAME for the OSWorld user")
-    up.add_argument("--sudo", action="store_true", default=os.environ.get("DESKBOX_SUDO") == "1",
+    up.add_argument("--sudo", action="store_true", default=env_flag("DESKBOX_SUDO"),
                     help="as root on a bare machine: let the session user sudo with the password "
                          "'password' (as OSWorld's tasks do, `echo password | sudo -S ...`) while the session "
                          "runs. That is root for anything running in the session: use it on a machine that "
                          "is there for the session")
-    up.add_argument("--ttl", type=float, default=float(os.environ.get("DESKBOX_TTL") or 0) or None, metavar="SECONDS",
+    up.add_argument("--ttl", type=float, default=float(env("DESKBOX_TTL") or 0) or None, metavar="SECONDS",
                     help="end the session after SECONDS (POST /api/v1/session/extend pushes it back)")
-    up.add_argument("--contexts-dir", default=os.environ.get("DESKBOX_CONTEXTS_DIR") or None, metavar="DIR",
+    up.add_argument("--contexts-dir", default=env("DESKBOX_CONTEXTS_DIR"), metavar="DIR",
                     help="the folder of persistent browser contexts (POST /api/v1/session/context)")
-    up.add_argument("--context", default=os.environ.get("DESKBOX_CONTEXT") or None, metavar="ID",
+    up.add_argument("--context", default=env("DESKBOX_CONTEXT"), metavar="ID",
                     help="start the browser on persistent context ID (needs --contexts-dir)")
     up.add_argument("--context-persist", action=argparse.BooleanOptionalAction,
-                    default=os.environ.get("DESKBOX_CONTEXT_PERSIST", "1") == "1",
+                    default=env("DESKBOX_CONTEXT_PERSIST") == "1",
                     help="save the browser's profile back into --context when the session ends")
     up.add_argument("--runtime-dir", default=None,
                     help="the session's private XDG_RUNTIME_DIR (default: a fresh folder in /tmp, removed at exit)")
@@ -130,12 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the base Sway configuration; output lines are appended to it")
     up.add_argument("--state-file", default=None,
                     help="write the session's endpoints, sockets and pids to this JSON file once it is up")
-    up.add_argument("--chromium", default=os.environ.get("DESKBOX_CHROMIUM", "chromium"),
+    up.add_argument("--chromium", default=env("DESKBOX_CHROMIUM"),
                     help="the Chromium executable")
-    up.add_argument("--trace", default=os.environ.get("DESKBOX_TRACE") or None, metavar="DIR",
+    up.add_argument("--trace", default=env("DESKBOX_TRACE"), metavar="DIR",
                     help="record a trace from the start, in a folder under DIR (POST /api/v1/trace/start "
                          "records more later); traces started later go there too")
-    up.add_argument("--policy", default=os.environ.get("DESKBOX_POLICY") or None, metavar="FILE",
+    up.add_argument("--policy", default=env("DESKBOX_POLICY"), metavar="FILE",
                     help="guard rails: budgets, redaction, allowed actions, confirmation, audit log (JSON or "
                          "YAML; see docs/guardrails.md)")
     budgets = {"max_actions": "actions", "max_screenshots": "screenshots",
@@ -151,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
                          f"needs one, in {VLM_KEY_ENV}. A window's screenshot and sketch are sent there when asked; "
                          "without it nothing is sent anywhere")
     up.add_argument("--vlm-model", default=None, metavar="NAME", help="the model --vlm-url is to run")
-    up.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "info"))
+    up.add_argument("--log-level", default=env("DESKBOX_LOG_LEVEL"))
     mcp = sub.add_parser(
         "mcp",
         help="serve a running session's tools to an MCP host (Claude Desktop, Claude Code ...) over stdio",
@@ -170,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--token", default=client_env("token"),
                      help=f"the session's bearer token; better given as {CLIENT_ENV['token']}, which other users "
                           "cannot read off the command line")
-    mcp.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL", "warning"),
+    mcp.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL") or "warning",
                      help="logs go to stderr (stdout is the MCP channel)")
     trace = sub.add_parser("trace", help="traces a session recorded (deskbox up --trace, /api/v1/trace/start)")
     trace_sub = trace.add_subparsers(dest="trace_command", required=True)
@@ -205,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             asyncio.run(serve(args.mock, f"{args.host}:{args.scene_port}",
                               f"{args.host}:{args.observer_port}" if args.observer else None,
-                              os.environ.get("DESKBOX_TOKEN") or None))
+                              env("DESKBOX_TOKEN")))
         except InvalidRequest as exc:
             print(f"deskbox: {exc.message}", file=sys.stderr)
             sys.exit(2)

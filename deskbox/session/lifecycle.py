@@ -29,6 +29,8 @@ from typing import Callable
 
 from ..common.chromium import CODE_NAME, named_as, named_chrome, real_executable
 from ..common.logging import get_logger
+from ..common.paths import IMPORT_ROOT, PACKAGE_DIR, SHIMS_DIR
+from ..common.settings import env
 from ..osworld import vscode
 from . import app_settings, default_apps, login_dir, processes, users, wallpaper, xwayland
 from .children import SessionChildren
@@ -42,11 +44,10 @@ from .state import SessionState
 from .supervisor import Supervisor
 from .users import SYSTEM_PATH
 
-__all__ = ["Session", "SessionError", "PROJECT_ROOT", "OSWORLD_CDP_PORT", "SESSION_USER", "OSWORLD_USER"]
+__all__ = ["Session", "SessionError", "OSWORLD_CDP_PORT", "SESSION_USER", "OSWORLD_USER"]
 
 log = get_logger("deskbox.up")
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SESSION_USER = "deskbox"
 # OSWorld's VM user: its task configs name /home/user and run `echo password | sudo -S`.
 OSWORLD_USER = "user"
@@ -60,10 +61,7 @@ CLIENT_ENV_KEYS = (
     "DBUS_SESSION_BUS_ADDRESS", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON", "DISPLAY", "GTK2_MODULES", "PYTHONPATH",
     "DESKBOX_DESKTOPD", "DESKBOX_OSWORLD",
 )
-# Modules a program inside the session imports in place of the X11-only originals
-# (``import pyautogui`` drives desktopd); first on the session's PYTHONPATH.
-SHIMS_DIR = PROJECT_ROOT / "deskbox" / "shims"
-# ... and beside them what the shims import (pyscreeze, for image search), installed with
+# Beside the pyautogui shims (paths.SHIMS_DIR), what they import (pyscreeze, for image search), installed with
 # the venv (scripts/install-deps, the Containerfile) from deskbox/shims/requirements.txt.
 SESSION_SITE = Path(sys.prefix) / "session-site"
 # The dot files apps leave in a home after their first run (GIMP's ~/.config/GIMP/2.10),
@@ -119,7 +117,7 @@ class Session(SessionChildren):
         self.browser_urls: list[str] | None = list(self.urls)
         self.stop_event = asyncio.Event()
         self._wallpaper_shown = False
-        self.token = os.environ.get("DESKBOX_TOKEN") or None
+        self.token = env("DESKBOX_TOKEN")
         # desktopd and the scene aggregator only: the scene's requests to desktopd carry
         # it, and desktopd's questions to the scene's gate do.
         self.internal_secret = secrets.token_urlsafe(24)
@@ -179,11 +177,11 @@ class Session(SessionChildren):
         self.uid, self.gid, self.user_name = user.pw_uid, user.pw_gid, user.pw_name
         if self.uid == 0:
             raise SessionError("the session user must not be root")
-        if users.readable_by(PROJECT_ROOT, self.uid, self.gid) and users.readable_by(Path(sys.executable), self.uid, self.gid):
+        if users.readable_by(PACKAGE_DIR, self.uid, self.gid) and users.readable_by(Path(sys.executable), self.uid, self.gid):
             self.service_uid = self.uid
         else:
-            log.warning("the session user cannot read the project; desktopd runs as root",
-                        user=self.args.user, project=str(PROJECT_ROOT))
+            log.warning("the session user cannot read deskbox's package; desktopd runs as root",
+                        user=self.args.user, package=str(PACKAGE_DIR))
             self.service_uid = None
         return osworld_style and user.pw_dir.startswith("/home/")
 
@@ -238,8 +236,8 @@ class Session(SessionChildren):
         Made, and given to the user the services run as, who must be able to reach it."""
         if self.args.trace:
             path = Path(self.args.trace).absolute()
-        elif os.environ.get("DESKBOX_TRACES"):
-            path = Path(os.environ["DESKBOX_TRACES"]).absolute()
+        elif env("DESKBOX_TRACES"):
+            path = Path(env("DESKBOX_TRACES")).absolute()
         elif os.geteuid() == 0:
             path = Path("/var/lib/deskbox/traces")
         else:
@@ -257,8 +255,8 @@ class Session(SessionChildren):
         own_home = self._prepare_user()
         if self.args.osworld and not self.service_uid:
             # It runs whatever it is asked to: never as root.
-            raise SessionError("--osworld needs a session user that is not root and can read the project "
-                               f"({PROJECT_ROOT})")
+            raise SessionError("--osworld needs a session user that is not root and can read deskbox's package "
+                               f"({PACKAGE_DIR})")
         if self.args.runtime_dir:
             self.runtime = Path(self.args.runtime_dir)
             self.runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -311,7 +309,7 @@ class Session(SessionChildren):
                 if warning:
                     log.warning(warning)
         if self.args.osworld:
-            users.write_osworld_bin(self.runtime / "bin", PROJECT_ROOT)
+            users.write_osworld_bin(self.runtime / "bin", IMPORT_ROOT)
         if os.geteuid() == 0:
             for path in [self.runtime, *self.runtime.rglob("*")]:
                 os.chown(path, self.uid, self.gid, follow_symlinks=False)
@@ -378,7 +376,7 @@ class Session(SessionChildren):
 
     def _service_env(self) -> dict[str, str]:
         env = self.session_env()
-        env["PYTHONPATH"] = str(PROJECT_ROOT)
+        env["PYTHONPATH"] = str(IMPORT_ROOT)
         if self.service_uid is None:
             env["HOME"] = os.path.expanduser("~root")
         return env

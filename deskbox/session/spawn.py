@@ -13,9 +13,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..common.paths import IMPORT_ROOT
+
 __all__ = ["SpawnedSession", "SessionFailed"]
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 class SessionFailed(RuntimeError):
@@ -24,10 +25,15 @@ class SessionFailed(RuntimeError):
 
 class SpawnedSession:
     """``deskbox up ARGS --state-file ...`` in a subprocess; ``start()`` returns once the
-    session is up (its state file written), ``stop()`` sends SIGINT like a user would."""
+    session is up (its state file written), ``stop()`` sends SIGINT like a user would.
+    ``command`` is what runs ``deskbox`` (this interpreter's package by default; another
+    installation's ``deskbox`` script, say), started in ``cwd``."""
 
-    def __init__(self, args: list[str], *, env: dict[str, str] | None = None, prefix: str = "deskbox-session-") -> None:
+    def __init__(self, args: list[str], *, env: dict[str, str] | None = None, prefix: str = "deskbox-session-",
+                 command: list[str] | None = None, cwd: Path | None = None) -> None:
         self.args = list(args)
+        self.command = command or [sys.executable, "-m", "deskbox.session.cli"]
+        self.cwd = cwd or IMPORT_ROOT
         self.tmp = Path(tempfile.mkdtemp(prefix=prefix))
         # Its traces are its own, and go with it (the session's user reaches them: x only).
         self.tmp.chmod(0o711)
@@ -38,9 +44,9 @@ class SpawnedSession:
         self.state: dict = {}
 
     def start(self, timeout: float = 90.0) -> dict:
-        argv = [sys.executable, "-m", "deskbox.session.cli", "up", *self.args, "--state-file", str(self.state_file)]
+        argv = [*self.command, "up", *self.args, "--state-file", str(self.state_file)]
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(argv, cwd=PROJECT_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(argv, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while not self.state_file.exists():
             if self.proc.poll() is not None:

@@ -26,6 +26,7 @@ from ..client import Client
 from ..common.errors import InvalidRequest, NotFoundError, Unauthorized, Unavailable
 from ..common.logging import get_logger
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
+from ..common.options import DEFAULT_URLS
 from ..common.web import error_middleware, json_ok, read_form
 from .relay import ClientStream, RfbError
 
@@ -41,7 +42,7 @@ _OPEN = frozenset({"/health", "/login"})
 
 @dataclass(frozen=True)
 class ViewConfig:
-    desktopd: str = "http://127.0.0.1:8080"
+    desktopd: str = DEFAULT_URLS["desktopd"]
     runtime_dir: str = "/tmp"  # where wayvnc's sockets are made
     token: str | None = None
     novnc_dir: str = str(NOVNC_DIR)

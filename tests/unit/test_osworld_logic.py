@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from deskbox.common.paths import IMPORT_ROOT
 from deskbox.geometry import Rect
 from deskbox.osworld import commands
 from deskbox.osworld.accessibility import NAMESPACES, Window, build_xml, terminal_output
@@ -19,7 +20,6 @@ from deskbox.session import users
 from deskbox.session.cli import build_parser
 from deskbox.session.home import Home
 from deskbox.session.lifecycle import OSWORLD_CDP_PORT, Session
-from deskbox.session.lifecycle import PROJECT_ROOT as ROOT_DIR
 
 ST, CP, ATTR, ACT, VAL = (f"{{{NAMESPACES[k]}}}" for k in ("st", "cp", "attr", "act", "val"))
 SHOWN = ["visible", "showing", "enabled"]
@@ -183,7 +183,7 @@ def test_with_osworld_the_server_runs_as_the_session_user_and_cdp_moves(tmp_path
     env = s.session_env()
     assert env["DESKBOX_OSWORLD"] == "http://127.0.0.1:5055"
     assert env["PATH"].startswith(str(tmp_path / "bin") + ":")
-    users.write_osworld_bin(tmp_path / "bin", ROOT_DIR)
+    users.write_osworld_bin(tmp_path / "bin", IMPORT_ROOT)
     assert {p.name for p in (tmp_path / "bin").iterdir()} == {"python", "google-chrome", "google-chrome-stable", "code"}
     assert os.access(tmp_path / "bin" / "google-chrome", os.X_OK)
 
