@@ -1,22 +1,45 @@
 """deskbox services: desktopd, the CDP bridge and the scene aggregator, plus the session supervisor.
 
-``from deskbox import Client, SyncClient, DeskboxError`` is the client of a running session
-(``deskbox.client``); it is imported on first use, so that the services and the
-``deskbox`` command do not load it."""
+``from deskbox import Client, AsyncClient, DeskboxError`` is the client of a running
+session: ``Client`` called plainly, ``AsyncClient`` with ``await``, the same methods in
+both (``deskbox.client``). They are imported on first use, so that the services and the
+``deskbox`` command do not load them. ``SyncClient`` is ``Client``'s former name, kept
+for one release."""
 
 from __future__ import annotations
 
-from typing import Any
+import warnings
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .client import (
+        ActionFailedError,
+        AsyncClient,
+        BudgetExceededError,
+        ConnectError,
+        DeadlineExceededError,
+        DeniedError,
+        DeskboxError,
+        ExpiredError,
+        InvalidRequestError,
+        NotFoundError,
+        TooLargeError,
+        UnauthorizedError,
+        UnavailableError,
+    )
+    from .client_sync import Client
 
 __all__ = [
     "Client",
-    "SyncClient",
+    "AsyncClient",
     "DeskboxError",
     "InvalidRequestError",
     "NotFoundError",
     "ExpiredError",
     "UnauthorizedError",
     "ActionFailedError",
+    "DeniedError",
+    "BudgetExceededError",
     "TooLargeError",
     "UnavailableError",
     "ConnectError",
@@ -25,6 +48,16 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "Client":
+        from .client_sync import Client
+
+        return Client
+    if name == "SyncClient":
+        warnings.warn("deskbox.SyncClient is now deskbox.Client (AsyncClient is the asyncio one); the old name "
+                      "goes in the next release", DeprecationWarning, stacklevel=2)
+        from .client_sync import Client
+
+        return Client
     if name in __all__:
         from . import client
 

@@ -1,9 +1,14 @@
-"""An asyncio client of a deskbox session: one method per HTTP call of the scene
+"""The Python client of a deskbox session: one method per HTTP call of the scene
 aggregator, desktopd and the CDP bridge, answering their JSON as it comes.
+``AsyncClient`` is the asyncio one; ``deskbox.Client`` (``client_sync``) has the same
+methods, called plainly:
 
-    async with Client.from_state_file("/tmp/deskbox.json") as desk:
+    async with AsyncClient.from_state_file("/tmp/deskbox.json") as desk:
         print(await desk.text())
         await desk.act("a0-12")
+
+    with Client.from_state_file("/tmp/deskbox.json") as desk:
+        desk.act(desk.find('button[name="Submit"]')["matches"][0]["id"])
 
 Every failure is a ``DeskboxError`` carrying the service's error body::
 
@@ -22,12 +27,10 @@ Every failure is a ``DeskboxError`` carrying the service's error body::
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 import json
 import threading
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Callable, Coroutine, Literal, Self, TypeVar, overload
 
 from aiohttp import ClientError, ClientSession, ClientTimeout
 
@@ -35,8 +38,8 @@ from .common.options import DEFAULT_URLS, VLM_TIMEOUT_S, client_env
 from .common.web import INTERFACE_HEADER
 
 __all__ = [
-    "Client",
-    "SyncClient",
+    "AsyncClient",
+    "SyncBase",
     "DeskboxError",
     "InvalidRequestError",
     "NotFoundError",
@@ -54,6 +57,7 @@ __all__ = [
 Service = Literal["scene", "desktopd", "bridge"]
 Mode = Literal["idle", "active", "agent-turn"]
 DiffForm = Literal["compact", "json-patch"]
+T = TypeVar("T")
 
 
 class DeskboxError(Exception):
@@ -158,9 +162,10 @@ def _body(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-class Client:
+class AsyncClient:
     """A session's services by base URL (None for one it does not run) and its bearer
-    token. Use it as ``async with``, or call ``close()``."""
+    token. Use it as ``async with``, or call ``close()``. ``deskbox.Client`` has the same
+    methods for code without an event loop."""
 
     def __init__(self, scene: str | None = DEFAULT_URLS["scene"], desktopd: str | None = DEFAULT_URLS["desktopd"],
                  bridge: str | None = DEFAULT_URLS["bridge"], token: str | None = None, *,
@@ -175,14 +180,14 @@ class Client:
         self._http: ClientSession | None = None
 
     @classmethod
-    def from_state_file(cls, path: str | Path, token: str | None = None, **kwargs: Any) -> "Client":
+    def from_state_file(cls, path: str | Path, token: str | None = None, **kwargs: Any) -> Self:
         """The session ``deskbox up --state-file PATH`` wrote; the token (never in the
         file) is ``token`` or ``DESKBOX_TOKEN``."""
         state = json.loads(Path(path).read_text())
         return cls(state["scene"], state["desktopd"], state.get("bridge"), token or client_env("token"), **kwargs)
 
     @classmethod
-    def from_env(cls, **kwargs: Any) -> "Client":
+    def from_env(cls, **kwargs: Any) -> Self:
         """``DESKBOX_STATE_FILE``, else ``DESKBOX_SCENE`` / ``DESKBOX_DESKTOPD`` /
         ``DESKBOX_BRIDGE`` (deskbox up's ports by default); ``DESKBOX_TOKEN``."""
         state_file = client_env("state_file")
@@ -191,7 +196,7 @@ class Client:
         return cls(client_env("scene") or DEFAULT_URLS["scene"], client_env("desktopd") or DEFAULT_URLS["desktopd"],
                    client_env("bridge") or DEFAULT_URLS["bridge"], client_env("token"), **kwargs)
 
-    async def __aenter__(self) -> "Client":
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -449,58 +454,43 @@ class Client:
         return await self.request(service, "GET", "/health")
 
 
-class SyncClient:
-    """``Client`` for code without an event loop: the same methods, called plainly.
+class SyncBase:
+    """What the synchronous ``Client`` (``deskbox.client_sync``, its methods generated from
+    ``AsyncClient``'s) adds: an ``AsyncClient`` on an event loop of its own, in a thread it
+    starts and ``close()`` ends."""
 
-        with SyncClient.from_state_file("/tmp/deskbox.json") as desk:
-            desk.act(desk.find('button[name="Submit"]')["matches"][0]["id"])
-
-    Its calls run on an event loop of its own, in a thread it starts and ``close()`` ends."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._start(lambda: Client(*args, **kwargs))
+    _client: AsyncClient
 
     @classmethod
-    def from_state_file(cls, path: str | Path, token: str | None = None, **kwargs: Any) -> "SyncClient":
+    def from_state_file(cls, path: str | Path, token: str | None = None, **kwargs: Any) -> Self:
+        """The session ``deskbox up --state-file PATH`` wrote; the token (never in the
+        file) is ``token`` or ``DESKBOX_TOKEN``."""
         sync = cls.__new__(cls)
-        sync._start(lambda: Client.from_state_file(path, token, **kwargs))
+        sync._start(lambda: AsyncClient.from_state_file(path, token, **kwargs))
         return sync
 
     @classmethod
-    def from_env(cls, **kwargs: Any) -> "SyncClient":
+    def from_env(cls, **kwargs: Any) -> Self:
+        """``DESKBOX_STATE_FILE``, else ``DESKBOX_SCENE`` / ``DESKBOX_DESKTOPD`` /
+        ``DESKBOX_BRIDGE`` (deskbox up's ports by default); ``DESKBOX_TOKEN``."""
         sync = cls.__new__(cls)
-        sync._start(lambda: Client.from_env(**kwargs))
+        sync._start(lambda: AsyncClient.from_env(**kwargs))
         return sync
 
-    def _start(self, make: Any) -> None:
+    def _start(self, make: Callable[[], AsyncClient]) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="deskbox-client", daemon=True)
         self._thread.start()
-        self._client: Client = make()
+        self._client = make()
 
     @property
     def urls(self) -> dict[str, str | None]:
         return self._client.urls
 
-    def _run(self, coro: Any) -> Any:
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(Client, name, None)
-        if name.startswith("_") or not inspect.iscoroutinefunction(method):
-            raise AttributeError(f"SyncClient has no {name!r}")
-        bound = getattr(self._client, name)
-
-        @functools.wraps(method)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self._run(bound(*args, **kwargs))
-        return call
-
-    def __dir__(self) -> list[str]:
-        return sorted({*super().__dir__(), *(n for n, m in vars(Client).items()
-                                             if not n.startswith("_") and inspect.iscoroutinefunction(m))})
-
-    def __enter__(self) -> "SyncClient":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 
 import deskbox
-from deskbox import Client, SyncClient
+from deskbox import AsyncClient, Client
+from deskbox.client import SyncBase
 from tests.conftest import open_fixture
 from tests.support import Process, wait_until
 from tests.test_mcp import scene_with_token
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.desktop
 
 async def test_the_client_reads_the_session_and_clicks_a_button(single, pages):
     open_fixture(single, pages, "input.html")
-    async with Client.from_state_file(single.state_file) as desk:
+    async with AsyncClient.from_state_file(single.state_file) as desk:
         assert desk.urls == {"scene": single.scene, "desktopd": single.desktopd, "bridge": single.bridge}
         text = await desk.text(interactive=True)
         assert "Submit" in text
@@ -44,7 +45,7 @@ async def test_the_client_reads_the_session_and_clicks_a_button(single, pages):
 
 async def test_http_errors_raise_deskbox_errors_with_the_services_codes(single, pages):
     open_fixture(single, pages, "input.html")
-    async with Client.from_state_file(single.state_file) as desk:
+    async with AsyncClient.from_state_file(single.state_file) as desk:
         with pytest.raises(deskbox.NotFoundError) as unknown:
             await desk.act("a0-999999")
         assert isinstance(unknown.value, deskbox.DeskboxError)
@@ -62,7 +63,7 @@ async def test_http_errors_raise_deskbox_errors_with_the_services_codes(single, 
             await desk.snapshot(kept["id"])
         assert expired.value.status == 410 and expired.value.code == "snapshot_expired"
         assert expired.value.context == {"snapshot": kept["id"]} and expired.value.suggested_next_tool
-    async with Client("http://127.0.0.1:9", None, None) as nowhere:
+    async with AsyncClient("http://127.0.0.1:9", None, None) as nowhere:
         with pytest.raises(deskbox.ConnectError) as unreachable:
             await nowhere.scene()
         assert unreachable.value.status is None and unreachable.value.code == "unreachable"
@@ -73,16 +74,16 @@ async def test_http_errors_raise_deskbox_errors_with_the_services_codes(single, 
 
 async def test_the_token_goes_with_every_call(single):
     async with scene_with_token(single, "s3cret") as scene:
-        async with Client(scene, single.desktopd, single.bridge) as anonymous:
+        async with AsyncClient(scene, single.desktopd, single.bridge) as anonymous:
             with pytest.raises(deskbox.UnauthorizedError) as refused:
                 await anonymous.scene()
             assert refused.value.status == 401 and refused.value.code == "unauthorized"
-        async with Client(scene, single.desktopd, single.bridge, token="s3cret") as desk:
+        async with AsyncClient(scene, single.desktopd, single.bridge, token="s3cret") as desk:
             assert (await desk.scene())["displays"][0]["size"] == [1280, 800]
 
 
 def public_methods() -> set[str]:
-    return {n for n, m in vars(Client).items() if not n.startswith("_") and inspect.iscoroutinefunction(m)}
+    return {n for n, m in vars(AsyncClient).items() if not n.startswith("_") and inspect.iscoroutinefunction(m)}
 
 
 async def every_method(call, session, pages) -> set[str]:
@@ -157,17 +158,23 @@ async def every_method(call, session, pages) -> set[str]:
 
 
 async def test_every_method_of_the_async_client(single, pages):
-    async with Client.from_state_file(single.state_file) as desk:
+    async with AsyncClient.from_state_file(single.state_file) as desk:
         async def call(name, *args, **kwargs):
             return await getattr(desk, name)(*args, **kwargs)
         assert await every_method(call, single, pages) == public_methods() - {"close"}
 
 
 async def test_every_method_of_the_sync_client(single, pages):
-    with SyncClient.from_state_file(single.state_file) as desk:
+    with Client.from_state_file(single.state_file) as desk:
         async def call(name, *args, **kwargs):
             return await asyncio.to_thread(getattr(desk, name), *args, **kwargs)
         assert await every_method(call, single, pages) == public_methods() - {"close"}
         assert desk.urls["scene"] == single.scene
-    with SyncClient("http://127.0.0.1:9") as nowhere, pytest.raises(AttributeError):
+    with Client("http://127.0.0.1:9") as nowhere, pytest.raises(AttributeError):
         nowhere.no_such_method()
+    # Declared, not forwarded: every method is the class's own, with AsyncClient's signature.
+    for name in public_methods():
+        assert name in vars(Client) or name in vars(SyncBase), name
+        assert inspect.signature(getattr(Client, name)) == inspect.signature(getattr(AsyncClient, name)), name
+    with pytest.warns(DeprecationWarning, match="SyncClient is now deskbox.Client"):
+        assert deskbox.SyncClient is Client

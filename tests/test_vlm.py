@@ -21,7 +21,7 @@ import pytest
 from aiohttp import web
 from PIL import Image
 
-from deskbox import Client, SyncClient
+from deskbox import AsyncClient, Client
 from deskbox.mcp import tools
 from deskbox.observer.app import ObserverConfig
 from deskbox.observer.app import create_app as create_observer
@@ -210,7 +210,7 @@ def test_without_usage_the_tokens_are_estimated(page, model):
 
 
 def test_the_client_answers_the_text_alone_or_with_vlm_the_whole_answer(page, model):
-    with SyncClient(page.scene, page.desktopd, page.bridge) as desk:
+    with Client(page.scene, page.desktopd, page.bridge) as desk:
         plain = desk.description()
         said = desk.description(vlm=True)
     assert isinstance(plain, str) and "Add item" in plain
@@ -219,7 +219,7 @@ def test_the_client_answers_the_text_alone_or_with_vlm_the_whole_answer(page, mo
 
 
 async def test_mcps_describe_asks_the_model_with_vlm_true(page, model):
-    async with Client(page.scene, page.desktopd, page.bridge) as desk:
+    async with AsyncClient(page.scene, page.desktopd, page.bridge) as desk:
         plain = await tools.call(desk, "describe", {})
         asked = await tools.call(desk, "describe", {"vlm": True})
     assert not plain.is_error and "vision model" not in plain.content[0].text

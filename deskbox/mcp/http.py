@@ -8,7 +8,7 @@ manager runs stateless with JSON answers: every POST is answered on its own, not
 lives between requests (a restarted scene loses no MCP session), and as the tools send
 no server-to-client messages, a GET (the stream for them) is answered 405.
 
-The tools reach the session through ``deskbox.Client``, as the stdio server does: the
+The tools reach the session through ``deskbox.AsyncClient``, as the stdio server does: the
 scene over the local address the request came in on, desktopd and the bridge at the
 scene's own URLs for them, with its token. The SDK (about a second of imports) is loaded
 on the first ``/mcp`` request rather than at every start of the scene; the manager then
@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..client import Client
+from ..client import AsyncClient
 from ..common.errors import Unavailable
 from ..common.web import client_left
 
@@ -35,7 +35,7 @@ class McpEndpoint:
         self._urls = {"desktopd": desktopd, "bridge": bridge}
         self._token = token
         self._manager: Any = None
-        self._client: Client | None = None
+        self._client: AsyncClient | None = None
         self._task: asyncio.Task | None = None
         self._stop = asyncio.Event()
         self._lock = asyncio.Lock()
@@ -50,7 +50,7 @@ class McpEndpoint:
                 own = _own_url(request)
                 # (No desktopd URL: this app serves desktopd's routes itself, as mock mode does.)
                 urls = {**self._urls, "desktopd": self._urls["desktopd"] or own}
-                self._client = Client(own, token=self._token, interface="mcp", **urls)
+                self._client = AsyncClient(own, token=self._token, interface="mcp", **urls)
                 manager = StreamableHTTPSessionManager(build_server(self._client), stateless=True, json_response=True)
                 running = asyncio.Event()
                 self._task = asyncio.create_task(self._run(manager, running))

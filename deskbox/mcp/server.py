@@ -9,7 +9,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
 
-from ..client import Client
+from ..client import AsyncClient
 from . import tools
 
 __all__ = ["build_server", "serve_stdio", "INSTRUCTIONS"]
@@ -30,7 +30,7 @@ def _version() -> str:
         return "0"
 
 
-def build_server(client: Client) -> Server:
+def build_server(client: AsyncClient) -> Server:
     """An MCP server whose tools call the session through ``client``."""
 
     async def list_tools(ctx, params: PaginatedRequestParams | None) -> ListToolsResult:
@@ -43,7 +43,7 @@ def build_server(client: Client) -> Server:
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def serve_stdio(client: Client) -> None:
+async def serve_stdio(client: AsyncClient) -> None:
     """Serve MCP on stdin/stdout until the host closes them."""
     server = build_server(client)
     try:

@@ -1,5 +1,5 @@
 """The MCP tools: one table, each tool one entry (name, description for a model, input
-schema, hints, and how it calls the session through ``deskbox.Client``), and one
+schema, hints, and how it calls the session through ``deskbox.AsyncClient``), and one
 dispatch point, ``call``.
 
 Input schemas come from the services' own pydantic models, and arguments go to the
@@ -20,7 +20,7 @@ from PIL import Image
 from pydantic import BaseModel
 
 from ..bridge.models import NavigateRequest
-from ..client import Client, DeskboxError
+from ..client import AsyncClient, DeskboxError
 from ..common.logging import get_logger
 from ..common.options import VLM_TIMEOUT_S
 from ..desktopd.models import KeyboardRequest, PointerRequest
@@ -31,7 +31,7 @@ from ..scene.toolset.models import AssertRequest, DescribeQuery, FindQuery, Obse
 __all__ = ["Tool", "TOOLS", "call", "listed"]
 
 log = get_logger("deskbox.mcp")
-Run = Callable[[Client, dict[str, Any]], Awaitable[CallToolResult]]
+Run = Callable[[AsyncClient, dict[str, Any]], Awaitable[CallToolResult]]
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def _image(data: bytes, mime: str) -> ImageContent:
 # -- the tools' calls -------------------------------------------------------------------
 
 
-async def _observe(client: Client, args: dict[str, Any]) -> CallToolResult:
+async def _observe(client: AsyncClient, args: dict[str, Any]) -> CallToolResult:
     answer = await client.request("scene", "GET", "/api/v1/observe", query={**args, "text": True,
                                                                            "observation": False})
     if answer["format"] != "full":
@@ -155,7 +155,7 @@ async def _observe(client: Client, args: dict[str, Any]) -> CallToolResult:
                           structured_content={k: answer[k] for k in ("token", "seq", "tree_hash")})
 
 
-async def _screenshot(client: Client, args: dict[str, Any]) -> CallToolResult:
+async def _screenshot(client: AsyncClient, args: dict[str, Any]) -> CallToolResult:
     data, headers = await client.request("scene", "GET", "/api/v1/screenshot", query=args, raw=True)
     mime = headers.get("Content-Type", "image/png").split(";")[0]
     width, height = Image.open(io.BytesIO(data)).size  # (reads the header only)
@@ -164,11 +164,11 @@ async def _screenshot(client: Client, args: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[_image(data, mime), TextContent(text=note + (f"; {marks} ids drawn" if marks else ""))])
 
 
-async def _find(client: Client, args: dict[str, Any]) -> CallToolResult:
+async def _find(client: AsyncClient, args: dict[str, Any]) -> CallToolResult:
     return _json(await client.request("scene", "GET", "/api/v1/find", query=args))
 
 
-async def _describe(client: Client, args: dict[str, Any]) -> CallToolResult:
+async def _describe(client: AsyncClient, args: dict[str, Any]) -> CallToolResult:
     asks_model = args.get("vlm") in (True, 1, "1", "true")
     answer = await client.request("scene", "GET", "/api/v1/description", query=args,
                                   timeout=client.timeout + VLM_TIMEOUT_S if asks_model else None)
@@ -178,42 +178,42 @@ async def _describe(client: Client, args: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(text=text)], structured_content=answer)
 
 
-async def _act(client: Client, args: dict[str, Any]) -> CallToolResult:
+async def _act(client: AsyncClient, args: dict[str, Any]) -> CallToolResult:
     return _json(await client.request("scene", "POST", "/api/v1/act_and_observe", body=args))
 
 
-async def _pointer(client: Client, args: dict[str, Any]) -> CallToolResult:
+async def _pointer(client: AsyncClient, args: dict[str, Any]) -> CallToolResult:
     return _json(await client.request("desktopd", "POST", "/api/v1/pointer", body=args))
 
 
-async def _keyboard(client: Client, args: dict[str, Any]) -> CallToolResult:
+async def _keyboard(client: AsyncClient, args: dict[str, Any]) -> CallToolResult:
     return _json(await client.request("desktopd", "POST", "/api/v1/keyboard", body=args))
 
 
-async def _wait_for(client: Client, args: dict[str, Any]) -> CallToolResult:
+async def _wait_for(client: AsyncClient, args: dict[str, Any]) -> CallToolResult:
     wait_ms = args.get("timeout_ms", 10_000)
     wait_s = wait_ms / 1000 if isinstance(wait_ms, (int, float)) else 0
     return _json(await client.request("scene", "POST", "/api/v1/wait_for", body=args, timeout=client.timeout + wait_s))
 
 
-async def _assert_state(client: Client, args: dict[str, Any]) -> CallToolResult:
+async def _assert_state(client: AsyncClient, args: dict[str, Any]) -> CallToolResult:
     return _json(await client.request("scene", "POST", "/api/v1/assert_state", body=args))
 
 
-async def _windows(client: Client, args: dict[str, Any]) -> CallToolResult:
+async def _windows(client: AsyncClient, args: dict[str, Any]) -> CallToolResult:
     return _json(await client.request("desktopd", "GET", "/api/v1/tree", query=args))
 
 
-async def _tabs(client: Client, args: dict[str, Any]) -> CallToolResult:
+async def _tabs(client: AsyncClient, args: dict[str, Any]) -> CallToolResult:
     tabs = await client.request("bridge", "GET", "/tabs", query=args)
     return _json({"tabs": [{"id": t.get("id"), "title": t.get("title"), "url": t.get("url")} for t in tabs]})
 
 
-async def _navigate(client: Client, args: dict[str, Any]) -> CallToolResult:
+async def _navigate(client: AsyncClient, args: dict[str, Any]) -> CallToolResult:
     return _json(await client.request("bridge", "POST", "/navigate", body=args))
 
 
-async def _computer(client: Client, args: dict[str, Any]) -> CallToolResult:
+async def _computer(client: AsyncClient, args: dict[str, Any]) -> CallToolResult:
     action = {k: v for k, v in args.items() if k != "display"}
     reply = await client.request("scene", "POST", "/api/v1/computer/anthropic", body=action,
                                  query={"display": args.get("display")})
@@ -325,7 +325,7 @@ def listed() -> list[McpTool]:
     return [t.listed() for t in TOOLS]
 
 
-async def call(client: Client, name: str, arguments: dict[str, Any] | None) -> CallToolResult:
+async def call(client: AsyncClient, name: str, arguments: dict[str, Any] | None) -> CallToolResult:
     """Run tool ``name``; every failure is a tool error, never an exception."""
     tool = _BY_NAME.get(name)
     if tool is None:

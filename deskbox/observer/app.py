@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from ..client import Client, DeskboxError
+from ..client import AsyncClient, DeskboxError
 from ..common.errors import NotServed, ServiceError
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
@@ -66,7 +66,7 @@ def create_app(config: ObserverConfig | None = None) -> web.Application:
     app = web.Application(middlewares=[metrics_middleware, error_middleware, auth_middleware(config.token, OPEN_PATHS),
                                        oso_errors], client_max_size=1024 * 1024)
     add_metrics(app)
-    client = Client(config.scene, config.desktopd, config.bridge, config.token, timeout=120, interface="observer")
+    client = AsyncClient(config.scene, config.desktopd, config.bridge, config.token, timeout=120, interface="observer")
     app[OBSERVER] = Observer(client)
     app[inspector.UPSTREAM] = inspector.Upstream(client, config.token)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from aiohttp import ClientError, ClientSession, WSMsgType, web
 
-from ..client import Client
+from ..client import AsyncClient
 from ..common.errors import Unavailable
 from ..common.openapi import Route
 from ..common.web import WS_PROTOCOL
@@ -26,7 +26,7 @@ __all__ = ["ROUTES", "PAGE_PATHS", "UPSTREAM", "Upstream", "stream"]
 
 @dataclass(frozen=True)
 class Upstream:
-    client: Client  # the Observer's client of the scene
+    client: AsyncClient  # the Observer's client of the scene
     token: str | None  # sent on to the scene's stream
 
 

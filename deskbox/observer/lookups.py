@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..client import Client
+from ..client import AsyncClient
 from ..common.errors import NotFoundError
 from . import shapes
 from .models import ElementRequest
@@ -23,7 +23,7 @@ PROTOCOL_VERSION = 2
 
 
 class Observer:
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: AsyncClient) -> None:
         self.client = client
         self.steps = itertools.count(1)
         self.step_count = 0

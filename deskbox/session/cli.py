@@ -233,12 +233,12 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def serve_mcp(args: argparse.Namespace) -> int:
-    from ..client import Client
+    from ..client import AsyncClient
     from ..mcp.server import serve_stdio
 
     try:
-        client = (Client.from_state_file(args.state_file, args.token, interface="mcp") if args.state_file
-                  else Client(token=args.token, interface="mcp"))
+        client = (AsyncClient.from_state_file(args.state_file, args.token, interface="mcp") if args.state_file
+                  else AsyncClient(token=args.token, interface="mcp"))
     except (OSError, ValueError, KeyError) as exc:
         print(f"deskbox mcp: cannot read the state file {args.state_file}: {exc!r}", file=sys.stderr)
         return 2

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from aiohttp import WSMsgType, web
 
-from ..client import Client
+from ..client import AsyncClient
 from ..common.errors import InvalidRequest, NotFoundError, Unauthorized, Unavailable
 from ..common.logging import get_logger
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
@@ -96,7 +96,7 @@ class Servers:
 class View:
     def __init__(self, config: ViewConfig) -> None:
         self.config = config
-        self.client = Client(None, config.desktopd, None, config.token)
+        self.client = AsyncClient(None, config.desktopd, None, config.token)
         self.servers = Servers(Path(config.runtime_dir))
         self.sessions: set[str] = set()  # cookie values handed out after the token
         self.control: dict[int, list[float]] = {}  # display -> when each controlling viewer took it

@@ -9,7 +9,7 @@ from typing import get_args
 
 import jsonschema
 
-from deskbox import Client
+from deskbox import AsyncClient
 from deskbox.mcp import tools
 from deskbox.scene.computer.anthropic import HANDLERS
 
@@ -43,7 +43,7 @@ def test_the_act_schema_is_the_scene_models():
 
 
 async def test_failures_are_tool_errors_with_the_error_body():
-    async with Client("http://127.0.0.1:9", "http://127.0.0.1:9", None) as nowhere:
+    async with AsyncClient("http://127.0.0.1:9", "http://127.0.0.1:9", None) as nowhere:
         unreachable = await tools.call(nowhere, "observe", {})
         no_bridge = await tools.call(nowhere, "tabs", None)
         unknown = await tools.call(nowhere, "teleport", {})

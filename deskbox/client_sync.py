@@ -1,0 +1,214 @@
+"""The synchronous client of a deskbox session: ``deskbox.Client``. Generated from
+``client.AsyncClient`` by ``python -m deskbox.client_gen``; do not edit by hand.
+
+    with Client.from_state_file("/tmp/deskbox.json") as desk:
+        desk.act(desk.find('button[name="Submit"]')["matches"][0]["id"])
+
+Its calls run on an event loop of its own, in a thread it starts and ``close()`` ends."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, overload
+
+from .client import AsyncClient, DiffForm, Mode, Service, SyncBase
+from .common.options import DEFAULT_URLS
+
+__all__ = ["Client"]
+
+
+class Client(SyncBase):
+    """A session's services by base URL (None for one it does not run) and its bearer
+    token, called plainly (``AsyncClient`` with ``await``). Use it as ``with``, or call
+    ``close()``."""
+
+    def __init__(self, scene: str | None = DEFAULT_URLS["scene"], desktopd: str | None = DEFAULT_URLS["desktopd"],
+                 bridge: str | None = DEFAULT_URLS["bridge"], token: str | None = None, *,
+                 timeout: float = 60.0, interface: str | None = None) -> None:
+        self._start(lambda: AsyncClient(scene, desktopd, bridge, token, timeout=timeout, interface=interface))
+
+    def request(self, service: Service, method: str, path: str, *, query: dict[str, Any] | None = None,
+                body: Any = None, raw: bool = False, timeout: float | None = None) -> Any:
+        """One call of a service: ``query`` as its parameters (None left out, flags as
+        1/0), ``body`` as JSON. Answers the JSON, text as ``str``, or with ``raw``
+        ``(bytes, headers)``. The methods below are this with names and arguments."""
+        return self._run(self._client.request(service, method, path, query=query, body=body, raw=raw, timeout=timeout))
+
+    def scene(self, mode: Mode = "active", *, interactive: bool = False, display: int | None = None,
+              window: str | None = None) -> dict[str, Any]:
+        """``GET /api/v1/scene``: the Scene JSON."""
+        return self._run(self._client.scene(mode, interactive=interactive, display=display, window=window))
+
+    def text(self, mode: Mode = "active", *, interactive: bool = False, display: int | None = None,
+             window: str | None = None, max_chars: int | None = None, max_tokens: int | None = None,
+             offscreen: bool | None = None) -> str:
+        """``GET /api/v1/scene/text``: the scene as prompt text, element ids in brackets."""
+        return self._run(self._client.text(mode, interactive=interactive, display=display, window=window,
+                                           max_chars=max_chars, max_tokens=max_tokens, offscreen=offscreen))
+
+    def find(self, selector: str, *, mode: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """``GET /api/v1/find``: what a selector (``button[name="Submit"]``) matches."""
+        return self._run(self._client.find(selector, mode=mode, limit=limit))
+
+    def observe(self, since: str | None = None, *, mode: str | None = None, interactive: bool | None = None,
+                display: int | None = None, window: str | None = None, format: DiffForm | None = None,
+                text: bool | None = None, observation: bool | None = None) -> dict[str, Any]:
+        """``GET /api/v1/observe``: the state and a token; with ``since`` only what changed."""
+        return self._run(self._client.observe(since, mode=mode, interactive=interactive, display=display, window=window,
+                                              format=format, text=text, observation=observation))
+
+    def sketch(self, *, window: str | None = None, display: int | None = None, cols: int | None = None,
+               rows: int | None = None, mode: str | None = None) -> dict[str, Any]:
+        """``GET /api/v1/sketch``: a window or display as labelled boxes on a character grid."""
+        return self._run(self._client.sketch(window=window, display=display, cols=cols, rows=rows, mode=mode))
+
+    @overload
+    def description(self, *, window: str | None = None, limit: int | None = None, mode: str | None = None,
+                    vlm: Literal[False] = False) -> str: ...
+
+    @overload
+    def description(self, *, window: str | None = None, limit: int | None = None, mode: str | None = None,
+                    vlm: Literal[True]) -> dict[str, Any]: ...
+
+    def description(self, *, window: str | None = None, limit: int | None = None, mode: str | None = None,
+                    vlm: bool = False) -> str | dict[str, Any]:
+        """``GET /api/v1/description``: a window in prose (the focused one by default). With
+        ``vlm`` the session's vision model describes it too, and the whole answer comes
+        back: ``{"text", "vlm", "vlm_tokens", "vlm_model", "scene_seq"}`` (409
+        ``vlm_not_configured`` when the session has no model)."""
+        return self._run(self._client.description(window=window, limit=limit, mode=mode, vlm=vlm))
+
+    def wait_for(self, any_of: list[dict[str, Any]], *, timeout_ms: int | None = None,
+                 poll_ms: int | None = None) -> dict[str, Any]:
+        """``POST /api/v1/wait_for``: until one condition holds (``matched``) or the timeout."""
+        return self._run(self._client.wait_for(any_of, timeout_ms=timeout_ms, poll_ms=poll_ms))
+
+    def assert_state(self, predicates: list[dict[str, Any]], *, mode: str | None = None) -> dict[str, Any]:
+        """``POST /api/v1/assert_state``: each predicate passed or not, and what was seen."""
+        return self._run(self._client.assert_state(predicates, mode=mode))
+
+    def screenshot(self, display: int = 0, *, marks: bool = False, format: Literal["png", "jpeg"] = "png",
+                   all_elements: bool = False) -> bytes:
+        """``GET /api/v1/screenshot``: one display's pixels; ``marks`` draws element ids
+        on it (every element with a box with ``all_elements``, else the interactive ones)."""
+        return self._run(self._client.screenshot(display, marks=marks, format=format, all_elements=all_elements))
+
+    def act(self, target: str, action: str = "click", *, text: str | None = None,
+            option: str | None = None, option_index: int | None = None, keys: str | list[str] | None = None,
+            to: dict[str, Any] | None = None, settle_ms: int | None = None) -> dict[str, Any]:
+        """``POST /api/v1/act``: ``action`` on element ``target`` (click, type ``text``,
+        select ``option``/``option_index``, key ``keys``, drag ``to`` ``{"target"}`` or
+        ``{"point": [x, y]}``, invoke, clear_text ...); answers the receipt."""
+        return self._run(self._client.act(target, action, text=text, option=option, option_index=option_index,
+                                          keys=keys, to=to, settle_ms=settle_ms))
+
+    def act_and_observe(self, target: str, action: str = "click", *, text: str | None = None,
+                        option: str | None = None, option_index: int | None = None,
+                        keys: str | list[str] | None = None, to: dict[str, Any] | None = None,
+                        settle_ms: int | None = None, since: str | None = None,
+                        format: DiffForm | None = None) -> dict[str, Any]:
+        """``POST /api/v1/act_and_observe``: ``act``, then what changed (since ``since``,
+        else since just before the action)."""
+        return self._run(self._client.act_and_observe(target, action, text=text, option=option,
+                                                      option_index=option_index, keys=keys, to=to, settle_ms=settle_ms,
+                                                      since=since, format=format))
+
+    def type_and_observe(self, text: str, *, settle_ms: int | None = None, since: str | None = None,
+                         format: DiffForm | None = None) -> dict[str, Any]:
+        """``POST /api/v1/type_and_observe``: type where the focus is, then what changed."""
+        return self._run(self._client.type_and_observe(text, settle_ms=settle_ms, since=since, format=format))
+
+    def key_and_observe(self, keys: str | list[str], *, settle_ms: int | None = None,
+                        since: str | None = None, format: DiffForm | None = None) -> dict[str, Any]:
+        """``POST /api/v1/key_and_observe``: press keys (``"ctrl+s"``), then what changed."""
+        return self._run(self._client.key_and_observe(keys, settle_ms=settle_ms, since=since, format=format))
+
+    def snapshot_save(self, *, label: str | None = None, ttl_s: float | None = None,
+                      screenshot: bool | None = None, mode: str | None = None,
+                      interactive: bool | None = None, display: int | None = None,
+                      window: str | None = None) -> dict[str, Any]:
+        """``POST /api/v1/snapshots``: keep the state now under an id (``s1`` ...)."""
+        return self._run(self._client.snapshot_save(label=label, ttl_s=ttl_s, screenshot=screenshot, mode=mode,
+                                                    interactive=interactive, display=display, window=window))
+
+    def snapshots(self) -> dict[str, Any]:
+        """``GET /api/v1/snapshots``: the snapshots kept."""
+        return self._run(self._client.snapshots())
+
+    def snapshot(self, snapshot_id: str) -> dict[str, Any]:
+        """``GET /api/v1/snapshots/{id}``: one snapshot with its observation."""
+        return self._run(self._client.snapshot(snapshot_id))
+
+    def snapshot_delete(self, snapshot_id: str) -> dict[str, Any]:
+        """``DELETE /api/v1/snapshots/{id}``."""
+        return self._run(self._client.snapshot_delete(snapshot_id))
+
+    def snapshot_diff(self, a: str, b: str = "now", *, format: DiffForm | None = None) -> dict[str, Any]:
+        """``POST /api/v1/snapshots/diff``: what changed from snapshot ``a`` to ``b`` (or now)."""
+        return self._run(self._client.snapshot_diff(a, b, format=format))
+
+    def computer(self, provider: Literal["anthropic", "openai", "gemini"], action: dict[str, Any],
+                 **query: Any) -> dict[str, Any]:
+        """``POST /api/v1/computer/{provider}``: the model's own action payload in, the
+        reply its SDK takes back out; ``query`` is the adapter's (display, display_width,
+        display_height, settle_ms, and the provider's own)."""
+        return self._run(self._client.computer(provider, action, **query))
+
+    def pointer(self, action: Literal["move", "click", "down", "up", "drag", "scroll"], x: float | None = None,
+                y: float | None = None, *, display: int | None = None, button: str | None = None,
+                count: int | None = None, path: list[tuple[float, float]] | None = None,
+                dx: float | None = None, dy: float | None = None, modifiers: list[str] | None = None,
+                duration_ms: int | None = None) -> dict[str, Any]:
+        """desktopd ``POST /api/v1/pointer``: at display-local device pixels (the screenshot's)."""
+        return self._run(self._client.pointer(action, x, y, display=display, button=button, count=count, path=path,
+                                              dx=dx, dy=dy, modifiers=modifiers, duration_ms=duration_ms))
+
+    def pointer_position(self) -> dict[str, Any]:
+        """desktopd ``GET /api/v1/pointer``: where desktopd last put the pointer."""
+        return self._run(self._client.pointer_position())
+
+    def keyboard(self, action: Literal["type", "key", "down", "up"], *, text: str | None = None,
+                 keys: str | list[str] | None = None, key: str | None = None,
+                 interval_ms: int | None = None) -> dict[str, Any]:
+        """desktopd ``POST /api/v1/keyboard``: type text, press combinations, hold keys."""
+        return self._run(self._client.keyboard(action, text=text, keys=keys, key=key, interval_ms=interval_ms))
+
+    def tree(self) -> dict[str, Any]:
+        """desktopd ``GET /api/v1/tree``: displays and windows (display-local bounds)."""
+        return self._run(self._client.tree())
+
+    def windows(self) -> list[dict[str, Any]]:
+        """The windows of ``tree()``."""
+        return self._run(self._client.windows())
+
+    def focus_window(self, window_id: str) -> dict[str, Any]:
+        return self._run(self._client.focus_window(window_id))
+
+    def close_window(self, window_id: str) -> dict[str, Any]:
+        return self._run(self._client.close_window(window_id))
+
+    def move_window(self, window_id: str, display: int) -> dict[str, Any]:
+        return self._run(self._client.move_window(window_id, display))
+
+    def displays(self) -> dict[str, Any]:
+        """desktopd ``GET /api/v1/displays``."""
+        return self._run(self._client.displays())
+
+    def tabs(self) -> list[dict[str, Any]]:
+        """Bridge ``GET /tabs``: the browser's page targets (``id``, ``title``, ``url`` ...)."""
+        return self._run(self._client.tabs())
+
+    def new_tab(self, url: str = "about:blank") -> dict[str, Any]:
+        return self._run(self._client.new_tab(url))
+
+    def activate_tab(self, tab_id: str) -> dict[str, Any]:
+        return self._run(self._client.activate_tab(tab_id))
+
+    def close_tab(self, tab_id: str) -> dict[str, Any]:
+        return self._run(self._client.close_tab(tab_id))
+
+    def navigate(self, url: str, *, tab: str | None = None) -> dict[str, Any]:
+        """Bridge ``POST /navigate``: a tab (default: the first) to ``url``."""
+        return self._run(self._client.navigate(url, tab=tab))
+
+    def health(self, service: Service = "scene") -> dict[str, Any]:
+        return self._run(self._client.health(service))
