@@ -34,6 +34,7 @@ from typing import Any, Callable, Coroutine, Literal, Self, TypeVar, overload
 
 from aiohttp import ClientError, ClientSession, ClientTimeout
 
+from .common.errors import error_body
 from .common.options import DEFAULT_URLS, VLM_TIMEOUT_S, client_env
 from .common.web import INTERFACE_HEADER
 
@@ -140,16 +141,14 @@ _BY_STATUS: dict[int, type[DeskboxError]] = {
 
 def _error(status: int, body: bytes, what: str) -> DeskboxError:
     cls = _BY_STATUS.get(status) or (InvalidRequestError if status < 500 else DeskboxError)
-    try:
-        err = json.loads(body)["error"]
-        return cls(str(err.get("message", "")), status=status, code=str(err.get("code", "error")),
-                   recoverable=bool(err.get("recoverable", status < 500)),
-                   suggested_next_tool=err.get("suggested_next_tool"), context=err.get("context"),
-                   details=err.get("details"))
-    except (ValueError, TypeError, KeyError, AttributeError):
-        # Not one of ours (a proxy in between, a service from before the error shape).
+    err = error_body(body)
+    if err is None:  # not one of ours (a proxy in between, a service from before the error shape)
         return cls(f"{what}: {body[:300].decode(errors='replace')}", status=status, code="http_error",
                    recoverable=status < 500)
+    return cls(str(err.get("message", "")), status=status, code=str(err.get("code", "error")),
+               recoverable=bool(err.get("recoverable", status < 500)),
+               suggested_next_tool=err.get("suggested_next_tool"), context=err.get("context"),
+               details=err.get("details"))
 
 
 def _query(**params: Any) -> dict[str, str]:

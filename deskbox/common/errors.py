@@ -25,6 +25,7 @@ sway IPC) are translated into these where they enter.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 __all__ = [
@@ -44,6 +45,8 @@ __all__ = [
     "BudgetExceeded",
     "ConfirmationRequired",
     "ConfirmationInvalid",
+    "error_body",
+    "from_answer",
 ]
 
 
@@ -174,3 +177,35 @@ class ConfirmationInvalid(ActionFailed):
     # Recoverable: the action without a token asks for a fresh one.
     status = 409
     code = "confirmation_invalid"
+
+
+def error_body(data: bytes) -> dict[str, Any] | None:
+    """The ``error`` object of a service's error answer (``{"error": {...}}``); None when
+    the body is not one (a proxy's page, a service from before the shape)."""
+    try:
+        err = json.loads(data)["error"]
+    except (ValueError, TypeError, KeyError):
+        return None
+    return err if isinstance(err, dict) else None
+
+
+def _by_status() -> dict[int, type[ServiceError]]:
+    return {400: InvalidRequest, 401: Unauthorized, 403: ActionDenied, 404: NotFoundError, 409: ActionFailed,
+            410: Expired, 422: TooLarge, 429: BudgetExceeded, 501: NotServed, 503: Unavailable,
+            504: DeadlineExceeded}
+
+
+def from_answer(status: int, data: bytes, what: str) -> ServiceError:
+    """Another service's error answer, as this service raises it to its own caller: the
+    class of its status, with its code, message and hints. Other 4xx are invalid
+    requests; the other service's internal error (5xx) is unavailability here, as a
+    component the request needs failed. ``what`` names the call (``desktopd /api/v1/tree``)."""
+    cls = _by_status().get(status) or (InvalidRequest if status < 500 else Unavailable)
+    err = error_body(data)
+    if err is None:
+        return cls(f"{what}: {status} {data[:200].decode(errors='replace')}", code="http_error")
+    context = err.get("context")
+    return cls(f"{what}: {err.get('message', '')}", code=str(err.get("code") or "error"),
+               recoverable=err.get("recoverable") if isinstance(err.get("recoverable"), bool) else None,
+               suggested_next_tool=err.get("suggested_next_tool"),
+               context=context if isinstance(context, dict) else None, details=err.get("details"))

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
-from ..common.errors import ServiceError, Unauthorized, Unavailable
+from ..common.errors import ServiceError, Unauthorized, Unavailable, error_body
 from ..common.logging import get_logger
 from ..common.web import INTERFACE_HEADER, INTERNAL_HEADER, json_ok, read_body
 from .models import GateStateRequest
@@ -106,10 +106,7 @@ class GateClient:
                                           ) as resp:
                 data = await resp.read()
                 if resp.status >= 400:
-                    try:
-                        error = orjson.loads(data)["error"]
-                    except (ValueError, KeyError, TypeError):
-                        error = {"code": "gate_error", "message": data[:200].decode(errors="replace")}
+                    error = error_body(data) or {"code": "gate_error", "message": data[:200].decode(errors="replace")}
                     raise _GateError(resp.status, error)
                 return orjson.loads(data)
         except (ClientError, asyncio.TimeoutError, OSError) as exc:

@@ -7,15 +7,16 @@ relative path is relative to the session user's home (OSWorld's server runs from
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiohttp import ClientSession, web
+from aiohttp import ClientError, ClientSession, web
 
 from ..atspi.source import NativeSource
-from ..common.errors import ActionFailed, NotFoundError, Unavailable
+from ..common.errors import Unavailable, from_answer
 from ..common.recording import Recorder
 from ..common.session_api import SessionControl
 from ..common.web import read_form, validate
@@ -58,18 +59,16 @@ async def desktopd(request: web.Request, method: str, path: str, **kw: Any) -> A
     url = request.app[CONFIG].desktopd + path
     try:
         async with request.app[HTTP].request(method, url, **kw) as resp:
-            if resp.content_type.startswith("image/"):
-                body: Any = await resp.read()
-            else:
-                body = await resp.json(content_type=None)
+            data = await resp.read()
             if resp.status >= 400:
-                err = body.get("error", {}) if isinstance(body, dict) else {}
-                if resp.status == 404:
-                    raise NotFoundError(err.get("message", f"desktopd {path}: 404"))
-                raise ActionFailed(f"desktopd {path}: {err.get('message', resp.status)}")
-            return body
-    except (OSError, asyncio.TimeoutError) as exc:
-        raise Unavailable(f"desktopd is not reachable: {exc}") from exc
+                raise from_answer(resp.status, data, f"desktopd {path}")
+            if resp.content_type.startswith("image/"):
+                return data
+            return json.loads(data) if data else None
+    except (ClientError, OSError, asyncio.TimeoutError) as exc:
+        raise Unavailable(f"desktopd is not reachable ({path}): {exc!r}", code="desktopd_unavailable") from exc
+    except ValueError as exc:  # (not JSON: not desktopd, or a broken answer)
+        raise Unavailable(f"desktopd {path}: the answer is not JSON ({exc})", code="desktopd_unavailable") from exc
 
 
 async def windows(request: web.Request) -> tuple[list[dict], list[dict]]:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import orjson
 from aiohttp import ClientError, ClientSession, ClientTimeout
 
-from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, ServiceError, Unavailable
+from ..common.errors import ServiceError, Unavailable, from_answer
 from ..common.web import INTERNAL_HEADER
 from ..geometry import Display, Rect, device_rect
 
@@ -91,19 +91,7 @@ class _Service:
                               code=f"{self.name}_unavailable") from exc
 
     def _error(self, status: int, body: bytes, path: str) -> ServiceError:
-        try:
-            err = orjson.loads(body)["error"]
-            code, message = err.get("code", "error"), err.get("message", "")
-        except Exception:
-            code, message = "error", body[:200].decode(errors="replace")
-        message = f"{self.name} {path}: {message}"
-        if status == 404:
-            return NotFoundError(message, code=code)
-        if status in (400, 422):
-            return InvalidRequest(message, code=code)
-        if status == 409:
-            return ActionFailed(message, code=code)
-        return Unavailable(message, code=code)
+        return from_answer(status, body, f"{self.name} {path}")
 
 
 # Where the input the scene sends desktopd is told to the action it is part of (the

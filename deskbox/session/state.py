@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import ClientSession, ClientTimeout
 
+from ..client import AsyncClient, DeskboxError
 from ..common.logging import get_logger
 from . import processes
 from .contexts import Context, Contexts
@@ -218,12 +219,12 @@ class SessionState:
         return counts
 
     async def _release_input(self) -> bool:
-        headers = {"Authorization": f"Bearer {self.session.token}"} if self.session.token else {}
+        desktopd = self.session.url(self.session.args.desktopd_port)
         try:
-            async with ClientSession(timeout=ClientTimeout(total=5), headers=headers) as http:
-                async with http.post(self.session.url(self.session.args.desktopd_port) + "/api/v1/input/release") as r:
-                    return r.status == 200
-        except Exception as exc:
+            async with AsyncClient(None, desktopd, None, self.session.token, timeout=5) as client:
+                await client.request("desktopd", "POST", "/api/v1/input/release")
+                return True
+        except DeskboxError as exc:
             log.warning("could not release held input", error=str(exc))
             return False
 
