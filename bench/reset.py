@@ -46,6 +46,7 @@ import urllib.request
 from pathlib import Path
 
 from bench.page import free_port
+from deskbox.common.waiting import wait_until
 from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 __all__ = ["main"]
@@ -88,17 +89,8 @@ def _ok(method: str, url: str, body: object = None, **kw: object) -> dict:
 
 
 def _wait(predicate, timeout: float, what: str, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-        except (OSError, RuntimeError, ValueError) as exc:
-            last = exc
-        time.sleep(interval)
-    raise RuntimeError(f"timed out after {timeout:.0f}s waiting for {what}" + (f" (last: {last})" if last else ""))
+    return wait_until(predicate, timeout, interval, what, tolerate=(OSError, RuntimeError, ValueError),
+                      error=RuntimeError)
 
 
 def _summary(values: list[float]) -> dict:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from aiohttp import ClientSession, ClientTimeout
 
+from deskbox.common.waiting import until
 from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 from .bridge import serve_generated_pages
@@ -75,13 +76,7 @@ async def _until_idle(pid: int, timeout: float) -> float:
 
 
 async def _wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = await predicate()
-        if value:
-            return value
-        await asyncio.sleep(0.2)
-    raise RuntimeError(f"timed out waiting for {what}")
+    return await until(predicate, timeout, 0.2, what, error=RuntimeError)
 
 
 async def run(args: argparse.Namespace) -> dict:

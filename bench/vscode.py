@@ -27,6 +27,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from deskbox.common.waiting import wait_until
 from deskbox.session.spawn import SpawnedSession
 
 from .page import free_port
@@ -53,11 +54,9 @@ def _windows(desktopd: str) -> list[dict]:
 
 
 def _wait(what: str, predicate, timeout: float = 120) -> float:
+    """How long it took."""
     start = time.monotonic()
-    while not predicate():
-        if time.monotonic() - start > timeout:
-            raise RuntimeError(f"bench.vscode: no {what} within {timeout:g} s")
-        time.sleep(0.05)
+    wait_until(predicate, timeout, 0.05, f"bench.vscode: {what}", error=RuntimeError)
     return time.monotonic() - start
 
 

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from deskbox.common import waiting
 from deskbox.session import processes
 from deskbox.session.supervisor import ChildSpec, Supervisor
 from tests.support import free_port
@@ -46,11 +47,7 @@ def spec(name: str, port: int, **kw) -> ChildSpec:
 
 
 async def until(predicate, timeout=15.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
+    await waiting.until(predicate, timeout, 0.05, what, error=AssertionError)
 
 
 def all_up(sup: Supervisor) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import glob
+import json
 import socket
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ from aiohttp import ClientSession, ClientTimeout
 from .errors import SessionError
 from .supervisor import Child
 
-__all__ = ["READY_TIMEOUT", "until_ready", "http_answers", "chromium_has_a_page", "unix_socket_accepts",
+__all__ = ["READY_TIMEOUT", "until_ready", "HttpProbe", "http_answers", "chromium_has_a_page", "unix_socket_accepts",
            "sway_sockets", "atspi_enabled", "dbus_send"]
 
 READY_TIMEOUT = 30.0
@@ -25,41 +26,55 @@ DBUS_SEND = "dbus-send"
 
 async def until_ready(child: Child, what: str, log: Path | str, probe: Callable[[], Awaitable[Any]], *,
                       interval: float = 0.05, timeout: float = READY_TIMEOUT) -> Any:
-    """Ask ``probe`` until it answers something true, and return that."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if child.proc is not None and child.proc.returncode is not None:
-            raise SessionError(f"{what} exited with {child.proc.returncode}; see {log}")
-        found = await probe()
-        if found:
-            return found
-        await asyncio.sleep(interval)
-    raise SessionError(f"{what} was not ready within {timeout:.0f}s; see {log}")
+    """Ask ``probe`` until it answers something true, and return that. A probe that holds
+    a connection (``HttpProbe``) is closed at the end."""
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if child.proc is not None and child.proc.returncode is not None:
+                raise SessionError(f"{what} exited with {child.proc.returncode}; see {log}")
+            found = await probe()
+            if found:
+                return found
+            await asyncio.sleep(interval)
+        raise SessionError(f"{what} was not ready within {timeout:.0f}s; see {log}")
+    finally:
+        if isinstance(probe, HttpProbe):
+            await probe.close()
 
 
-def http_answers(url: str, *, any_status: bool = False) -> Callable[[], Awaitable[bool]]:
-    async def probe() -> bool:
+class HttpProbe:
+    """GET ``url`` on one client session for the whole wait (not one per try, every 50 ms);
+    ready when ``accept`` takes the answer."""
+
+    def __init__(self, url: str, accept: Callable[[int, bytes], bool]) -> None:
+        self.url, self.accept = url, accept
+        self._http: ClientSession | None = None
+
+    async def __call__(self) -> bool:
+        if self._http is None:
+            self._http = ClientSession(timeout=ClientTimeout(total=2))
         try:
-            async with ClientSession(timeout=ClientTimeout(total=2)) as http:
-                async with http.get(url) as resp:
-                    return resp.status == 200 or any_status
+            async with self._http.get(self.url) as resp:
+                return self.accept(resp.status, await resp.read())
         except Exception:
             return False
 
-    return probe
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
 
 
-def chromium_has_a_page(cdp_port: int) -> Callable[[], Awaitable[bool]]:
+def http_answers(url: str, *, any_status: bool = False) -> HttpProbe:
+    return HttpProbe(url, lambda status, _: status == 200 or any_status)
+
+
+def chromium_has_a_page(cdp_port: int) -> HttpProbe:
     """DevTools answers and a page target exists."""
-    async def probe() -> bool:
-        try:
-            async with ClientSession(timeout=ClientTimeout(total=2)) as http:
-                async with http.get(f"http://127.0.0.1:{cdp_port}/json/list") as resp:
-                    return resp.status == 200 and any(t.get("type") == "page" for t in await resp.json())
-        except Exception:
-            return False
+    def accept(status: int, body: bytes) -> bool:
+        return status == 200 and any(t.get("type") == "page" for t in json.loads(body))
 
-    return probe
+    return HttpProbe(f"http://127.0.0.1:{cdp_port}/json/list", accept)
 
 
 def unix_socket_accepts(path: str) -> Callable[[], Awaitable[bool]]:

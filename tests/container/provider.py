@@ -55,6 +55,8 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from drive import CheckFailed, wait_until  # noqa: E402  (this folder's: the image check's)
+
 from deskbox.provider import (  # noqa: E402
     CONTAINER_PORTS,
     ContextInUse,
@@ -69,28 +71,10 @@ from deskbox.provider.podman import PodmanBackend  # noqa: E402
 OUTPUT = (1280, 800)
 
 
-class CheckFailed(Exception):
-    pass
-
-
 def png_size(data: bytes) -> tuple[int, int]:
     if data[:8] != b"\x89PNG\r\n\x1a\n":
         raise CheckFailed(f"not a PNG: {data[:16]!r}")
     return struct.unpack(">II", data[16:24])
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-        except (OSError, CheckFailed, ValueError) as exc:
-            last = exc
-        time.sleep(interval)
-    raise CheckFailed(f"timed out after {timeout:.0f}s waiting for {what}" + (f" (last: {last})" if last else ""))
 
 
 def podman(*args: str) -> subprocess.CompletedProcess:

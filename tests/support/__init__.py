@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from aiohttp import web
 
+from deskbox.common import waiting
 from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,14 +97,8 @@ def http(method: str, url: str, body: Any = None, *, raw: bytes | None = None,
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 10, interval: float = 0.05, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
+    """deskbox.common.waiting's, failing the test (AssertionError) when it times out."""
+    return waiting.wait_until(predicate, timeout, interval, what, error=AssertionError)
 
 
 class PageServer:

@@ -36,3 +36,4 @@ def test_an_internal_error_there_is_unavailability_here_and_a_foreign_body_is_ke
     assert err.message.startswith("bridge /layout: 500 <html>") and len(err.message) < 260
     assert error_body(b"not json") is None and error_body(b'{"error": "text"}') is None
     assert error_body(_answer("a", "b"))["code"] == "a"
+
