@@ -502,7 +502,7 @@ class AtspiReader:
             self._flying += 1
             done = partial(self._replied, future, msg.destination, conn if conn is direct else None)
             try:
-                conn.call(msg, done)  # (dbus-fast's callback form of MessageBus.call)
+                conn._call(msg, done)  # (dbus-fast's callback form of MessageBus.call)
             except Exception as exc:  # the connection is closed
                 done(None, exc)
 
