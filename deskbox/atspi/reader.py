@@ -267,7 +267,7 @@ class AtspiReader:
         for bus in [b for b in self._direct if b not in live]:
             self._drop_direct(bus)
         self._shapes = {b: v for b, v in self._shapes.items() if b in live}
-        for name in ("_actions", "_action_details", "_static", "_toolkits"):
+        for name in ("_actions", "action_details", "kinds", "_toolkits"):
             setattr(self, name, {k: v for k, v in getattr(self, name).items() if k.split("/", 1)[0] in live})
         self.sheets.forget_gone_apps(live)
         self._hidden = {k for k in self._hidden if k.split("/", 1)[0] in live}
