@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("urls", nargs="*", default=["about:blank"], help="pages to open, one tab each")
     parser.add_argument("--listen", default=env("DESKBOX_BRIDGE_LISTEN"), help="host:port")
-    parser.add_argument("--cdp-port", type=int, default=env_int("DESKBOX_CDP_PORT"),
+    parser.add_argument("--cdp-port", type=int, default=env_int("DESKBOX_CDP_PORT") or 9222,
                         help="Chromium's DevTools port (loopback only)")
     parser.add_argument("--chromium", default=env("DESKBOX_CHROMIUM"), help="executable")
     parser.add_argument("--user-data-dir", default=None, help="Chromium profile (default: a fresh temporary one)")
