@@ -17,7 +17,7 @@ import signal
 import tempfile
 from pathlib import Path
 
-__all__ = ["Recorder", "RecordingError"]
+__all__ = ["Recorder", "RecordingError", "output_of", "FIRST_BYTES_S"]
 
 WF_RECORDER = "wf-recorder"
 STOP_GRACE_S = 10.0
@@ -32,6 +32,14 @@ FIRST_BYTES_S = 5.0
 
 class RecordingError(Exception):
     pass
+
+
+def output_of(cmdline: list[str]) -> Path | None:
+    """The file a wf-recorder command line writes (its ``-f``)."""
+    for flag, value in zip(cmdline, cmdline[1:]):
+        if flag in ("-f", "--file"):
+            return Path(value)
+    return None
 
 
 class Recorder:
@@ -80,9 +88,12 @@ class Recorder:
     async def _enforce_limits(self, proc: asyncio.subprocess.Process, path: Path) -> None:
         started = asyncio.get_running_loop().time()
         while proc.returncode is None:
-            await asyncio.sleep(WATCH_S)
+            await asyncio.sleep(WATCH_S if path.exists() and path.stat().st_size else 0.1)
             elapsed = asyncio.get_running_loop().time() - started
             size = path.stat().st_size if path.exists() else 0
+            # (Not before its first bytes, as at stop: a recording ended before them is empty.)
+            if size == 0 and elapsed < self.max_duration_s + FIRST_BYTES_S:
+                continue
             if elapsed >= self.max_duration_s or size >= self.max_bytes:
                 self.limit = "duration" if elapsed >= self.max_duration_s else "size"
                 proc.send_signal(signal.SIGINT)  # finishes the file

@@ -35,6 +35,7 @@ __all__ = [
     "reap_ended",
     "listening_pids",
     "describe",
+    "cmdline",
     "mentioning",
     "end_mentioning",
 ]
@@ -251,6 +252,15 @@ def describe(pid: int, *, short: bool = False) -> str:
     except OSError:
         cmd = "?"
     return f"{pid} ({cmd[:120]})"
+
+
+def cmdline(pid: int) -> list[str]:
+    """A process's arguments ([] once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode(errors="replace") for a in f.read().split(b"\0")[:-1]]
+    except OSError:
+        return []
 
 
 def mentioning(*texts: str, uid: int | None = None) -> list[int]:

@@ -23,6 +23,7 @@ from aiohttp import ClientSession, ClientTimeout
 
 from ..client import AsyncClient, DeskboxError
 from ..common.logging import get_logger
+from ..common.recording import FIRST_BYTES_S, output_of
 from . import processes
 from .contexts import Context, Contexts
 from .home import START, HomeError
@@ -39,6 +40,16 @@ MAX_EXTEND_S = 7 * 24 * 3600
 APP_GRACE_S = 1.0
 RECORDERS = frozenset({"wf-recorder"})
 RECORDER_GRACE_S = 5.0
+
+
+async def _first_bytes(recorders: list[int]) -> None:
+    """Until each recording has its first bytes (at most FIRST_BYTES_S): wf-recorder
+    ended before its encoder put any out leaves an empty file, which a busy machine
+    makes likely in a recording's first seconds."""
+    deadline = time.monotonic() + FIRST_BYTES_S
+    files = [f for f in (output_of(processes.cmdline(p)) for p in recorders) if f is not None]
+    while time.monotonic() < deadline and any(f.exists() and f.stat().st_size == 0 for f in files):
+        await asyncio.sleep(0.1)
 
 
 class StateError(Exception):
@@ -193,6 +204,7 @@ class SessionState:
         # on SIGINT (wf-recorder writes the mp4's index): the recording is still there
         # to be collected after the reset.
         recorders = [p for p in apps if processes.describe(p, short=True) in RECORDERS]
+        await _first_bytes(recorders)
         await processes.end_processes(recorders, grace=RECORDER_GRACE_S, first=signal.SIGINT)
         await processes.end_processes(apps, grace=APP_GRACE_S)
         # deskbox up adopted what detached (it is the session's subreaper): their zombies
