@@ -321,9 +321,15 @@ def test_a_program_that_is_not_installed_is_a_404_naming_it_in_osworlds_error_sh
     resp = osworld.post_json("/setup/launch", {"command": ["gnome-some-settings-app", "--new-window"], "shell": False})
     assert resp.status == 404 and "gnome-some-settings-app" in resp.json()["message"]
     assert "ermission" not in resp.json()["message"]
-    # Not even a command: deskbox's validation error.
-    resp = osworld.post_json("/execute", {"command": [], "shell": False})
-    assert resp.status == 400 and resp.json()["error"]["code"] == "validation_error"
+    # Not even a command: deskbox's validation error. (No command at all, as a fuzz case
+    # with seed 71811 sent /setup/launch, was a 500.)
+    for path in ("/execute", "/setup/launch"):
+        for body in ({"command": [], "shell": False}, {"timeout": True, "u": {}}):
+            resp = osworld.post_json(path, body)
+            assert resp.status == 400 and resp.json()["error"]["code"] == "validation_error", (path, body, resp.body)
+        # A string a shell could not split either: OSWorld's error shape, a 400.
+        resp = osworld.post_json(path, {"command": "echo 'unclosed", "shell": False})
+        assert resp.status == 400 and "quotation" in resp.json()["message"], (path, resp.body)
 
 
 def test_run_python_and_run_bash_script_answer_like_osworld(osworld):

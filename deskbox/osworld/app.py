@@ -210,7 +210,9 @@ async def _execute(request: web.Request, req: CommandRequest) -> tuple[dict | No
     except commands.CommandTimeout as exc:
         # OSWorld's reply for a timeout, with what the command had said so far.
         return None, osworld_error(str(exc), output=exc.stdout, error=exc.stderr)
-    except (ValueError, OSError) as exc:
+    except ValueError as exc:  # (a command that cannot be split: unbalanced quotes ...)
+        return None, osworld_error(str(exc), status=400)
+    except OSError as exc:
         return None, osworld_error(str(exc))
     return {"status": "success", "output": done.stdout, "error": done.stderr, "returncode": done.returncode}, None
 
@@ -284,7 +286,9 @@ async def launch(request: web.Request) -> web.Response:
         if (missing := _missing_program(argv, env)) is not None:
             return missing
         await commands.launch(argv, env=env)
-    except (ValueError, OSError) as exc:
+    except ValueError as exc:
+        return osworld_error(str(exc), status=400)
+    except OSError as exc:
         return osworld_error(str(exc))
     shown = req.command if isinstance(req.command, str) else " ".join(req.command)
     return json_ok({"status": "success", "message": f"{shown} launched successfully"})

@@ -45,7 +45,7 @@ class CommandRequest(_Lenient):
     """``POST /execute``, ``/setup/execute``: a list of arguments, or a string that is
     split like a shell would (``shell`` false) or given to ``/bin/sh -c`` (``shell`` true)."""
 
-    command: list[str] | str = Field(default_factory=list, max_length=4096)
+    command: list[str] | str = Field(default_factory=list, max_length=4096, validate_default=True)
     shell: bool = False
     # A deskbox addition (OSWorld's server always waits 120 s): seconds to wait.
     timeout: float = Field(EXECUTE_TIMEOUT_S, gt=0, le=MAX_TIMEOUT_S)
