@@ -15,7 +15,7 @@ import mcp
 import pytest
 from aiohttp import web
 
-from deskbox import ActionFailedError, Client
+from deskbox import ActionFailedError, AsyncClient
 from deskbox.mock.app import create_app
 from deskbox.mock.scenario import load
 from deskbox.observer.app import ObserverConfig
@@ -40,14 +40,14 @@ async def serving(*apps: web.Application):
             await runner.cleanup()
 
 
-async def the_id(desk: Client, selector: str) -> str:
+async def the_id(desk: AsyncClient, selector: str) -> str:
     found = await desk.find(selector)
     assert found["count"] == 1, found
     return found["matches"][0]["id"]
 
 
 async def test_an_agent_signs_in_after_a_wrong_password():
-    async with serving(create_app(load("login"))) as (base,), Client(base, base, None) as desk:
+    async with serving(create_app(load("login"))) as (base,), AsyncClient(base, base, None) as desk:
         started = time.perf_counter()
         assert "textbox 'Username'" in await desk.description() and "Username" in await desk.text()
         user = await the_id(desk, "textbox[name=Username]")
