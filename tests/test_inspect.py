@@ -85,10 +85,17 @@ def logged_in(page, url: str) -> None:
 
 
 def on_page(page, bbox: list[float]) -> tuple[float, float, float, float]:
-    """Where a box in screenshot pixels is on the page, as the screenshot is shown."""
-    img = page.locator("#shot").bounding_box()
-    k = img["width"] / page.evaluate("document.getElementById('shot').naturalWidth")
-    return img["x"] + bbox[0] * k, img["y"] + bbox[1] * k, bbox[2] * k, bbox[3] * k
+    """Where a box in screenshot pixels is on the page, as the screenshot is shown. Read
+    at once, from a loaded image: while the page swaps in a new screenshot, the image's
+    natural width is 0 for a moment."""
+    x, y, width, natural = page.evaluate("""async () => {
+        const img = document.getElementById('shot');
+        while (!(img.complete && img.naturalWidth > 0)) await new Promise((r) => setTimeout(r, 20));
+        const r = img.getBoundingClientRect();
+        return [r.x, r.y, r.width, img.naturalWidth];
+    }""")
+    k = width / natural
+    return x + bbox[0] * k, y + bbox[1] * k, bbox[2] * k, bbox[3] * k
 
 
 def highlighted_at_scene_box(session: Session, page, ident: str) -> bool:
