@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from deskbox.provider import ProviderError
+from deskbox.provider.claimed import ClaimedPool
 from tests.support import ROOT, PageServer, Session, browser_cdp, free_port, http, run_js, wait_until
 
 pytestmark = pytest.mark.desktop
@@ -263,6 +265,42 @@ def test_two_resets_at_once_take_turns(session):
     first, second = sorted((r.json() for r in results), key=lambda d: d["started_at"])
     assert first["finished_at"] <= second["started_at"]
     assert http("GET", session.bridge + "/health").status == 200
+
+
+def test_a_session_is_claimed_by_one_runner_at_a_time_renewed_while_used_and_free_when_let_go(session):
+    """What a runner drawing from a warm pool does (deskbox.provider.claimed)."""
+    ports = {"scene": session.scene_port}
+    runner_a = ClaimedPool("127.0.0.1", holder="runner-a", ttl_s=3, ports=ports, osworld=False)
+    runner_b = ClaimedPool("127.0.0.1", holder="runner-b", ttl_s=3, ports=ports, osworld=False)
+    mine = runner_a.claim(timeout=10)
+    try:
+        assert api(session, "GET", "").json()["claim"]["holder"] == "runner-a"
+        with pytest.raises(ProviderError, match="claimed by 'runner-a'"):
+            runner_b.claim(timeout=3)
+        resp = api(session, "POST", "/claim", {"holder": "runner-b", "ttl_s": 60})
+        assert resp.status == 409 and resp.json()["error"]["code"] == "claimed"
+        resp = api(session, "DELETE", "/claim/runner-b")
+        assert resp.status == 409 and resp.json()["error"]["code"] == "not_holder"
+        for bad in ({"holder": "../x"}, {"holder": ""}, {"holder": "a", "ttl_s": 0},
+                    {"holder": "a", "ttl_s": 90000}, {"holder": "a", "extra": 1}):
+            resp = api(session, "POST", "/claim", bad)
+            assert resp.status == 400 and resp.json()["error"]["code"] == "validation_error", bad
+        # Held past its time to live: the runner renews it while it works.
+        time.sleep(4)
+        assert api(session, "GET", "").json()["claim"]["holder"] == "runner-a"
+        assert mine.alive() is True
+    finally:
+        mine.stop()
+    assert api(session, "GET", "").json()["claim"] is None
+    theirs = runner_b.claim(timeout=10)
+    theirs.stop()
+    # A runner that went away without letting go: its claim runs out by itself.
+    assert api(session, "POST", "/claim", {"holder": "gone-runner", "ttl_s": 1}).status == 200
+    with pytest.raises(ProviderError, match="gone-runner"):
+        runner_b.claim(timeout=0)
+    wait_until(lambda: api(session, "GET", "").json()["claim"] is None, timeout=5)
+    runner_b.claim(timeout=5).stop()
+    assert api(session, "DELETE", "/claim/runner-b").json() == {"released": False}
 
 
 def test_a_context_keeps_cookies_across_sessions_and_is_held_by_one_at_a_time(session, pages, contexts_dir):

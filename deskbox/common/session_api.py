@@ -24,11 +24,14 @@ __all__ = [
     "ContextRequest",
     "BrowserRequest",
     "WallpaperRequest",
+    "ClaimRequest",
+    "CLAIM_HOLDER",
     "SessionControl",
 ]
 
 SNAPSHOT_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 CONTEXT_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+CLAIM_HOLDER = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 # A reset stops and starts the browser and may copy a large home: allow for a slow machine.
 RESET_TIMEOUT_S = 120.0
 
@@ -75,6 +78,15 @@ class WallpaperRequest(_Strict):
     """Show ``path`` (an image file the session user can read) as the background."""
 
     path: str = Field(min_length=1, max_length=4096)
+
+
+class ClaimRequest(_Strict):
+    """Claim the session for ``holder`` (a runner's name: letters, digits, ``.``, ``_``,
+    ``:``, ``@``, ``-``; at most 128) for ``ttl_s`` seconds, or renew the claim it holds.
+    409 ``claimed`` while another holder's claim runs."""
+
+    holder: str = Field(pattern=CLAIM_HOLDER)
+    ttl_s: float = Field(300.0, gt=0, le=24 * 3600)
 
 
 _ERRORS: dict[int, type[ServiceError]] = {400: InvalidRequest, 404: NotFoundError, 409: ActionFailed}

@@ -49,6 +49,7 @@ __all__ = [
     "ProviderError",
     "ContextInUse",
     "SnapshotNotFound",
+    "SessionClaimed",
     "EnvironmentSpec",
     "Environment",
     "parse_target",
@@ -88,6 +89,10 @@ class ContextInUse(ProviderError):
 
 class SnapshotNotFound(ProviderError):
     """The session has no snapshot of that name."""
+
+
+class SessionClaimed(ProviderError):
+    """Another holder has claimed the session (``Environment.claim``)."""
 
 
 def new_token() -> str:
@@ -253,6 +258,8 @@ class Environment:
             message = err.get("message") or raw[:300].decode(errors="replace")
             code = str(err.get("code") or "")
             cls = SnapshotNotFound if status == 404 and ("snapshot" in code or "snapshot" in path) else ProviderError
+            if status == 409 and code == "claimed":
+                cls = SessionClaimed
             raise cls(f"{self.name}: {method} {path} -> {status} {code}: {message}")
         return data
 
@@ -327,6 +334,15 @@ class Environment:
 
     def extend(self, seconds: float) -> dict:
         return self.call("POST", "/api/v1/session/extend", {"seconds": seconds})
+
+    def claim(self, holder: str, ttl_s: float = 300) -> dict:
+        """Claim the session for ``holder`` (or renew its claim) for ``ttl_s`` seconds;
+        :class:`SessionClaimed` while another holder has it (``deskbox.provider.claimed``)."""
+        return self.call("POST", "/api/v1/session/claim", {"holder": holder, "ttl_s": ttl_s})
+
+    def let_go(self, holder: str) -> bool:
+        """Let go of ``holder``'s claim; False when it had already run out."""
+        return bool(self.call("DELETE", f"/api/v1/session/claim/{urllib.parse.quote(holder)}")["released"])
 
     # -- the back end's part --------------------------------------------------------------------
 

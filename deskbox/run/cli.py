@@ -41,6 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spare", type=int, default=1, help="sessions started ahead to replace broken ones")
     p.add_argument("--provider", choices=PROVIDERS, default="podman", help="where the sessions run")
     p.add_argument("--image", default="deskbox", help="the image (podman, kubernetes)")
+    p.add_argument("--pool", metavar="NAMES",
+                   help="with --provider kubernetes: claim sessions from a warm pool of running pods instead of "
+                        "starting them, found by a headless Service's DNS name (deploy/run/: deskbox) or by "
+                        "comma-separated addresses; what a runner inside the cluster uses")
     p.add_argument("--attach", action="append", metavar="OSWORLD_URL,SCENE_URL",
                    help="a running session (--provider attach), once per session")
     p.add_argument("--screen", type=_screen, default=(1920, 1080), metavar="WxH", help="each session's display")
@@ -89,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         make_agent = agent_factory(args.agent, action_space=args.action_space,
                                    observation_type=args.observation_type, max_steps=args.max_steps)
         make_session = session_factory(args.provider, image=args.image, outputs=[f"{args.screen[0]}x{args.screen[1]}"],
-                                       attach=args.attach)
+                                       attach=args.attach, pool=args.pool)
     except (TaskError, AgentError, ProviderError) as exc:
         print(f"deskbox run: {exc}", file=sys.stderr)
         return 2
@@ -98,7 +102,9 @@ def main(argv: list[str] | None = None) -> int:
                          trace=not args.no_trace, stagger_s=args.stagger)
     sessions = min(args.sessions, len(tasks))
     runner: Runner | None = None
-    with Pool(make_session, sessions, spare=args.spare if args.provider != "attach" else 0,
+    # (attached and pooled sessions are running already: none is started ahead)
+    spare = 0 if args.provider == "attach" or args.pool else args.spare
+    with Pool(make_session, sessions, spare=spare,
               on_event=lambda e: runner.event(e) if runner else None) as pool:
         runner = Runner(tasks, make_agent, pool, options)
         if runner.skipped:

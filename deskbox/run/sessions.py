@@ -12,6 +12,11 @@ Providers (``--provider``):
 - ``attach``: sessions already running, given by their OSWorld server URL with the
   scene's after a comma (``--attach http://h:5000,http://h:8000``); they are never
   stopped or replaced by the run.
+- ``kubernetes`` with ``--pool NAMES``: a warm pool of session pods already running (a
+  Deployment and its headless Service, ``deploy/run/``), reached by their addresses and
+  claimed for the run's use (``deskbox.provider.claimed``): what a runner inside the
+  cluster (``deploy/run/job.yaml``) does. Nothing is started or stopped; a session is
+  let go when the run no longer needs it, and one that fails is not claimed again.
 
 A :class:`Pool` starts its sessions once and lends them: ``take()`` gives a healthy one,
 ``release()`` takes it back, ``replace()`` stops a broken one and gives a new one. It keeps
@@ -125,9 +130,30 @@ class AttachedEnvironment(Environment):
         self.stopped = True
 
 
+class _FromPool:
+    """``make(n)`` for sessions claimed from a warm pool; ``forget`` keeps a failed one
+    from being claimed again."""
+
+    def __init__(self, names: str) -> None:
+        from ..provider.claimed import ClaimedPool
+
+        self.pool = ClaimedPool(names, token=env("DESKBOX_TOKEN"))
+
+    def __call__(self, n: int) -> Environment:
+        return self.pool.claim()
+
+    def forget(self, session: Environment) -> None:
+        self.pool.forget(session)  # type: ignore[arg-type]
+
+
 def session_factory(provider: str, *, image: str = "deskbox", outputs: list[str] | None = None,
-                    attach: list[str] | None = None) -> Callable[[int], Environment]:
-    """``make(n)`` starting (or, for ``attach``, naming) the n-th session of a run."""
+                    attach: list[str] | None = None, pool: str | None = None) -> Callable[[int], Environment]:
+    """``make(n)`` starting (or, for ``attach`` and a ``pool``, naming or claiming) the
+    n-th session of a run."""
+    if pool is not None:
+        if provider != "kubernetes":
+            raise ProviderError("--pool names running session pods: it goes with --provider kubernetes")
+        return _FromPool(pool)
     spec = EnvironmentSpec(image=image, outputs=outputs or ["1920x1080"], osworld=True)
     if provider == "local":
         return lambda n: LocalEnvironment(f"local{n}", spec, f"deskbox-run{n}").start()
@@ -228,6 +254,9 @@ class Pool:
         """Stop ``env`` (it failed) and give a healthy one in its place: a spare when one
         is ready, else a new one; another spare is started ahead."""
         self._on_event({"event": "session_replaced", "session": env.name, "why": why[-500:]})
+        forget = getattr(self._make, "forget", None)
+        if forget is not None:
+            forget(env)
         try:
             env.stop()
         except Exception:

@@ -17,7 +17,14 @@ from aiohttp import web
 from ..common.errors import ServiceError
 from ..common.logging import get_logger
 from ..common.openapi import Route
-from ..common.session_api import ContextRequest, ExtendRequest, ResetRequest, SessionControl, SnapshotRequest
+from ..common.session_api import (
+    ClaimRequest,
+    ContextRequest,
+    ExtendRequest,
+    ResetRequest,
+    SessionControl,
+    SnapshotRequest,
+)
 from ..common.web import json_ok, read_body, validate
 from .engine import SceneEngine
 from .sources import Bridge
@@ -117,6 +124,16 @@ async def unbind_context(request: web.Request) -> web.Response:
     return json_ok(await _control(request).call("DELETE", "/context"))
 
 
+async def claim(request: web.Request) -> web.Response:
+    req = await read_body(request, ClaimRequest)
+    return json_ok(await _control(request).call("POST", "/claim", req))
+
+
+async def let_go(request: web.Request) -> web.Response:
+    holder = validate(ClaimRequest, {"holder": request.match_info["holder"]}).holder
+    return json_ok(await _control(request).call("DELETE", f"/claim/{holder}"))
+
+
 ROUTES = [
     Route("GET", "/api/v1/session", get_session,
           "What the session runs: snapshots, browser context, lifetime, children and what is restarting"),
@@ -131,4 +148,10 @@ ROUTES = [
           "Bind the browser to a persistent context (cookies, storage, logins); 409 while another session holds it",
           body=ContextRequest),
     Route("DELETE", "/api/v1/session/context", unbind_context, "Let go of the context, saving it when it persists"),
+    Route("POST", "/api/v1/session/claim", claim,
+          "Claim the session for a holder (a runner drawing from a pool of sessions), or renew its claim; "
+          "409 claimed while another holder's claim runs",
+          body=ClaimRequest),
+    Route("DELETE", "/api/v1/session/claim/{holder}", let_go,
+          "Let go of the holder's claim (released: false when it had already run out)"),
 ]

@@ -6,6 +6,7 @@ agents; nothing here listens on a network."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from aiohttp import web
@@ -14,7 +15,9 @@ from ..common.errors import ActionFailed, InvalidRequest, NotFoundError
 from ..common.logging import get_logger
 from ..common.openapi import Route, add_routes
 from ..common.session_api import (
+    CLAIM_HOLDER,
     BrowserRequest,
+    ClaimRequest,
     ContextRequest,
     ExtendRequest,
     ResetRequest,
@@ -23,6 +26,7 @@ from ..common.session_api import (
 )
 from ..common.web import error_middleware, json_ok, read_body
 from . import wallpaper
+from .claims import Claim, Claimed, NotHolder
 from .contexts import ContextError, ContextInUse
 from .state import Busy, NotFound, SessionState, StateError
 
@@ -30,6 +34,7 @@ __all__ = ["ControlServer", "create_control_app"]
 
 log = get_logger("deskbox.control")
 STATE = web.AppKey("state", SessionState)
+CLAIM = web.AppKey("claim", Claim)
 
 
 def _translate(exc: Exception) -> Exception:
@@ -51,7 +56,7 @@ async def _state_errors(request: web.Request, handler) -> web.StreamResponse:
 
 
 async def session(request: web.Request) -> web.Response:
-    return json_ok(request.app[STATE].describe())
+    return json_ok({**request.app[STATE].describe(), "claim": request.app[CLAIM].describe()})
 
 
 async def reset(request: web.Request) -> web.Response:
@@ -110,6 +115,24 @@ async def set_wallpaper(request: web.Request) -> web.Response:
     return json_ok({"path": str(image)})
 
 
+async def claim(request: web.Request) -> web.Response:
+    req = await read_body(request, ClaimRequest)
+    try:
+        return json_ok(request.app[CLAIM].take(req.holder, req.ttl_s))
+    except Claimed as exc:
+        raise ActionFailed(str(exc), code="claimed") from exc
+
+
+async def let_go(request: web.Request) -> web.Response:
+    holder = request.match_info["holder"]
+    if not re.fullmatch(CLAIM_HOLDER, holder):
+        raise InvalidRequest(f"holder {holder[:200]!r} does not match {CLAIM_HOLDER}", code="validation_error")
+    try:
+        return json_ok({"released": request.app[CLAIM].let_go(holder)})
+    except NotHolder as exc:
+        raise ActionFailed(str(exc), code="not_holder") from exc
+
+
 ROUTES = [
     Route("GET", "/session", session, "What the session runs, its snapshots, context and lifetime"),
     Route("POST", "/reset", reset, "Return to a snapshot", body=ResetRequest),
@@ -119,14 +142,17 @@ ROUTES = [
     Route("POST", "/context", bind_context, "Bind the browser to a persistent context", body=ContextRequest),
     Route("DELETE", "/context", unbind_context, "Let go of the context (saved when it persists)"),
     Route("POST", "/browser", browser, "Start the browser when it is not running", body=BrowserRequest),
+    Route("POST", "/claim", claim, "Claim the session for a holder, or renew its claim", body=ClaimRequest),
+    Route("DELETE", "/claim/{holder}", let_go, "Let go of a holder's claim"),
     Route("GET", "/wallpaper", get_wallpaper, "The background image"),
     Route("POST", "/wallpaper", set_wallpaper, "Set the background image", body=WallpaperRequest),
 ]
 
 
-def create_control_app(state: SessionState) -> web.Application:
+def create_control_app(state: SessionState, claim: Claim | None = None) -> web.Application:
     app = web.Application(middlewares=[error_middleware, _state_errors])
     app[STATE] = state
+    app[CLAIM] = claim or Claim()
     add_routes(app, ROUTES)
     return app
 
