@@ -1,5 +1,5 @@
 # deskbox: `make up` runs a session, `make test` runs every test, `make bench` measures.
-.PHONY: up test bench deps clean fuzz soak flakes docs-shots image image-apps container-test-apps
+.PHONY: up test bench deps clean fuzz soak flakes docs-shots image image-apps image-runner container-test-apps
 
 ARGS ?=
 
@@ -61,6 +61,11 @@ image:
 image-apps:
 	scripts/container-build deskbox-apps --build-arg DESKBOX_APPS=1
 
+# `deskbox run` with OSWorld's graders and no desktop: what a Job on a cluster runs
+# (deploy/run/job.yaml).
+image-runner:
+	scripts/container-build deskbox-runner --target runner
+
 # The apps image in OSWorld mode through its published ports: Calc, Writer, Impress, VLC, GIMP
 # (tests/container/apps.py).
 container-test-apps: deps image-apps
@@ -72,9 +77,11 @@ clean:
 # Builds the container image and drives a session in it through its published ports
 # (installs podman and makes the base image where needed); see tests/container/drive.py.
 # Then OSWorld's provider interface over podman and podman kube play, with OSWorld's own
-# DesktopEnv (tests/container/provider.py).
+# DesktopEnv, and a run inside the cluster: deploy/run/'s Job from the runner image
+# claiming two session pods by their addresses (tests/container/provider.py).
 .PHONY: container-test
 container-test: deps
 	scripts/container-build deskbox
+	scripts/container-build deskbox-runner --target runner
 	python3 tests/container/drive.py --image deskbox
-	.venv/bin/python tests/container/provider.py --image deskbox
+	.venv/bin/python tests/container/provider.py --image deskbox --runner-image deskbox-runner

@@ -24,7 +24,9 @@ the template's 8000/8080/8122.
 - ``PodmanKubeRunner`` (tested here): ``podman kube play`` of the pod as JSON. Every
   port gets a ``hostPort`` on 127.0.0.1, allocated as the podman back end does (under
   the same lock, ``deskbox.provider.podman.port_lock``), so the address is
-  ``127.0.0.1`` and those host ports. The token is a podman secret (a JSON map of base64
+  ``127.0.0.1`` and those host ports. With ``publish=False`` nothing is published: the
+  address is the pod's own on podman's network and the ports are the container ports,
+  as a runner inside a cluster reaches pods (tests/container/provider.py's cluster run). The token is a podman secret (a JSON map of base64
   values, what podman's secretKeyRef reads). podman flags this machine needs
   (scripts/container-flags) go into a ``containers.conf`` named by ``CONTAINERS_CONF``
   (kube play takes no ``--runtime`` or ``--ulimit``). Contexts: a ``hostPath`` volume of
@@ -87,7 +89,7 @@ from .podman import (
 )
 
 __all__ = ["KubernetesBackend", "KubeEnvironment", "PodmanKubeRunner", "KubectlRunner", "pod_manifest",
-           "containers_conf"]
+           "containers_conf", "private_empty_dirs"]
 
 # deploy/deskbox.yaml, as package data (deskbox/provider/deskbox.yaml links to it in a checkout).
 MANIFEST = Path(__file__).resolve().with_name("deskbox.yaml")
@@ -161,6 +163,21 @@ def pod_manifest(template: dict, name: str, spec: EnvironmentSpec, *, host_ports
             "spec": pod_spec}
 
 
+def private_empty_dirs(pod: dict, name: str) -> dict:
+    """The pod with its emptyDir volumes named after it: podman kube play makes an emptyDir
+    a named volume of the host, so two pods of one template would share it (every
+    session's ~/Downloads, from deploy/deskbox.yaml); on a cluster each pod has its own."""
+    pod = copy.deepcopy(pod)
+    spec = pod["spec"]
+    renamed = {v["name"]: f"{name}-{v['name']}" for v in spec.get("volumes", []) if "emptyDir" in v}
+    for volume in spec.get("volumes", []):
+        volume["name"] = renamed.get(volume["name"], volume["name"])
+    for container in spec.get("containers", []):
+        for mount in container.get("volumeMounts", []):
+            mount["name"] = renamed.get(mount["name"], mount["name"])
+    return pod
+
+
 def containers_conf(flags: list[str]) -> str:
     """podman flags as a containers.conf: ``podman kube play`` takes no --runtime or --ulimit."""
     runtime, ulimits = None, []
@@ -184,12 +201,13 @@ class PodmanKubeRunner:
     name = "podman"
 
     def __init__(self, *, podman: str = "podman", flags: list[str] | None = None, lock_path: str = LOCK_PATH,
-                 port_base: int = PORT_BASE, host: str = "127.0.0.1") -> None:
+                 port_base: int = PORT_BASE, host: str = "127.0.0.1", publish: bool = True) -> None:
         self.podman = podman
         self._flags = flags
         self.lock_path = lock_path
         self.port_base = port_base
         self.host = host
+        self.publish = publish
         self._dirs: dict[str, Path] = {}
 
     def _env(self, name: str) -> dict[str, str]:
@@ -208,18 +226,42 @@ class PodmanKubeRunner:
     def apply(self, template: dict, name: str, spec: EnvironmentSpec,
               contexts_volume: dict | None) -> tuple[str, dict[str, int]]:
         self._dirs[name] = Path(tempfile.mkdtemp(prefix=f"{name}-"))
-        env = self._env(name)
         if spec.token:
             secret = json.dumps({"token": base64.b64encode(spec.token.encode()).decode()})
             run_command([self.podman, "secret", "create", f"{name}-token", "-"], input=secret)
+        if not self.publish:
+            pod = pod_manifest(template, name, spec, host_ports=None, contexts_volume=contexts_volume)
+            # podman kube play publishes a containerPort without hostPort on the same host
+            # port (a cluster does not): the pod's ports go, they only name what it serves.
+            for container in pod["spec"]["containers"]:
+                container.pop("ports", None)
+            self.play(name, pod)
+            return self.pod_address(name), dict(CONTAINER_PORTS)
         with port_lock(self.lock_path):
             ports = allocate_ports(list(CONTAINER_PORTS), base=self.port_base, used=published_ports(self.podman))
-            pod = pod_manifest(template, name, spec, host_ports=ports, host_ip=self.host,
-                               contexts_volume=contexts_volume)
-            kube = self._dirs[name] / "pod.json"
-            kube.write_text(json.dumps(pod, indent=1))
-            run_command([self.podman, "kube", "play", str(kube)], env=env, timeout=300)
+            self.play(name, pod_manifest(template, name, spec, host_ports=ports, host_ip=self.host,
+                                         contexts_volume=contexts_volume))
         return self.host, ports
+
+    def play(self, name: str, manifest: dict) -> None:
+        """``podman kube play`` of one manifest (a Pod named ``name``) with the podman
+        flags this machine needs; :meth:`delete` takes it down."""
+        folder = self._dirs.setdefault(name, Path(tempfile.mkdtemp(prefix=f"{name}-")))
+        kube = folder / "pod.json"
+        kube.write_text(json.dumps(private_empty_dirs(manifest, name), indent=1))
+        run_command([self.podman, "kube", "play", str(kube)], env=self._env(name), timeout=300)
+
+    def pod_address(self, name: str) -> str:
+        """The pod's own address on podman's network (its infra container's), which the
+        other pods reach it by, as pods of a cluster reach each other."""
+        infra = run_command([self.podman, "pod", "inspect", "--format", "{{.InfraContainerID}}", name]).stdout.strip()
+        out = run_command([self.podman, "inspect", "--format", "{{json .NetworkSettings}}", infra])
+        settings = json.loads(out.stdout or "{}")
+        addresses = [settings.get("IPAddress")] + [n.get("IPAddress") for n in (settings.get("Networks") or {}).values()]
+        address = next((a for a in addresses if a), None)
+        if address is None:
+            raise ProviderError(f"pod {name} has no address on a podman network: {out.stdout[:300]}")
+        return address
 
     def state(self, name: str) -> bool | str:
         out = run_command([self.podman, "inspect", "--format", "{{.State.Status}}", f"{name}-{CONTAINER}"], check=False)
@@ -236,6 +278,11 @@ class PodmanKubeRunner:
         run_command([self.podman, "pod", "rm", "-f", "-t", str(grace), name], check=False, timeout=grace + 90)
         run_command([self.podman, "secret", "rm", f"{name}-token"], check=False)
         folder = self._dirs.pop(name, None)
+        if folder is not None and (folder / "pod.json").is_file():
+            pod = json.loads((folder / "pod.json").read_text())
+            volumes = [v["name"] for v in pod["spec"].get("volumes", []) if "emptyDir" in v]
+            if volumes:
+                run_command([self.podman, "volume", "rm", "-f", *volumes], check=False)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..provider import Environment, ProviderError
-from . import graders
+from . import credentials, graders
 from .tasks import Task
 
 __all__ = ["Episode", "InfrastructureError", "OBSERVATION_TYPES", "ACTION_SPACES", "SPECIAL_ACTIONS"]
@@ -67,6 +67,8 @@ class Episode:
         if self.action_space not in ACTION_SPACES:
             raise ValueError(f"action space {self.action_space!r}: one of {', '.join(ACTION_SPACES)}")
         osworld = graders.load()
+        if self.env.spec.token:  # OSWorld's controllers send none of their own
+            credentials.authorize(self.env.url("osworld"), self.env.spec.token)
         host, port = self.env.host, self.env.ports["osworld"]
         self.vm_ip, self.server_port = host, port
         self.chromium_port = self.env.ports.get("chromium", 9222)

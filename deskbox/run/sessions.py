@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..common.settings import env
-from ..provider import Environment, EnvironmentSpec, ProviderError
+from ..provider import Environment, EnvironmentSpec, ProviderError, new_token
 from ..session.spawn import SessionFailed, SpawnedSession
 
 __all__ = ["Pool", "LocalEnvironment", "AttachedEnvironment", "session_factory", "PROVIDERS"]
@@ -154,7 +154,9 @@ def session_factory(provider: str, *, image: str = "deskbox", outputs: list[str]
         if provider != "kubernetes":
             raise ProviderError("--pool names running session pods: it goes with --provider kubernetes")
         return _FromPool(pool)
-    spec = EnvironmentSpec(image=image, outputs=outputs or ["1920x1080"], osworld=True)
+    # Each session of a run asks for a token of its own: the runner sends it, OSWorld's
+    # controllers' requests included (deskbox.run.credentials).
+    spec = EnvironmentSpec(image=image, outputs=outputs or ["1920x1080"], osworld=True, token=new_token())
     if provider == "local":
         return lambda n: LocalEnvironment(f"local{n}", spec, f"deskbox-run{n}").start()
     if provider == "attach":
