@@ -187,3 +187,28 @@ def test_attached_sessions_are_reset_between_tasks_and_left_running(tmp_path):
         assert http("GET", session.desktopd + "/api/v1/pointer").json() == {"display": 0, "x": 50, "y": 60}
     finally:
         session.stop()
+
+
+def test_the_python_pool_keeps_a_session_warm_and_resets_a_released_one_before_lending_it_again():
+    from deskbox.run import Pool, session_factory
+
+    def execute(env, command: str) -> dict:
+        status, raw = env.request("POST", "osworld", "/execute", {"command": command, "shell": True}, timeout=60)
+        assert status == 200, raw[:300]
+        return json.loads(raw)
+
+    with Pool(session_factory("local"), 2, spare=0, warm=1, reset_on_release=True) as pool:
+        wait_until(lambda: pool.stats()["idle"] == 1, timeout=120, what="one warm session")
+        assert len(pool.sessions()) == 1  # warm 1: the second is not started before it is needed
+        first = pool.take()
+        # taken: another is started so that one stays ready
+        wait_until(lambda: pool.stats()["idle"] == 1, timeout=120, what="a warm session again")
+        assert len(pool.sessions()) == 2
+        assert execute(first, "echo used > ~/used.txt && cat ~/used.txt")["output"].strip() == "used"
+        pool.release(first)  # reset in the background, then lent again
+        wait_until(lambda: pool.stats()["idle"] == 2, timeout=120, what="the released session back, reset")
+        again = {env.name: env for env in (pool.take(), pool.take())}
+        assert first.name in again
+        assert "No such file" in execute(again[first.name], "cat ~/used.txt 2>&1")["output"]
+        sessions = pool.sessions()
+    assert all(env.alive() is not True for env in sessions)  # the pool stopped them

@@ -108,12 +108,21 @@ class Runner:
         with self._lock, open(self.out / "events.jsonl", "a") as f:
             f.write(json.dumps({"t": round(time.time(), 3), **event}) + "\n")
 
-    def _next(self) -> Task | None:
+    def _next(self, holding: bool) -> Task | None:
+        """The next task; ``holding``: whether the worker has a session to run it on."""
         with self._lock:
             if not self._queue:
                 return None
             self._running += 1
-            return self._queue.pop(0)
+            task = self._queue.pop(0)
+            waiting = len(self._queue) + (0 if holding else 1)
+        self.pool.want(waiting)  # idle sessions follow the tasks still without one
+        return task
+
+    def _put_back(self, task: Task) -> None:
+        with self._lock:
+            self._queue.insert(0, task)
+            self._running = max(0, self._running - 1)
 
     def _finish(self, record: dict) -> None:
         with self._lock:
@@ -168,10 +177,19 @@ class Runner:
         env: Environment | None = None
         try:
             agent = self.make_agent()
-            env = self.pool.take()
-            while env is not None and (task := self._next()) is not None:
+            # A task first, then a session: a worker that finds the queue empty takes none.
+            task = self._next(holding=False)
+            if task is None:
+                return
+            try:
+                env = self.pool.take()
+            except Exception:
+                self._put_back(task)
+                raise
+            while env is not None and task is not None:
                 record, env = self._task(task, agent, env)
                 self._finish(record)
+                task = self._next(holding=True) if env is not None else None
             if env is not None:
                 # The queue is empty: this session has run its last task.
                 self.pool.retire(env)

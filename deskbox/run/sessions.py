@@ -18,25 +18,20 @@ Providers (``--provider``):
   cluster (``deploy/run/job.yaml``) does. Nothing is started or stopped; a session is
   let go when the run no longer needs it, and one that fails is not claimed again.
 
-A :class:`Pool` starts its sessions once and lends them: ``take()`` gives a healthy one,
-``release()`` takes it back, ``replace()`` stops a broken one and gives a new one. It keeps
-``spare`` sessions started ahead, so a replacement costs no wait. Harnesses and RL loops
-use it directly (``from deskbox.run import Pool``)."""
+The :class:`~deskbox.run.pool.Pool` (``deskbox/run/pool.py``) lends them to tasks."""
 
 from __future__ import annotations
 
 import os
-import queue
 import shutil
 import socket
-import threading
-import time
 from pathlib import Path
 from typing import Callable
 
 from ..common.settings import env
 from ..provider import Environment, EnvironmentSpec, ProviderError, new_token
 from ..session.spawn import SessionFailed, SpawnedSession
+from .pool import Pool
 
 __all__ = ["Pool", "LocalEnvironment", "AttachedEnvironment", "session_factory", "PROVIDERS"]
 
@@ -183,154 +178,3 @@ def session_factory(provider: str, *, image: str = "deskbox", outputs: list[str]
         kube = KubernetesBackend(runner=env("DESKBOX_KUBE_RUNNER"))
         return lambda n: kube.start(spec, name=f"deskbox-run-{os.getpid()}-{n}")
     raise ProviderError(f"--provider {provider!r}: one of {', '.join(PROVIDERS)}")
-
-
-class Pool:
-    """``size`` sessions lent to tasks, with ``spare`` more started ahead for
-    replacements. Thread-safe; sessions start in background threads."""
-
-    def __init__(self, make: Callable[[int], Environment], size: int, *, spare: int = 1,
-                 on_event: Callable[[dict], None] | None = None) -> None:
-        if size < 1:
-            raise ValueError("a pool has at least one session")
-        self._make = make
-        self._free: queue.Queue[Environment] = queue.Queue()
-        self._spares: queue.Queue[Environment] = queue.Queue()
-        self._lock = threading.Lock()
-        self._count = 0
-        self._all: list[Environment] = []
-        self._failures: list[str] = []
-        self._closed = False
-        self._on_event = on_event or (lambda event: None)
-        self.size = size
-        threads = [self._start_async(self._free) for _ in range(size)]
-        threads += [self._start_async(self._spares) for _ in range(spare)]
-        self._starting = threads
-
-    def _start_async(self, into: queue.Queue) -> threading.Thread:
-        with self._lock:
-            n = self._count
-            self._count += 1
-        thread = threading.Thread(target=self._start_one, args=(n, into), daemon=True, name=f"pool-start-{n}")
-        thread.start()
-        return thread
-
-    def _start_one(self, n: int, into: queue.Queue) -> None:
-        started = time.monotonic()
-        try:
-            env = self._make(n)
-        except Exception as exc:  # a session that would not start: said, and the pool goes on
-            with self._lock:
-                self._failures.append(f"session {n}: {exc}")
-            self._on_event({"event": "session_failed", "n": n, "error": str(exc)[-2000:]})
-            return
-        with self._lock:
-            self._all.append(env)
-            closed = self._closed
-        if closed:
-            env.stop()
-            return
-        self._on_event({"event": "session_started", "session": env.name, "seconds": round(time.monotonic() - started, 2)})
-        into.put(env)
-
-    def take(self, timeout: float = 600) -> Environment:
-        """A session for one task (waits while all are lent)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                return self._free.get(timeout=0.5)
-            except queue.Empty:
-                pass
-            with self._lock:
-                starting = any(t.is_alive() for t in self._starting)
-                failures = list(self._failures)
-            if not starting and not self._all and failures:
-                raise ProviderError("no session of the pool started: " + "; ".join(failures)[-3000:])
-            if time.monotonic() > deadline:
-                raise ProviderError(f"no session free within {timeout:.0f}s")
-
-    def release(self, env: Environment) -> None:
-        self._free.put(env)
-
-    def replace(self, env: Environment, why: str = "") -> Environment:
-        """Stop ``env`` (it failed) and give a healthy one in its place: a spare when one
-        is ready, else a new one; another spare is started ahead."""
-        self._on_event({"event": "session_replaced", "session": env.name, "why": why[-500:]})
-        forget = getattr(self._make, "forget", None)
-        if forget is not None:
-            forget(env)
-        try:
-            env.stop()
-        except Exception:
-            pass
-        with self._lock:
-            if env in self._all:
-                self._all.remove(env)
-        self._starting = [t for t in self._starting if t.is_alive()]
-        try:
-            fresh = self._spares.get_nowait()
-        except queue.Empty:
-            fresh = None
-        self._starting.append(self._start_async(self._spares))
-        if fresh is not None:
-            return fresh
-        while True:
-            try:
-                return self._spares.get(timeout=1.0)
-            except queue.Empty:
-                with self._lock:
-                    if not any(t.is_alive() for t in self._starting):
-                        raise ProviderError("no replacement session started: "
-                                            + "; ".join(self._failures)[-2000:]) from None
-
-    def retire(self, env: Environment) -> None:
-        """Stop ``env`` now: no task left will need it. A run's last tasks then hold only
-        the sessions they run on (on a cluster, the pods of the others are freed at
-        once, not at the run's end); once none is lent, the spares go too."""
-        self._on_event({"event": "session_retired", "session": env.name})
-        with self._lock:
-            if env in self._all:
-                self._all.remove(env)
-            self.size = max(0, self.size - 1)
-            last = self.size == 0
-        try:
-            env.stop()
-        except Exception:
-            pass
-        if last:
-            self.drain_spares()
-
-    def drain_spares(self) -> None:
-        """Stop the spares started ahead (none will be needed)."""
-        while True:
-            try:
-                spare = self._spares.get_nowait()
-            except queue.Empty:
-                return
-            with self._lock:
-                if spare in self._all:
-                    self._all.remove(spare)
-            try:
-                spare.stop()
-            except Exception:
-                pass
-
-    def sessions(self) -> list[Environment]:
-        with self._lock:
-            return list(self._all)
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            envs = list(self._all)
-        for session in envs:
-            try:
-                session.stop()
-            except Exception:
-                pass
-
-    def __enter__(self) -> "Pool":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -1,0 +1,116 @@
+"""deskbox.run.pool: sessions started (and reset) ahead of demand, as many as the queue
+needs. The pool's own logic, over stand-in sessions that take a moment to start (the
+pool with real sessions: tests/test_run.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from deskbox.common.waiting import wait_until
+from deskbox.provider import ProviderError
+from deskbox.run.pool import Pool
+
+
+class Stand:
+    """A session stand-in: a name, a reset that counts (or fails), a stop."""
+
+    def __init__(self, n: int, fail_reset: bool = False) -> None:
+        self.name = f"s{n}"
+        self.resets = 0
+        self.stopped = False
+        self.fail_reset = fail_reset
+
+    def reset(self) -> None:
+        time.sleep(0.05)
+        if self.fail_reset:
+            raise ProviderError("the reset ended unhealthy")
+        self.resets += 1
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+class Maker:
+    def __init__(self, fail_reset: set[int] = frozenset()) -> None:
+        self.made: list[Stand] = []
+        self.fail_reset = fail_reset
+        self._lock = threading.Lock()
+
+    def __call__(self, n: int) -> Stand:
+        time.sleep(0.05)
+        env = Stand(n, n in self.fail_reset)
+        with self._lock:
+            self.made.append(env)
+        return env
+
+    def live(self) -> int:
+        return sum(not e.stopped for e in self.made)
+
+
+def settled(pool: Pool, **expected: int) -> None:
+    wait_until(lambda: all(pool.stats()[k] == v for k, v in expected.items()) and pool.stats()["coming"] == 0,
+               timeout=5, what=f"pool stats {expected} (now {pool.stats()})")
+
+
+def test_warm_sessions_are_kept_ready_up_to_the_pools_size():
+    make = Maker()
+    with Pool(make, 4, spare=0, warm=2) as pool:
+        settled(pool, idle=2, lent=0)
+        assert len(make.made) == 2
+        lent = [pool.take()]
+        settled(pool, idle=2, lent=1)  # one more started to keep two ready
+        lent += [pool.take(), pool.take()]
+        settled(pool, idle=1, lent=3)  # room for one only: size 4
+        lent.append(pool.take())
+        settled(pool, idle=0, lent=4)
+        assert len(make.made) == 4
+        with pytest.raises(ProviderError, match="no session free"):
+            pool.take(timeout=0.6)
+        pool.release(lent.pop())
+        assert pool.take(timeout=2).name in {e.name for e in make.made}
+    assert make.live() == 0
+
+
+def test_a_take_with_nothing_warm_starts_one_at_once():
+    make = Maker()
+    with Pool(make, 2, spare=0, warm=0) as pool:
+        time.sleep(0.2)
+        assert make.made == []
+        env = pool.take(timeout=2)
+        assert [e.name for e in make.made] == [env.name]
+        settled(pool, lent=1, idle=0)
+
+
+def test_idle_sessions_follow_the_queue_down_and_up_again():
+    make = Maker()
+    with Pool(make, 4, spare=0) as pool:
+        settled(pool, idle=4)
+        pool.want(1)
+        settled(pool, idle=1)
+        assert make.live() == 1  # three stopped: no task waits for them
+        pool.want(3)
+        settled(pool, idle=3)
+        assert make.live() == 3
+        pool.want(0)
+        settled(pool, idle=0)
+        assert make.live() == 0
+        env = pool.take(timeout=2)  # a task came after all: one is started for it
+        assert not env.stopped
+
+
+def test_a_released_session_is_reset_before_it_is_lent_again_and_replaced_when_that_fails():
+    make = Maker(fail_reset={1})
+    with Pool(make, 2, spare=0, reset_on_release=True) as pool:
+        settled(pool, idle=2)
+        a, b = pool.take(), pool.take()
+        pool.release(a)
+        pool.release(b)
+        settled(pool, idle=2, lent=0)
+        good = a if a.name == "s0" else b
+        bad = b if good is a else a
+        assert good.resets == 1 and bad.stopped  # s1's reset failed: stopped, another started
+        assert len(make.made) == 3 and not make.made[2].stopped
+        assert {pool.take().name, pool.take().name} == {"s0", "s2"}
