@@ -345,6 +345,21 @@ def test_run_python_and_run_bash_script_answer_like_osworld(osworld):
     assert time.monotonic() - started < 10
 
 
+def test_execute_with_verification_waits_for_its_check_and_says_when_it_never_held(osworld):
+    # The command makes the file in the background a moment later: the check sees it then.
+    body = {"command": "(sleep 0.5; touch /tmp/deskbox-verified) &", "shell": True,
+            "verification": {"command_success": "test -f /tmp/deskbox-verified"},
+            "max_wait_time": 10, "check_interval": 0.1}
+    osworld.execute("rm -f /tmp/deskbox-verified", shell=True)
+    resp = osworld.post_json("/setup/execute_with_verification", body)
+    assert resp.status == 200 and resp.json()["verification"] == "passed", resp.body[:300]
+    assert 0.3 < resp.json()["wait_time"] < 9
+    never = {**body, "command": "true", "verification": {"command_success": "false"}, "max_wait_time": 1}
+    resp = osworld.post_json("/setup/execute_with_verification", never)
+    assert resp.status == 500 and resp.json()["verification"] == "failed", resp.body[:300]
+    assert 1 <= resp.json()["wait_time"] < 5
+
+
 # -- files -------------------------------------------------------------------------------
 
 

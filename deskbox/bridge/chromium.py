@@ -26,6 +26,7 @@ from ..cdp import CDPConnection, CDPError
 from ..common.chromium import chromium_argv
 from ..common.errors import Unavailable
 from ..common.logging import get_logger
+from ..common.waiting import until
 
 __all__ = ["ChromiumConfig", "Chromium", "AttachedChromium", "BrowserProcess"]
 
@@ -125,17 +126,20 @@ class Chromium(BrowserProcess):
             *argv, env=env, stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
         )
         log.info("chromium started", pid=self.proc.pid, port=self.config.cdp_port)
-        deadline = time.monotonic() + self.config.ready_timeout
+        proc = self.proc
         async with ClientSession(timeout=ClientTimeout(total=2)) as http:
-            while time.monotonic() < deadline:
-                if self.proc.returncode is not None:
-                    raise Unavailable(f"chromium exited with {self.proc.returncode} at start", code="browser_down")
-                version = await self._version(http)
-                if version is not None:
-                    await self._came_up(version["webSocketDebuggerUrl"], self.proc.pid)
-                    return
-                await asyncio.sleep(0.1)
-        raise Unavailable(f"chromium's DevTools did not answer within {self.config.ready_timeout}s", code="browser_down")
+
+            async def answers() -> dict | None:
+                if proc.returncode is not None:
+                    raise Unavailable(f"chromium exited with {proc.returncode} at start", code="browser_down")
+                return await self._version(http)
+
+            try:
+                version = await until(answers, self.config.ready_timeout, 0.1, "chromium's DevTools")
+            except TimeoutError:
+                raise Unavailable(f"chromium's DevTools did not answer within {self.config.ready_timeout}s",
+                                  code="browser_down") from None
+        await self._came_up(version["webSocketDebuggerUrl"], proc.pid)
 
     async def _supervise(self) -> None:
         backoff = 0.5

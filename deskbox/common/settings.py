@@ -139,9 +139,9 @@ def env(name: str) -> str | None:
         if value:
             if old not in _warned:
                 _warned.add(old)
+                # FutureWarning: shown by default, as a setting is the user's, not code's
                 warnings.warn(f"{old} is deprecated and will be dropped in the next release: set {name}",
-                              DeprecationWarning, stacklevel=2)
-                print(f"deskbox: {old} is deprecated: set {name}", file=sys.stderr)
+                              FutureWarning, stacklevel=2)
             return value
     return setting.default
 

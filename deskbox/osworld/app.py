@@ -22,6 +22,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
@@ -32,6 +33,7 @@ from ..common.net import outside_session
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.recording import Recorder, RecordingError
 from ..common.session_api import SessionControl
+from ..common.waiting import until
 from ..common.web import auth_middleware, error_middleware, json_ok, read_body
 from . import accessibility, commands, files, windows
 from .base import (
@@ -233,7 +235,7 @@ async def execute_with_verification(request: web.Request) -> web.Response:
     check = req.verification
     if check is None or (check.window_exists is None and check.command_success is None):
         return json_ok(reply)
-    while True:
+    async def verified() -> bool:
         ok = True
         if check.window_exists is not None:
             _, all_windows = await window_tree(request)
@@ -243,13 +245,14 @@ async def execute_with_verification(request: web.Request) -> web.Response:
                 ok = (await commands.run(["/bin/sh", "-c", check.command_success], timeout=5, env=env)).returncode == 0
             except (OSError, commands.CommandTimeout):
                 ok = False
-        waited = round(time.monotonic() - started, 2)
-        if ok:
-            return json_ok({**reply, "verification": "passed", "wait_time": waited})
-        if waited >= req.max_wait_time:
-            return json_ok({**reply, "status": "verification_failed", "verification": "failed",
-                            "wait_time": waited}, status=500)
-        await asyncio.sleep(req.check_interval)
+        return ok
+
+    try:
+        await until(verified, req.max_wait_time, req.check_interval, "the verification")
+    except TimeoutError:
+        return json_ok({**reply, "status": "verification_failed", "verification": "failed",
+                        "wait_time": round(time.monotonic() - started, 2)}, status=500)
+    return json_ok({**reply, "verification": "passed", "wait_time": round(time.monotonic() - started, 2)})
 
 
 async def download_file(request: web.Request) -> web.Response:
@@ -412,18 +415,25 @@ BROWSER_COMING_S = 20.0
 
 async def _open_tab(request: web.Request, url: str) -> dict:
     bridge = request.app[CONFIG].bridge
-    deadline = time.monotonic() + BROWSER_COMING_S
-    while True:
+    last: Any = None
+
+    async def opened() -> dict | None:
+        nonlocal last
         try:
             async with request.app[HTTP].post(bridge + "/tabs", json={"action": "new", "url": url}) as resp:
-                body = await resp.json(content_type=None)
+                last = await resp.json(content_type=None)
         except (OSError, asyncio.TimeoutError) as exc:
             raise Unavailable(f"the CDP bridge is not reachable: {exc}") from exc
         if resp.status == 200:
-            return body
-        if resp.status != 503 or time.monotonic() > deadline:
-            raise ActionFailed(f"the bridge did not open {url!r}: {body}")
-        await asyncio.sleep(0.1)
+            return last
+        if resp.status != 503:  # only a browser still coming up is worth waiting for
+            raise ActionFailed(f"the bridge did not open {url!r}: {last}")
+        return None
+
+    try:
+        return await until(opened, BROWSER_COMING_S, 0.1, f"a tab on {url!r}")
+    except TimeoutError:
+        raise ActionFailed(f"the bridge did not open {url!r}: {last}") from None
 
 
 async def openapi(request: web.Request) -> web.Response:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.settings import env
+from ..common.waiting import wait_until
 
 __all__ = [
     "CONTAINER_PORTS",
@@ -282,18 +283,22 @@ class Environment:
 
     def wait_healthy(self, timeout: float = 180) -> float:
         started = time.monotonic()
-        problem = "not asked yet"
-        while time.monotonic() - started < timeout:
+        problem: str | None = "not asked yet"
+
+        def healthy() -> bool:
+            nonlocal problem
             state = self.alive()
             if state is not True:
                 self._failed(f"{self.name} is {state}")
             problem = self.probe()
-            if problem is None:
-                self.healthy_s = time.monotonic() - started
-                return self.healthy_s
-            time.sleep(0.25)
-        self._failed(f"{self.name} was not healthy within {timeout:.0f}s (last: {problem})")
-        raise AssertionError("unreachable")
+            return problem is None
+
+        try:
+            wait_until(healthy, timeout, 0.25, f"{self.name} to be healthy")
+        except TimeoutError:
+            self._failed(f"{self.name} was not healthy within {timeout:.0f}s (last: {problem})")
+        self.healthy_s = time.monotonic() - started
+        return self.healthy_s
 
     def _failed(self, message: str) -> None:
         logs = self.logs(60)
@@ -319,11 +324,17 @@ class Environment:
         if not result.get("healthy", False):
             raise ProviderError(f"{self.name}: the reset to {result.get('snapshot')!r} ended unhealthy: {result}")
         if self.spec.osworld:
-            deadline = time.monotonic() + 30
-            while (problem := self.probe()) is not None:
-                if time.monotonic() > deadline:
-                    raise ProviderError(f"{self.name}: after the reset: {problem}")
-                time.sleep(0.1)
+            problem: str | None = None
+
+            def answers() -> bool:
+                nonlocal problem
+                problem = self.probe()
+                return problem is None
+
+            try:
+                wait_until(answers, 30, 0.1, "OSWorld's server after the reset")
+            except TimeoutError:
+                raise ProviderError(f"{self.name}: after the reset: {problem}") from None
         return result
 
     def snapshot(self, name: str, *, timeout: float = 180) -> dict:

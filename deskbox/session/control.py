@@ -25,7 +25,6 @@ from ..common.session_api import (
     WallpaperRequest,
 )
 from ..common.web import error_middleware, json_ok, read_body
-from . import wallpaper
 from .claims import Claim, Claimed, NotHolder
 from .contexts import ContextError, ContextInUse
 from .state import Busy, NotFound, SessionState, StateError
@@ -95,21 +94,16 @@ async def browser(request: web.Request) -> web.Response:
 
 
 async def get_wallpaper(request: web.Request) -> web.Response:
-    session = request.app[STATE].session
-    image = wallpaper.current(session.home_path) or session.default_wallpaper
+    image = request.app[STATE].wallpaper()
     return json_ok({"path": str(image) if image else None})
 
 
 async def set_wallpaper(request: web.Request) -> web.Response:
     req = await read_body(request, WallpaperRequest)
-    session = request.app[STATE].session
     image = Path(req.path)
     if not image.is_absolute() or not image.is_file():
         raise NotFoundError(f"{req.path} is not a file", code="file_not_found")
-    setting = wallpaper.remember(session.home_path, image)
-    session.home.chown(setting.parent)
-    session.home.chown(setting)
-    if not await session.apply_wallpaper():
+    if not await request.app[STATE].set_wallpaper(image):
         raise ActionFailed(f"Sway did not take {req.path} as the background (is swaybg installed, "
                            "and is the file an image the session user can read?)", code="wallpaper_failed")
     return json_ok({"path": str(image)})

@@ -40,7 +40,7 @@ from .cursor import THEME_NAME, write_invisible_theme
 from .errors import SessionError
 from .home import MARKER, Home, HomeError
 from .outputs import OutputSpec, sway_output_lines
-from .state import SessionState
+from .state import SessionState, StateConfig
 from .supervisor import Supervisor
 from .users import SYSTEM_PATH
 
@@ -422,6 +422,21 @@ class Session(SessionChildren):
             await proc.wait()
             return None
 
+    def open_next(self, urls: list[str]) -> None:
+        """The pages the browser opens when it next starts (the state's resets, snapshots
+        and contexts say)."""
+        self.browser_urls = list(urls)
+
+    def _state_config(self) -> StateConfig:
+        assert self.runtime is not None
+        a = self.args
+        return StateConfig(
+            user_name=self.user_name, uid=self.uid, gid=self.gid, runtime=self.runtime, profile_dir=self.profile_dir,
+            outputs=[str(o) for o in self.outputs], start_urls=list(self.urls), osworld=bool(a.osworld),
+            cdp_port=a.cdp_port, desktopd_url=self.url(a.desktopd_port), token=self.token, ttl=a.ttl,
+            context=a.context, context_persist=a.context_persist, contexts_dir=a.contexts_dir,
+            default_wallpaper=self.default_wallpaper)
+
     # -- processes of the session ---------------------------------------------------------
 
     def app_pids(self) -> set[int]:
@@ -449,7 +464,8 @@ class Session(SessionChildren):
         try:
             self._prepare()  # what it made goes again if the session cannot start
             self.supervisor = Supervisor(self._specs())
-            self.state = SessionState(self)
+            assert self.home is not None and self.runtime is not None
+            self.state = SessionState(self._state_config(), self.home, self.supervisor, self, self.stop_event)
             try:
                 await self.state.save_start()
             except ContextError as exc:

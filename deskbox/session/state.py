@@ -17,21 +17,21 @@ import asyncio
 import shutil
 import signal
 import time
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 from aiohttp import ClientSession, ClientTimeout
 
 from ..client import AsyncClient, DeskboxError
 from ..common.logging import get_logger
 from ..common.recording import FIRST_BYTES_S, output_of
-from . import processes
+from . import processes, wallpaper
 from .contexts import Context, Contexts
-from .home import START, HomeError
+from .home import START, Home, HomeError
+from .supervisor import Supervisor
 
-if TYPE_CHECKING:
-    from .lifecycle import Session
-
-__all__ = ["SessionState", "StateError", "NotFound", "Busy"]
+__all__ = ["SessionState", "StateConfig", "SessionActs", "StateError", "NotFound", "Busy"]
 
 log = get_logger("deskbox.state")
 
@@ -64,36 +64,77 @@ class Busy(StateError):
     """Valid, but not now (409)."""
 
 
+@dataclass(frozen=True)
+class StateConfig:
+    """What the state needs to know of its session, fixed once the session is prepared."""
+
+    user_name: str
+    uid: int
+    gid: int
+    runtime: Path
+    profile_dir: Path  # the browser's profile, in the home
+    outputs: list[str]
+    start_urls: list[str]
+    osworld: bool
+    cdp_port: int
+    desktopd_url: str
+    token: str | None = None
+    ttl: float | None = None  # seconds, from the session's start
+    context: str | None = None  # bound at start
+    context_persist: bool = True
+    contexts_dir: str | None = None
+    default_wallpaper: Path | None = None
+
+
+class SessionActs(Protocol):
+    """What the state asks of the running session (``Session`` does these)."""
+
+    def app_pids(self) -> set[int]:
+        """Every process of the session that is not deskbox's own."""
+        ...
+
+    async def apply_wallpaper(self) -> bool:
+        """Show the background the home names."""
+        ...
+
+    async def run_in_session(self, argv: list[str], *, timeout: float = 5.0) -> int | None:
+        """A short helper run as the session user."""
+        ...
+
+    def open_next(self, urls: list[str]) -> None:
+        """The pages the browser opens when it next starts."""
+        ...
+
+
 class SessionState:
-    def __init__(self, session: "Session") -> None:
-        self.session = session
+    """Reset, snapshots, contexts, lifetime and background of one session, given its
+    config, its home, its supervisor (the browser is one of its children), the acts it
+    needs of the session and the event that ends it."""
+
+    def __init__(self, config: StateConfig, home: Home, supervisor: Supervisor, acts: SessionActs,
+                 stop_event: asyncio.Event) -> None:
+        self.config = config
+        self.home = home
+        self.supervisor = supervisor
+        self.acts = acts
+        self.stop_event = stop_event
         self._lock = asyncio.Lock()
         self.resetting = False
         self.resets = 0
         self.started_at = time.time()
         self.expires_at: float | None = None  # set once the session is up (--ttl counts from then)
         self._expiry_changed = asyncio.Event()
-        self.contexts = Contexts(session.args.contexts_dir, uid=session.uid, gid=session.gid)
+        self.contexts = Contexts(config.contexts_dir, uid=config.uid, gid=config.gid)
         self.context: Context | None = None
-
-    @property
-    def home(self):
-        assert self.session.home is not None
-        return self.session.home
-
-    @property
-    def supervisor(self):
-        assert self.session.supervisor is not None
-        return self.session.supervisor
 
     # -- lifetime -----------------------------------------------------------------------
 
     async def wait_for_end(self) -> None:
         """Until SIGINT/SIGTERM, or the session's lifetime runs out (counted from now:
         the session is up)."""
-        if self.session.args.ttl:
-            self.expires_at = time.time() + self.session.args.ttl
-        stop = asyncio.ensure_future(self.session.stop_event.wait())
+        if self.config.ttl:
+            self.expires_at = time.time() + self.config.ttl
+        stop = asyncio.ensure_future(self.stop_event.wait())
         try:
             while not stop.done():
                 self._expiry_changed.clear()
@@ -119,13 +160,13 @@ class SessionState:
     # -- describing ---------------------------------------------------------------------
 
     def describe(self) -> dict:
-        s = self.session
+        c = self.config
         return {
-            "user": s.user_name,
-            "home": str(s.home_path),
-            "osworld": bool(s.args.osworld),
-            "outputs": [str(o) for o in s.outputs],
-            "start_urls": s.urls,
+            "user": c.user_name,
+            "home": str(self.home.path),
+            "osworld": c.osworld,
+            "outputs": list(c.outputs),
+            "start_urls": list(c.start_urls),
             "snapshots": [i.to_json() for i in self.home.list()],
             "resetting": self.resetting,
             "resets": self.resets,
@@ -141,10 +182,10 @@ class SessionState:
     async def save_start(self) -> None:
         """The home as it is before anything ran: what a reset returns to by default
         (a reset loads the context again, if one is bound)."""
-        self.home.save(START, {"urls": list(self.session.urls)})
-        if self.session.args.context:
-            self.context = self.contexts.bind(self.session.args.context, persist=self.session.args.context_persist)
-            self.contexts.load(self.context, self.session.profile_dir)
+        self.home.save(START, {"urls": list(self.config.start_urls)})
+        if self.config.context:
+            self.context = self.contexts.bind(self.config.context, persist=self.config.context_persist)
+            self.contexts.load(self.context, self.config.profile_dir)
 
     async def snapshot(self, name: str) -> dict:
         if name == START:
@@ -154,9 +195,9 @@ class SessionState:
             urls = await self._browser_urls()
             await self._stop_browser(clean=True)  # its profile flushed to disk, as a closed Chrome leaves it
             try:
-                info = await asyncio.to_thread(self.home.save, name, {"urls": urls or list(self.session.urls)})
+                info = await asyncio.to_thread(self.home.save, name, {"urls": urls or list(self.config.start_urls)})
             finally:
-                self.session.browser_urls = urls or list(self.session.urls)
+                self.acts.open_next(urls or list(self.config.start_urls))
                 await self._start_browser()
             return info.to_json()
 
@@ -195,10 +236,9 @@ class SessionState:
                 "started_at": began, "finished_at": ended, **steps}
 
     async def _reset(self, name: str) -> dict:
-        s = self.session
         meta = self.home.info(name).meta
         await self._stop_browser(clean=False)
-        apps = s.app_pids()
+        apps = self.acts.app_pids()
         names = sorted(processes.describe(p, short=True) for p in apps)
         # A screen recording in progress is finished first, as its recorder finishes it
         # on SIGINT (wf-recorder writes the mp4's index): the recording is still there
@@ -214,26 +254,24 @@ class SessionState:
         released = await self._release_input()
         await self._clear_clipboard()
         restored = await asyncio.to_thread(self._restore_files, name)
-        await s.apply_wallpaper()
-        s.browser_urls = list(meta.get("urls") or s.urls)
+        await self.acts.apply_wallpaper()
+        self.acts.open_next(list(meta.get("urls") or self.config.start_urls))
         await self._start_browser()
         return {"ended": names, "input_released": released, "files": restored}
 
     def _restore_files(self, name: str) -> dict:
-        assert self.session.runtime is not None
         counts = self.home.restore(name)
-        cache = self.session.runtime / "cache"
+        cache = self.config.runtime / "cache"
         shutil.rmtree(cache, ignore_errors=True)
         cache.mkdir(exist_ok=True)
         self.home.chown(cache)
         if self.context is not None:
-            self.contexts.load(self.context, self.session.profile_dir)
+            self.contexts.load(self.context, self.config.profile_dir)
         return counts
 
     async def _release_input(self) -> bool:
-        desktopd = self.session.url(self.session.args.desktopd_port)
         try:
-            async with AsyncClient(None, desktopd, None, self.session.token, timeout=5) as client:
+            async with AsyncClient(None, self.config.desktopd_url, None, self.config.token, timeout=5) as client:
                 await client.request("desktopd", "POST", "/api/v1/input/release")
                 return True
         except DeskboxError as exc:
@@ -243,7 +281,7 @@ class SessionState:
     async def _clear_clipboard(self) -> None:
         if shutil.which("wl-copy"):
             for extra in ([], ["--primary"]):
-                await self.session.run_in_session(["wl-copy", *extra, "--clear"], timeout=2)
+                await self.acts.run_in_session(["wl-copy", *extra, "--clear"], timeout=2)
 
     # -- the browser --------------------------------------------------------------------
 
@@ -255,7 +293,7 @@ class SessionState:
             return []
         try:
             async with ClientSession(timeout=ClientTimeout(total=3)) as http:
-                async with http.get(f"http://127.0.0.1:{self.session.args.cdp_port}/json/list") as resp:
+                async with http.get(f"http://127.0.0.1:{self.config.cdp_port}/json/list") as resp:
                     targets = await resp.json()
         except Exception:
             return []
@@ -278,7 +316,7 @@ class SessionState:
             child = self.supervisor.children["chromium"]
             if child.state == "up":
                 return {"started": False}
-            self.session.browser_urls = urls
+            self.acts.open_next(urls)
             await self._start_browser()
             return {"started": True}
 
@@ -293,11 +331,11 @@ class SessionState:
             await self._stop_browser(clean=True)
             try:
                 if self.context is not None and self.context.ident != ident:
-                    await asyncio.to_thread(self.contexts.release, self.context, self.session.profile_dir)
+                    await asyncio.to_thread(self.contexts.release, self.context, self.config.profile_dir)
                 self.context = context
-                await asyncio.to_thread(self.contexts.load, context, self.session.profile_dir)
+                await asyncio.to_thread(self.contexts.load, context, self.config.profile_dir)
             finally:
-                self.session.browser_urls = [url] if url else list(self.session.urls)
+                self.acts.open_next([url] if url else list(self.config.start_urls))
                 await self._start_browser()
             return context.to_json()
 
@@ -309,15 +347,29 @@ class SessionState:
             urls = await self._browser_urls()
             await self._stop_browser(clean=True)
             try:
-                await asyncio.to_thread(self.contexts.release, context, self.session.profile_dir)
+                await asyncio.to_thread(self.contexts.release, context, self.config.profile_dir)
                 self.context = None
             finally:
-                self.session.browser_urls = urls or list(self.session.urls)
+                self.acts.open_next(urls or list(self.config.start_urls))
                 await self._start_browser()
             return context.to_json()
 
     async def close(self) -> None:
         """At the end of the session, once the browser has stopped: save the context."""
         if self.context is not None:
-            await asyncio.to_thread(self.contexts.release, self.context, self.session.profile_dir)
+            await asyncio.to_thread(self.contexts.release, self.context, self.config.profile_dir)
             self.context = None
+
+    # -- the background -----------------------------------------------------------------
+
+    def wallpaper(self) -> Path | None:
+        """The background shown: the home's own, else the session's default."""
+        return wallpaper.current(self.home.path) or self.config.default_wallpaper
+
+    async def set_wallpaper(self, image: Path) -> bool:
+        """Remember ``image`` as the home's background and show it; False when Sway
+        refused it."""
+        setting = wallpaper.remember(self.home.path, image)
+        self.home.chown(setting.parent)
+        self.home.chown(setting)
+        return await self.acts.apply_wallpaper()

@@ -55,7 +55,7 @@ def test_a_new_name_wins_an_old_one_works_with_a_warning_and_empty_is_unset(monk
     monkeypatch.delenv("DESKTOPD_URL", raising=False)
     assert env("DESKBOX_DESKTOPD") == "http://127.0.0.1:8080"
     monkeypatch.setenv("DESKTOPD_URL", "http://10.0.0.2:9000")
-    with pytest.warns(DeprecationWarning, match="DESKTOPD_URL .* set DESKBOX_DESKTOPD"):
+    with pytest.warns(FutureWarning, match="DESKTOPD_URL .* set DESKBOX_DESKTOPD"):
         assert env("DESKBOX_DESKTOPD") == "http://10.0.0.2:9000"
     monkeypatch.setenv("DESKBOX_DESKTOPD", "http://10.0.0.3:9000")
     assert env("DESKBOX_DESKTOPD") == "http://10.0.0.3:9000"
