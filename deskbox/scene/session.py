@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from aiohttp import web
+from pydantic import BaseModel
 
 from ..common.errors import ServiceError
 from ..common.logging import get_logger
@@ -25,7 +26,7 @@ from ..common.session_api import (
     SessionControl,
     SnapshotRequest,
 )
-from ..common.web import json_ok, read_body, validate
+from ..common.web import Handler, json_ok, read_body, validate
 from .engine import SceneEngine
 from .sources import Bridge
 
@@ -100,38 +101,27 @@ async def _healthy(request: web.Request) -> bool:
         await asyncio.sleep(0.05)
 
 
-async def snapshot(request: web.Request) -> web.Response:
-    req = await read_body(request, SnapshotRequest)
-    return json_ok(await _control(request).call("POST", "/snapshot", req))
+def _forward(method: str, path: str, body: type[BaseModel] | None = None) -> Handler:
+    """A handler that validates ``body`` and hands it to the session's own ``path``."""
+
+    async def handler(request: web.Request) -> web.Response:
+        req = await read_body(request, body) if body is not None else None
+        return json_ok(await _control(request).call(method, path, req))
+
+    handler.__name__ = path.strip("/").replace("/", "_") or "session"
+    return handler
 
 
-async def delete_snapshot(request: web.Request) -> web.Response:
-    name = validate(SnapshotRequest, {"name": request.match_info["name"]}).name
-    return json_ok(await _control(request).call("DELETE", f"/snapshot/{name}"))
+def _forward_named(path: str, model: type[BaseModel], field: str) -> Handler:
+    """A DELETE naming what it deletes in the URL (``{field}``), checked by ``model``
+    before it reaches the session."""
 
+    async def handler(request: web.Request) -> web.Response:
+        value = getattr(validate(model, {field: request.match_info[field]}), field)
+        return json_ok(await _control(request).call("DELETE", f"{path}/{value}"))
 
-async def extend(request: web.Request) -> web.Response:
-    req = await read_body(request, ExtendRequest)
-    return json_ok(await _control(request).call("POST", "/extend", req))
-
-
-async def bind_context(request: web.Request) -> web.Response:
-    req = await read_body(request, ContextRequest)
-    return json_ok(await _control(request).call("POST", "/context", req))
-
-
-async def unbind_context(request: web.Request) -> web.Response:
-    return json_ok(await _control(request).call("DELETE", "/context"))
-
-
-async def claim(request: web.Request) -> web.Response:
-    req = await read_body(request, ClaimRequest)
-    return json_ok(await _control(request).call("POST", "/claim", req))
-
-
-async def let_go(request: web.Request) -> web.Response:
-    holder = validate(ClaimRequest, {"holder": request.match_info["holder"]}).holder
-    return json_ok(await _control(request).call("DELETE", f"/claim/{holder}"))
+    handler.__name__ = "delete_" + path.strip("/")
+    return handler
 
 
 ROUTES = [
@@ -140,18 +130,21 @@ ROUTES = [
     Route("POST", "/api/v1/session/reset", reset,
           "Return the session to a snapshot (default: as right after start); answers once it is healthy",
           body=ResetRequest),
-    Route("POST", "/api/v1/session/snapshot", snapshot, "Save the home folder and browser profile under a name",
-          body=SnapshotRequest),
-    Route("DELETE", "/api/v1/session/snapshot/{name}", delete_snapshot, "Delete a snapshot"),
-    Route("POST", "/api/v1/session/extend", extend, "Extend the session's lifetime (--ttl)", body=ExtendRequest),
-    Route("POST", "/api/v1/session/context", bind_context,
+    Route("POST", "/api/v1/session/snapshot", _forward("POST", "/snapshot", SnapshotRequest),
+          "Save the home folder and browser profile under a name", body=SnapshotRequest),
+    Route("DELETE", "/api/v1/session/snapshot/{name}", _forward_named("/snapshot", SnapshotRequest, "name"),
+          "Delete a snapshot"),
+    Route("POST", "/api/v1/session/extend", _forward("POST", "/extend", ExtendRequest),
+          "Extend the session's lifetime (--ttl)", body=ExtendRequest),
+    Route("POST", "/api/v1/session/context", _forward("POST", "/context", ContextRequest),
           "Bind the browser to a persistent context (cookies, storage, logins); 409 while another session holds it",
           body=ContextRequest),
-    Route("DELETE", "/api/v1/session/context", unbind_context, "Let go of the context, saving it when it persists"),
-    Route("POST", "/api/v1/session/claim", claim,
+    Route("DELETE", "/api/v1/session/context", _forward("DELETE", "/context"),
+          "Let go of the context, saving it when it persists"),
+    Route("POST", "/api/v1/session/claim", _forward("POST", "/claim", ClaimRequest),
           "Claim the session for a holder (a runner drawing from a pool of sessions), or renew its claim; "
           "409 claimed while another holder's claim runs",
           body=ClaimRequest),
-    Route("DELETE", "/api/v1/session/claim/{holder}", let_go,
+    Route("DELETE", "/api/v1/session/claim/{holder}", _forward_named("/claim", ClaimRequest, "holder"),
           "Let go of the holder's claim (released: false when it had already run out)"),
 ]
