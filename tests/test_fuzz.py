@@ -13,6 +13,7 @@ run random programs."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -92,11 +93,25 @@ def test_the_session_is_healthy_afterwards_and_holds_no_key(session, pages):
     pages.clear()
     session.open_page(pages.url("input.html"))
     pages.wait_for(type="load", page="/input.html", timeout=30)
-    scene = http("GET", session.scene + "/api/v1/scene?mode=agent-turn", timeout=60).json()
-    fields = [e for e in scene["ax"] if e["role"] == "textbox" and e["source"] == "cdp"]
-    assert fields, {"sources": scene["sources"], "windows": [(w["id"], w["app_id"], w["title"], w["bounds"])
-                                                            for w in scene["windows"]],
-                    "tabs": http("GET", session.bridge + "/tabs").json()}
+    # A browser the sweep closed was just started again: its page can load before Sway
+    # maps its window, and until then the scene rightly says no window shows the tab.
+    last: dict = {}
+
+    def text_fields() -> list:
+        last["scene"] = http("GET", session.scene + "/api/v1/scene?mode=agent-turn", timeout=60).json()
+        return [e for e in last["scene"]["ax"] if e["role"] == "textbox" and e["source"] == "cdp"]
+
+    try:
+        fields = wait_until(text_fields, 30, 0.5, what="the page's text field in the scene")
+    except TimeoutError:
+        scene = last.get("scene") or {}
+        raise AssertionError(json.dumps({
+            "sources": scene.get("sources"),
+            "scene apps": [{k: a.get(k) for k in ("name", "pid", "windows")} for a in scene.get("apps", [])],
+            "desktopd windows": session.get("/api/v1/tree").json().get("windows"),
+            "bridge tabs": [{k: t.get(k) for k in ("id", "title", "url", "type")}
+                            for t in http("GET", session.bridge + "/tabs").json()],
+        }, indent=1, default=str)) from None
     field = fields[0]
     resp = http("POST", session.scene + "/api/v1/act", {"target": field["id"], "action": "type", "text": "ab"})
     assert resp.status == 200, resp.body
