@@ -1,6 +1,6 @@
 """Fuzzing every service through its own OpenAPI document (schemathesis): no server
-error, no status the document does not declare, no answer past the deadline, and the
-session healthy afterwards with no key held.
+error, no status the document does not declare, no answer past its operation's documented
+longest time, and the session healthy afterwards with no key held.
 
 CI runs a bounded number of examples per operation with a seed taken from the commit
 (``tests.support.fuzz_seed``: printed in the header; ``DESKBOX_FUZZ_SEED`` sets it,
@@ -27,8 +27,10 @@ pytestmark = pytest.mark.desktop
 EXAMPLES = os.environ.get("DESKBOX_FUZZ_EXAMPLES", "8")
 SEED = fuzz_seed()
 PHASES = os.environ.get("DESKBOX_FUZZ_PHASES", "examples,fuzzing")
-# The longest any route may take with valid input (a 100 s hold_key, then settling).
-DEADLINE_S = 120
+# How long the fuzzer waits for an answer at most: longer than any bound the fuzzed
+# operations document (a 100 s hold_key then its action's 60 s); each answer is checked
+# against its own operation's bound (tests.support.fuzz_checks.within_its_longest_time).
+REQUEST_TIMEOUT_S = 300
 RUNS_COMMANDS = r"^/(execute|run_python|run_bash_script|execute_with_verification|deskbox/chrome|setup/.*)$"
 
 
@@ -46,9 +48,9 @@ def session(pages: PageServer):
 def fuzz(url: str, *extra: str) -> subprocess.CompletedProcess:
     st = os.path.join(os.path.dirname(sys.executable), "st")
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.support.fuzz_checks", "PYTHONPATH": str(ROOT)}
-    argv = [st, "run", url, "--checks", "no_internal_error,status_code_conformance",
+    argv = [st, "run", url, "--checks", "no_internal_error,status_code_conformance,within_its_longest_time",
             "--max-examples", EXAMPLES, "--seed", SEED, "--phases", PHASES, "--workers", "1",
-            "--request-timeout", str(DEADLINE_S), "--max-response-time", str(DEADLINE_S),
+            "--request-timeout", str(REQUEST_TIMEOUT_S),
             "--generation-database", "none", "--no-color", *extra]
     return subprocess.run(argv, capture_output=True, text=True, cwd="/tmp", env=env, timeout=1800)
 

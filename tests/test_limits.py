@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 
 import pytest
 
@@ -117,3 +118,71 @@ def test_a_client_that_goes_away_stops_its_input_and_holds_no_key(session, pages
     pages.settle(1.0)
     assert len(pages.matching(type="keydown")) < 100  # stopped at the next slice, not after 200 keys
     assert session.get("/api/v1/health").status == 200
+
+
+# -- every request bounded ------------------------------------------------------------
+
+DOCUMENTS = {"desktopd": "/api/v1/openapi.json", "scene": "/api/v1/openapi.json", "bridge": "/openapi.json",
+             "osworld": "/openapi.json"}
+
+
+def documents(session: Session) -> dict[str, dict]:
+    bases = {"desktopd": session.desktopd, "scene": session.scene, "bridge": session.bridge,
+             "osworld": session.state["osworld"]}
+    return {name: http("GET", bases[name] + path).json() for name, path in DOCUMENTS.items()}
+
+
+def test_every_operation_of_every_service_documents_its_longest_time(session):
+    ops = {}
+    for name, doc in documents(session).items():
+        for path, item in doc["paths"].items():
+            for method, op in item.items():
+                longest = op.get("x-deskbox-longest-s")
+                assert isinstance(longest, (int, float)) and 0 < longest <= 3600, (name, method, path, longest)
+                ops[name, method.upper(), path] = op
+    # The bounds that depend on the request say how, and their most is what the schema allows.
+    hold = ops["scene", "POST", "/api/v1/computer/anthropic"]
+    assert hold["x-deskbox-longest-s"] == 160 and "hold_key" in hold["description"]
+    assert ops["scene", "POST", "/api/v1/wait_for"]["x-deskbox-longest-s"] == 90
+    assert ops["osworld", "POST", "/execute"]["x-deskbox-longest-s"] == 630
+    assert ops["desktopd", "POST", "/api/v1/keyboard"]["x-deskbox-longest-s"] == 70
+    assert ops["scene", "GET", "/api/v1/scene"]["x-deskbox-longest-s"] == 30
+
+
+def test_a_hold_longer_than_the_providers_schema_allows_is_refused_and_presses_nothing(session, pages):
+    pages.clear()
+    resp = http("POST", session.scene + "/api/v1/computer/anthropic",
+                {"action": "hold_key", "text": "shift", "duration": 100.5})
+    assert resp.status == 400 and error_code(resp) == "validation_error", resp.body[:300]
+    assert "duration" in resp.json()["error"]["message"]
+    pages.settle(0.5)
+    assert not pages.matching(type="keydown")
+
+
+def _answered(session: Session, route: str, status: int) -> float:
+    """How many requests to the scene's ``route`` answered ``status`` (its metrics)."""
+    text = http("GET", session.scene + "/metrics").body.decode()
+    labels = (f'route="{route}"', 'method="POST"', f'status="{status}"')
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("deskbox_http_requests_total{") and all(label in line for label in labels))
+
+
+def test_a_wait_answers_within_its_own_bound_and_stops_when_its_client_leaves(session):
+    import socket
+
+    never = {"any_of": [{"type": "element_appears", "selector": "button[name=Never]"}], "poll_ms": 100}
+    started = time.monotonic()
+    resp = http("POST", session.scene + "/api/v1/wait_for", {**never, "timeout_ms": 1500})
+    took = time.monotonic() - started
+    assert resp.status == 200 and resp.json()["matched"] is False, resp.body[:300]
+    assert 1.5 <= took < 1.5 + 30, took  # its timeout, within the bound its document states
+    # A 30 s wait whose client goes away after a second: stopped then (answered 499 in the
+    # scene's metrics), not 30 s later.
+    before = _answered(session, "/api/v1/wait_for", 499)
+    body = json.dumps({**never, "timeout_ms": 30_000}).encode()
+    with socket.create_connection(("127.0.0.1", session.scene_port)) as s:
+        s.sendall(b"POST /api/v1/wait_for HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        time.sleep(1.0)
+    wait_until(lambda: _answered(session, "/api/v1/wait_for", 499) > before, 10, interval=0.2,
+               what="the wait stopped after its client left")

@@ -15,8 +15,11 @@ from aiohttp import ClientSession, ClientTimeout, UnixConnector
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import ActionFailed, InvalidRequest, NotFoundError, ServiceError, Unavailable
+from .openapi import SLOW_S, Longest
 
 __all__ = [
+    "FORWARDED_SLOW",
+    "RESET_TIMEOUT_S",
     "SNAPSHOT_NAME",
     "ResetRequest",
     "SnapshotRequest",
@@ -32,8 +35,11 @@ __all__ = [
 SNAPSHOT_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 CONTEXT_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 CLAIM_HOLDER = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
-# A reset stops and starts the browser and may copy a large home: allow for a slow machine.
-RESET_TIMEOUT_S = 120.0
+# The control socket's slow routes (a reset stops and starts the browser and may copy a
+# large home) answer within SLOW_S, a 504 naming the bound at worst: wait a little longer
+# than that for their answer. A route forwarding to them is bounded by FORWARDED_SLOW.
+RESET_TIMEOUT_S = SLOW_S + 10
+FORWARDED_SLOW = Longest(RESET_TIMEOUT_S + 10)
 
 
 class _Strict(BaseModel):

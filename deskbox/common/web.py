@@ -242,8 +242,9 @@ def stop_when_client_leaves(handler: Handler) -> Handler:
                         await task
                     raise ClientGone(f"the client left {request.method} {request.path} before its answer")
         finally:
-            if not task.done():
+            if not task.done():  # cancelled from outside (the route's bound): its finally blocks run first
                 task.cancel()
+                await asyncio.wait({task})
 
     watched.__name__ = getattr(handler, "__name__", "watched")
     watched.__doc__ = handler.__doc__

@@ -13,7 +13,7 @@ from prometheus_client import Counter
 
 from ..common.errors import DeadlineExceeded, InvalidRequest
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
-from ..common.openapi import Route, add_routes, openapi_document
+from ..common.openapi import Longest, Route, add_routes, openapi_document
 from ..common.web import auth_middleware, client_left, error_middleware, json_ok, read_body, read_query
 from .actions import (
     Keys,
@@ -206,6 +206,10 @@ class _Gone(Exception):
     """The client went away: the rest of its input is not sent."""
 
 
+# Input's route bound: the deadline above, then letting go of what it held and answering.
+INPUT_LONGEST = Longest(INPUT_DEADLINE_S + 10)
+
+
 async def _run(request: web.Request, steps: list[Step]) -> None:
     """Apply ``steps`` slice by slice (``actions.slices``), taking the input lock for each
     slice only, so that concurrent requests take turns (in the order they asked: the
@@ -377,8 +381,10 @@ ROUTES = [
           success=(200, 304),
           responses="image/*"),
     Route("GET", "/api/v1/pointer", pointer_position, "Where desktopd last put the pointer (nulls until it has)"),
-    Route("POST", "/api/v1/pointer", pointer, "Move, click, press, release, drag or scroll", body=PointerRequest),
-    Route("POST", "/api/v1/keyboard", keyboard, "Type text, press key combinations, hold keys", body=KeyboardRequest),
+    Route("POST", "/api/v1/pointer", pointer, "Move, click, press, release, drag or scroll", body=PointerRequest,
+          longest=INPUT_LONGEST),
+    Route("POST", "/api/v1/keyboard", keyboard, "Type text, press key combinations, hold keys", body=KeyboardRequest,
+          longest=INPUT_LONGEST),
     Route("POST", "/api/v1/input/release", release_input, "Release every key and button deskbox holds"),
     Route("POST", "/api/v1/gate", gate_state, "Internal (the scene): whether to take direct input to its gate",
           body=GateStateRequest),
@@ -388,7 +394,7 @@ ROUTES = [
     Route("POST", "/api/v1/windows/{id}/move", window_move, "Move a window to a display", body=MoveWindowRequest),
     Route("POST", "/api/v1/tablet", tablet, "Compatibility: tap at a point", body=TabletRequest, success=(204,)),
     Route("POST", "/api/v1/tablet_event", tablet_event, "Compatibility: pointer events", body=TabletEventsRequest,
-          success=(204,)),
+          success=(204,), longest=INPUT_LONGEST),
     Route("POST", "/api/v1/keyboard_event", keyboard_event, "Compatibility: key events by keysym name",
-          body=KeyboardEventsRequest, success=(204,)),
+          body=KeyboardEventsRequest, success=(204,), longest=INPUT_LONGEST),
 ]

@@ -8,7 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from ..common.errors import InvalidRequest
-from ..common.openapi import Route
+from ..common.openapi import SLOW, TYPING, Route
 from ..common.web import read_body
 from . import shapes
 from .lookups import OBSERVER, ok
@@ -126,10 +126,11 @@ async def propose_action(request: web.Request) -> web.Response:
 
 ROUTES = [
     Route("POST", "/api/trace/start", trace_start, "Start a trace", body=TraceStartRequest),
-    Route("POST", "/api/trace/stop", trace_stop, "Stop the trace"),
+    Route("POST", "/api/trace/stop", trace_stop, "Stop the trace", longest=SLOW),
     Route("GET", "/api/trace/status", trace_status, "The trace being recorded"),
     Route("POST", "/api/replay/start", replay_start, "Begin replaying a trace", body=ReplayStartRequest),
-    Route("POST", "/api/replay/step", replay_step, "Replay the next step", body=ReplayIdRequest),
+    Route("POST", "/api/replay/step", replay_step, "Replay the next step", body=ReplayIdRequest,
+          longest=TYPING, stops_when_client_leaves=True),
     Route("POST", "/api/replay/status", replay_status, "Where a replay is", body=ReplayIdRequest),
     Route("POST", "/api/replay/stop", replay_stop, "Stop a replay", body=ReplayIdRequest),
     Route("GET", "/api/budget_status", budget_status, "Budgets: limits, used, remaining"),

@@ -13,7 +13,8 @@ from PIL import Image
 
 from ..client import DeskboxError
 from ..common.errors import InvalidRequest
-from ..common.openapi import Route
+from ..common.openapi import QUICK_S, Longest, Route, typing_if
+from ..common.options import VLM_TIMEOUT_S
 from ..common.web import read_body, read_query
 from . import shapes
 from .lookups import OBSERVER, as_json
@@ -148,9 +149,10 @@ ROUTES = [
     Route("GET", "/api/windows", list_windows, "Top-level windows: focused first, then by title"),
     Route("GET", "/api/structure", get_structure, "A window's element tree with bounds", query=StructureQuery),
     Route("GET", "/api/description", get_description,
-          "A window in prose; with a vision model (deskbox up --vlm-url), its description too", query=DescriptionQuery),
+          "A window in prose; with a vision model (deskbox up --vlm-url), its description too", query=DescriptionQuery,
+          longest=Longest(VLM_TIMEOUT_S + QUICK_S)),
     Route("GET", "/api/sketch", get_sketch, "A window as an ASCII sketch", query=SketchQuery),
     Route("GET", "/api/screenshot", get_screenshot, "A monitor or window as base64 PNG", query=WindowQuery),
     Route("POST", "/api/action", post_action, "click_at, type, key, scroll at desktop coordinates",
-          body=ActionRequest),
+          body=ActionRequest, longest=typing_if("value"), stops_when_client_leaves=True),
 ]

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from ..client import DeskboxError
 from ..common.errors import InvalidRequest, NotFoundError
-from ..common.openapi import Route
+from ..common.openapi import ACTION, TYPING, Route, typing_if, waiting
 from ..common.web import read_body, read_query, validate
 from . import shapes
 from .lookups import OBSERVER, PROTOCOL_VERSION, Observer, __version__, as_json, ok
@@ -342,7 +342,8 @@ async def assert_state(request: web.Request) -> web.Response:
 
 def _element(path: str, action: str, act: Callable[[ElementRequest], dict], summary: str,
              observe: bool = False) -> Route:
-    return Route("POST", path, _element_route(action, act, observe), summary, body=ElementRequest)
+    return Route("POST", path, _element_route(action, act, observe), summary, body=ElementRequest,
+                 stops_when_client_leaves=True, longest=typing_if("value"))
 
 
 ROUTES = [
@@ -360,16 +361,20 @@ ROUTES = [
     _element("/api/element/key", "key", _key, "Focus an element, then press keys"),
     _element("/api/element/clear_text", "clear_text", lambda r: {"action": "clear_text"}, "Empty a field"),
     _element("/api/element/click_and_observe", "click", _click, "Click, then what changed", observe=True),
-    Route("POST", "/api/hover", hover, "Hover a point or an element", body=HoverRequest),
-    Route("POST", "/api/drag", drag, "Drag between points or elements", body=DragRequest),
+    Route("POST", "/api/hover", hover, "Hover a point or an element", body=HoverRequest,
+          longest=ACTION, stops_when_client_leaves=True),
+    Route("POST", "/api/drag", drag, "Drag between points or elements", body=DragRequest,
+          longest=ACTION, stops_when_client_leaves=True),
     Route("GET", "/api/observe", observe, "A window's tree and token, or what changed since one",
           query=ObserveQuery),
     Route("POST", "/api/wait_for", wait_for, "Wait until any condition holds (408 on timeout)", body=WaitRequest,
-          success=(200, 408)),
+          success=(200, 408), longest=waiting("timeout_ms", 60, unit_s=0.001), stops_when_client_leaves=True),
     Route("POST", "/api/wait_idle", wait_idle, "Wait until the screen stops changing", body=WaitIdleRequest,
-          success=(200, 408)),
-    Route("POST", "/api/type_and_observe", type_and_observe, "Type, then what changed", body=TypeRequest),
-    Route("POST", "/api/key_and_observe", key_and_observe, "Press keys, then what changed", body=KeyRequest),
+          success=(200, 408), longest=waiting("timeout_ms", 60, unit_s=0.001), stops_when_client_leaves=True),
+    Route("POST", "/api/type_and_observe", type_and_observe, "Type, then what changed", body=TypeRequest,
+          longest=TYPING, stops_when_client_leaves=True),
+    Route("POST", "/api/key_and_observe", key_and_observe, "Press keys, then what changed", body=KeyRequest,
+          longest=ACTION, stops_when_client_leaves=True),
     Route("POST", "/api/snapshot", snapshot_save, "Save the state"),
     Route("POST", "/api/snapshot/diff", snapshot_diff, "Diff two snapshots (or one and now)",
           body=SnapshotDiffRequest),

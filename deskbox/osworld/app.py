@@ -30,9 +30,9 @@ from ..atspi.source import NativeSource
 from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, Unavailable
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.net import outside_session
-from ..common.openapi import Route, add_routes, openapi_document
+from ..common.openapi import ACTION, ACTION_S, QUICK_S, SLOW, Longest, Route, add_routes, openapi_document, waiting
 from ..common.recording import Recorder, RecordingError
-from ..common.session_api import SessionControl
+from ..common.session_api import RESET_TIMEOUT_S, SessionControl
 from ..common.waiting import until
 from ..common.web import auth_middleware, error_middleware, json_ok, read_body
 from . import accessibility, commands, files, windows
@@ -55,6 +55,8 @@ from .base import (
 from .base import windows as window_tree
 from .chrome import RelayError, Relays, parse_args
 from .models import (
+    MAX_TIMEOUT_S,
+    OPEN_FILE_TIMEOUT_S,
     ChromeRequest,
     CommandRequest,
     DownloadRequest,
@@ -101,7 +103,7 @@ def create_app(config: OsworldConfig) -> web.Application:
     async def http_ctx(app: web.Application):
         headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
         app[HTTP] = ClientSession(timeout=ClientTimeout(total=30), headers=headers)
-        app[OUTSIDE] = outside_session(ClientTimeout(total=300))
+        app[OUTSIDE] = outside_session(ClientTimeout(total=DOWNLOAD_TRY_S))
         await app[CONTROL].start()
         yield
         await app[CONTROL].close()
@@ -255,12 +257,18 @@ async def execute_with_verification(request: web.Request) -> web.Response:
     return json_ok({**reply, "verification": "passed", "wait_time": round(time.monotonic() - started, 2)})
 
 
+# A download: three tries, as OSWorld's server makes, of at most 300 s each.
+DOWNLOAD_TRIES = 3
+DOWNLOAD_TRY_S = 300.0
+
+
 async def download_file(request: web.Request) -> web.Response:
-    """Fetch a URL into a path of the session (three tries, as OSWorld's server makes)."""
+    """Fetch a URL into a path of the session. A download stopped part way (its bound,
+    or the server stopping) leaves no partial file."""
     req = await read_body(request, DownloadRequest)
     dest = local_path(req.path)
     last = ""
-    for _ in range(3):
+    for _ in range(DOWNLOAD_TRIES):
         try:
             dest.parent.mkdir(parents=True, exist_ok=True)
             size = 0
@@ -278,6 +286,9 @@ async def download_file(request: web.Request) -> web.Response:
         except (OSError, asyncio.TimeoutError, ClientError) as exc:
             last = str(exc) or type(exc).__name__
             dest.unlink(missing_ok=True)
+        except asyncio.CancelledError:
+            dest.unlink(missing_ok=True)
+            raise
     return web.Response(text=f"Failed to download {req.url}. No retries left. Error: {last}", status=502)
 
 
@@ -440,13 +451,21 @@ async def openapi(request: web.Request) -> web.Response:
     return json_ok(openapi_document("deskbox osworld", __version__, ROUTES))
 
 
+# What the OSWorld server's routes take at most: a command its timeout (then its output
+# drained and answered), a verified one its timeout and its wait, a download its tries.
+COMMAND = waiting("timeout", MAX_TIMEOUT_S)
+VERIFIED = Longest(2 * MAX_TIMEOUT_S + QUICK_S,
+                   lambda body, query: body.timeout + body.max_wait_time + QUICK_S,
+                   f"its timeout plus its max_wait_time plus {QUICK_S:g} s")
+DOWNLOAD = Longest(DOWNLOAD_TRIES * DOWNLOAD_TRY_S + QUICK_S)
+
 ROUTES = [
     Route("GET", "/health", health, "Liveness"),
     Route("GET", "/openapi.json", openapi, "This document"),
     Route("GET", "/metrics", serve_metrics, "Prometheus metrics: requests per route", responses="text/plain"),
     Route("GET", "/screenshot", screenshot, "PNG of the first display with the pointer drawn in", responses="image/png"),
-    Route("GET", "/accessibility", accessibility_tree, "OSWorld's AT-SPI XML tree: {\"AT\": xml}"),
-    Route("GET", "/terminal", terminal, "Text of the focused gnome-terminal"),
+    Route("GET", "/accessibility", accessibility_tree, "OSWorld's AT-SPI XML tree: {\"AT\": xml}", longest=ACTION),
+    Route("GET", "/terminal", terminal, "Text of the focused gnome-terminal", longest=ACTION),
     Route("POST", "/screen_size", screen_size, "The first display's size in pixels"),
     Route("POST", "/window_size", window_size, "Size of an app's window (form app_class_name)"),
     Route("POST", "/desktop_path", files.desktop_path, "~/Desktop, if it exists"),
@@ -456,26 +475,29 @@ ROUTES = [
     Route("GET", "/cursor_position", cursor_position, "[x, y] of the pointer"),
     Route("POST", "/list_directory", files.list_directory, "A folder's tree", body=PathRequest),
     Route("POST", "/file", files.get_file, "A file's bytes (form file_path)", responses="application/octet-stream"),
-    Route("POST", "/setup/upload", files.upload, "Write a file (multipart file_path + file_data)"),
+    Route("POST", "/setup/upload", files.upload, "Write a file (multipart file_path + file_data)", longest=SLOW),
     Route("POST", "/setup/change_wallpaper", files.change_wallpaper, "Set the background image", body=PathRequest),
-    Route("POST", "/execute", execute, "Run a command, wait up to 120 s", body=CommandRequest),
-    Route("POST", "/setup/execute", execute, "Same as /execute", body=CommandRequest),
+    Route("POST", "/execute", execute, "Run a command, wait up to 120 s", body=CommandRequest, longest=COMMAND),
+    Route("POST", "/setup/execute", execute, "Same as /execute", body=CommandRequest, longest=COMMAND),
     Route("POST", "/execute_with_verification", execute_with_verification,
-          "Run a command, then wait for a window or a command to succeed", body=VerifiedCommandRequest),
+          "Run a command, then wait for a window or a command to succeed", body=VerifiedCommandRequest,
+          longest=VERIFIED),
     Route("POST", "/setup/execute_with_verification", execute_with_verification,
-          "Same as /execute_with_verification", body=VerifiedCommandRequest),
+          "Same as /execute_with_verification", body=VerifiedCommandRequest, longest=VERIFIED),
     Route("POST", "/setup/launch", launch, "Start a command, do not wait", body=LaunchRequest),
     Route("POST", "/setup/download_file", download_file, "Fetch a URL into a file of the session",
-          body=DownloadRequest),
+          body=DownloadRequest, longest=DOWNLOAD),
     Route("POST", "/setup/open_file", windows.open_file, "Open a file with its default app and wait for its window",
-          body=OpenFileRequest),
+          body=OpenFileRequest, longest=waiting("timeout", OPEN_FILE_TIMEOUT_S)),
     Route("POST", "/setup/activate_window", windows.activate_window, "Focus a window by title or app",
           body=WindowRequest),
     Route("POST", "/setup/close_window", windows.close_window, "Close a window by title or app", body=WindowRequest),
-    Route("POST", "/run_python", run_python, "Run Python code", body=RunPythonRequest),
-    Route("POST", "/run_bash_script", run_bash_script, "Run a bash script", body=RunBashRequest),
+    Route("POST", "/run_python", run_python, "Run Python code", body=RunPythonRequest, longest=COMMAND),
+    Route("POST", "/run_bash_script", run_bash_script, "Run a bash script", body=RunBashRequest, longest=COMMAND),
     Route("POST", "/start_recording", start_recording, "Start an mp4 recording of the screen"),
-    Route("POST", "/end_recording", end_recording, "Stop the recording and return the mp4", responses="video/mp4"),
+    Route("POST", "/end_recording", end_recording, "Stop the recording and return the mp4", responses="video/mp4",
+          longest=SLOW),
     Route("POST", "/deskbox/chrome", chrome, "For the session's google-chrome wrapper: open URLs (starting the "
-          "browser when it is not running), relay a debugging port", body=ChromeRequest),
+          "browser when it is not running), relay a debugging port", body=ChromeRequest,
+          longest=Longest(RESET_TIMEOUT_S + ACTION_S)),
 ]

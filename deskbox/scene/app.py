@@ -19,7 +19,7 @@ from PIL import Image
 from ..common.errors import InvalidRequest, ServiceError
 from ..common.logging import get_logger
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
-from ..common.openapi import Route, add_routes, openapi_document
+from ..common.openapi import Route, add_routes, openapi_document, typing_if
 from ..common.options import DEFAULT_URLS
 from ..common.session_api import SessionControl
 from ..common.web import WS_PROTOCOL, auth_middleware, error_middleware, json_ok, read_body, read_query
@@ -381,7 +381,7 @@ ROUTES = [
     Route("POST", "/api/v1/scene/vlm", post_vlm, "Set vlm_scene / vlm_elements, carried into later scenes",
           body=VlmRequest),
     Route("POST", "/api/v1/act", act, "Act on an element by id with real input; answers with a receipt",
-          body=ActRequest, stops_when_client_leaves=True),
+          body=ActRequest, stops_when_client_leaves=True, longest=typing_if("text")),
     Route("POST", "/api/v1/resolve", post_resolve, "Best current element for a role, name and place",
           body=ResolveRequest),
     Route("GET", "/api/v1/screenshot", screenshot, "A display's screenshot, with element ids drawn on (marks=1)",

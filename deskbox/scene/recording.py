@@ -14,7 +14,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..common.errors import ActionFailed, InvalidRequest, Unavailable
-from ..common.openapi import Route
+from ..common.openapi import SLOW, Route
 from ..common.recording import Recorder, RecordingError
 from ..common.settings import env
 from ..common.web import json_ok, read_body
@@ -98,6 +98,7 @@ async def status(request: web.Request) -> web.Response:
 ROUTES = [
     Route("POST", "/api/v1/recording/start", start, "Record a display to mp4 (one recording at a time)",
           body=RecordingRequest),
-    Route("POST", "/api/v1/recording/stop", stop, "Stop the recording; answers the mp4", responses="video/mp4"),
+    Route("POST", "/api/v1/recording/stop", stop, "Stop the recording; answers the mp4", responses="video/mp4",
+          longest=SLOW),
     Route("GET", "/api/v1/recording", status, "Whether a recording runs, of which display, for how long"),
 ]

@@ -24,8 +24,8 @@ from typing import Any, Literal
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..common.errors import InvalidRequest, NotFoundError, ServiceError
-from ..common.openapi import Route
+from ..common.errors import DeadlineExceeded, InvalidRequest, NotFoundError, ServiceError
+from ..common.openapi import TYPING, TYPING_S, Longest, Route
 from ..common.web import json_ok, read_body, taking_turn
 from ..geometry import Rect, same_spot
 from ..policy.config import RedactionConfig
@@ -271,11 +271,23 @@ def _replay(request: web.Request, replay_id: str) -> Replay:
     return replay
 
 
+# A whole trace replayed in one request: steps are taken while one more still fits in
+# this bound (a step may type a text). A longer trace answers 504 with the replay's id
+# and where it stopped, and goes on step by step with /api/v1/replay/step.
+REPLAY_ALL_S = 600.0
+
+
 async def replay_all(request: web.Request) -> web.Response:
     req = await read_body(request, ReplayRequest)
     replay = _new_replay(request, req)
     replayer = request.app[REPLAYER]
+    last_start = time.monotonic() + REPLAY_ALL_S - TYPING_S
     while not replay.finished:
+        if time.monotonic() > last_start:
+            raise DeadlineExceeded(
+                f"the replay did not finish within {REPLAY_ALL_S:g} s: it stopped after step {replay.position} "
+                f"of {len(replay.steps)}; go on with POST /api/v1/replay/step",
+                context={"replay_id": replay.id, "position": replay.position, "total": len(replay.steps)})
         await replayer.step(replay)
     return json_ok(replay.status())
 
@@ -312,10 +324,10 @@ async def replay_stop(request: web.Request) -> web.Response:
 ROUTES = [
     Route("POST", "/api/v1/replay", replay_all,
           "Replay a trace on the session now: each step's element found again, done, and (verify) compared",
-          body=ReplayRequest, stops_when_client_leaves=True),
+          body=ReplayRequest, stops_when_client_leaves=True, longest=Longest(REPLAY_ALL_S)),
     Route("POST", "/api/v1/replay/start", replay_start, "Begin a step-wise replay of a trace", body=ReplayRequest),
     Route("POST", "/api/v1/replay/step", replay_step, "Replay the next step", body=ReplayIdRequest,
-          stops_when_client_leaves=True),
+          stops_when_client_leaves=True, longest=TYPING),
     Route("POST", "/api/v1/replay/status", replay_status, "Where a replay is, and its divergences",
           body=ReplayIdRequest),
     Route("POST", "/api/v1/replay/stop", replay_stop, "Stop a replay", body=ReplayIdRequest),

@@ -17,8 +17,10 @@ from pydantic import BaseModel
 
 from ..common.errors import ServiceError
 from ..common.logging import get_logger
-from ..common.openapi import Route
+from ..common.openapi import Longest, Route
 from ..common.session_api import (
+    FORWARDED_SLOW,
+    RESET_TIMEOUT_S,
     ClaimRequest,
     ContextRequest,
     ExtendRequest,
@@ -129,18 +131,18 @@ ROUTES = [
           "What the session runs: snapshots, browser context, lifetime, children and what is restarting"),
     Route("POST", "/api/v1/session/reset", reset,
           "Return the session to a snapshot (default: as right after start); answers once it is healthy",
-          body=ResetRequest),
+          body=ResetRequest, longest=Longest(RESET_TIMEOUT_S + HEALTHY_TIMEOUT_S + 10)),
     Route("POST", "/api/v1/session/snapshot", _forward("POST", "/snapshot", SnapshotRequest),
-          "Save the home folder and browser profile under a name", body=SnapshotRequest),
+          "Save the home folder and browser profile under a name", body=SnapshotRequest, longest=FORWARDED_SLOW),
     Route("DELETE", "/api/v1/session/snapshot/{name}", _forward_named("/snapshot", SnapshotRequest, "name"),
           "Delete a snapshot"),
     Route("POST", "/api/v1/session/extend", _forward("POST", "/extend", ExtendRequest),
           "Extend the session's lifetime (--ttl)", body=ExtendRequest),
     Route("POST", "/api/v1/session/context", _forward("POST", "/context", ContextRequest),
           "Bind the browser to a persistent context (cookies, storage, logins); 409 while another session holds it",
-          body=ContextRequest),
+          body=ContextRequest, longest=FORWARDED_SLOW),
     Route("DELETE", "/api/v1/session/context", _forward("DELETE", "/context"),
-          "Let go of the context, saving it when it persists"),
+          "Let go of the context, saving it when it persists", longest=FORWARDED_SLOW),
     Route("POST", "/api/v1/session/claim", _forward("POST", "/claim", ClaimRequest),
           "Claim the session for a holder (a runner drawing from a pool of sessions), or renew its claim; "
           "409 claimed while another holder's claim runs",

@@ -9,7 +9,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..common.errors import NotServed
-from ..common.openapi import Route
+from ..common.openapi import SLOW, Route
 from ..common.web import json_ok, read_body
 from .gate import Gate
 
@@ -106,7 +106,7 @@ async def gate_end(request: web.Request) -> web.Response:
 ROUTES = [
     Route("POST", "/api/v1/trace/start", trace_start,
           "Start a trace: every action, its element and screenshots, kept in a folder", body=TraceStartRequest),
-    Route("POST", "/api/v1/trace/stop", trace_stop, "Stop the trace being recorded; answers its folder"),
+    Route("POST", "/api/v1/trace/stop", trace_stop, "Stop the trace being recorded; answers its folder", longest=SLOW),
     Route("GET", "/api/v1/trace/status", trace_status, "The trace being recorded, if any"),
     Route("GET", "/api/v1/policy", policy, "The guard rails in force: budgets, redaction, actions, confirmation"),
     Route("POST", "/api/v1/act/propose", propose,

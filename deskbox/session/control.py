@@ -13,7 +13,7 @@ from aiohttp import web
 
 from ..common.errors import ActionFailed, InvalidRequest, NotFoundError
 from ..common.logging import get_logger
-from ..common.openapi import Route, add_routes
+from ..common.openapi import SLOW, Route, add_routes
 from ..common.session_api import (
     CLAIM_HOLDER,
     BrowserRequest,
@@ -129,13 +129,14 @@ async def let_go(request: web.Request) -> web.Response:
 
 ROUTES = [
     Route("GET", "/session", session, "What the session runs, its snapshots, context and lifetime"),
-    Route("POST", "/reset", reset, "Return to a snapshot", body=ResetRequest),
-    Route("POST", "/snapshot", snapshot, "Save the home and browser profile", body=SnapshotRequest),
+    Route("POST", "/reset", reset, "Return to a snapshot", body=ResetRequest, longest=SLOW),
+    Route("POST", "/snapshot", snapshot, "Save the home and browser profile", body=SnapshotRequest, longest=SLOW),
     Route("DELETE", "/snapshot/{name}", delete_snapshot, "Delete a snapshot"),
     Route("POST", "/extend", extend, "Extend the session's lifetime", body=ExtendRequest),
-    Route("POST", "/context", bind_context, "Bind the browser to a persistent context", body=ContextRequest),
-    Route("DELETE", "/context", unbind_context, "Let go of the context (saved when it persists)"),
-    Route("POST", "/browser", browser, "Start the browser when it is not running", body=BrowserRequest),
+    Route("POST", "/context", bind_context, "Bind the browser to a persistent context", body=ContextRequest,
+          longest=SLOW),
+    Route("DELETE", "/context", unbind_context, "Let go of the context (saved when it persists)", longest=SLOW),
+    Route("POST", "/browser", browser, "Start the browser when it is not running", body=BrowserRequest, longest=SLOW),
     Route("POST", "/claim", claim, "Claim the session for a holder, or renew its claim", body=ClaimRequest),
     Route("DELETE", "/claim/{holder}", let_go, "Let go of a holder's claim"),
     Route("GET", "/wallpaper", get_wallpaper, "The background image"),

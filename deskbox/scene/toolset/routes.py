@@ -16,7 +16,8 @@ from aiohttp import web
 from PIL import Image
 
 from ...common.errors import ActionFailed, InvalidRequest, Unavailable
-from ...common.openapi import Route
+from ...common.openapi import ACTION, QUICK_S, TYPING, Longest, Route, typing_if, waiting
+from ...common.options import VLM_TIMEOUT_S
 from ...common.web import json_ok, read_body, read_query, taking_turn
 from ..act import Actor
 from ..engine import SceneEngine
@@ -419,18 +420,22 @@ def _window_picture(png: bytes, box: list[int], guard: Guard | None, display: in
     return out.getvalue(), (right - left, bottom - top)
 
 
+# A description asks the vision model only when told to (vlm=1).
+DESCRIBED = Longest(VLM_TIMEOUT_S + QUICK_S, lambda body, query: VLM_TIMEOUT_S + QUICK_S if query.vlm else QUICK_S,
+                    f"{QUICK_S:g} s, or {VLM_TIMEOUT_S + QUICK_S:g} s when it asks the vision model")
+
 ROUTES = [
     Route("GET", "/api/v1/sketch", get_sketch, "A window or display as labelled boxes on a character grid",
           query=SketchQuery),
     Route("GET", "/api/v1/description", get_description,
           "A window in prose: app, focus, interactive elements in reading order; vlm=1 also asks the session's "
-          "vision model", query=DescribeQuery),
+          "vision model", query=DescribeQuery, longest=DESCRIBED),
     Route("GET", "/api/v1/find", find, "Elements (and windows) a selector matches, with ids and boxes",
           query=FindQuery),
     Route("GET", "/api/v1/observe", observe, "The state with a token; with since=TOKEN only what changed",
           query=ObserveQuery),
     Route("POST", "/api/v1/wait_for", wait_for, "Wait until any of the conditions holds, or the timeout",
-          body=WaitRequest, stops_when_client_leaves=True),
+          body=WaitRequest, stops_when_client_leaves=True, longest=waiting("timeout_ms", 60, unit_s=0.001)),
     Route("POST", "/api/v1/assert_state", assert_state, "Check predicates; each answers what was observed",
           body=AssertRequest),
     Route("POST", "/api/v1/snapshots", snapshot_save, "Save the current state under an id (a TTL, at most 32)",
@@ -441,9 +446,9 @@ ROUTES = [
     Route("POST", "/api/v1/snapshots/diff", snapshot_diff, "What changed between two snapshots, or one and now",
           body=SnapshotDiffRequest),
     Route("POST", "/api/v1/act_and_observe", act_and_observe, "Act on an element by id, then what changed",
-          body=ActObserveRequest, stops_when_client_leaves=True),
+          body=ActObserveRequest, stops_when_client_leaves=True, longest=typing_if("text")),
     Route("POST", "/api/v1/type_and_observe", type_and_observe, "Type text where the focus is, then what changed",
-          body=TypeObserveRequest, stops_when_client_leaves=True),
+          body=TypeObserveRequest, stops_when_client_leaves=True, longest=TYPING),
     Route("POST", "/api/v1/key_and_observe", key_and_observe, "Press keys, then what changed",
-          body=KeyObserveRequest, stops_when_client_leaves=True),
+          body=KeyObserveRequest, stops_when_client_leaves=True, longest=ACTION),
 ]
