@@ -142,6 +142,34 @@ def test_a_trace_keeps_every_action_with_the_element_it_hit(demo, session, trace
     assert video.read_bytes()[4:8] == b"ftyp" and mp4_video_size(video.read_bytes()) == (1280, 800)
 
 
+def test_a_trace_leaves_the_session_over_http_as_it_is_on_disk(demo, session, tmp_path):
+    """What a runner does where it cannot copy files out of the session (a pod, a pool):
+    the scene's tar stream of the trace, unpacked by the provider, is the folder."""
+    from deskbox.run.sessions import AttachedEnvironment
+
+    folder = Path(demo["path"])
+    env = AttachedEnvironment("traced", session.scene, session.scene)
+    assert env.fetch_trace(demo["trace_id"], tmp_path / "trace")
+    theirs = sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file())
+    ours = sorted(p.relative_to(tmp_path / "trace") for p in (tmp_path / "trace").rglob("*") if p.is_file())
+    assert ours == theirs and Path("video.mp4") in ours and any(p.parts[0] == "shots" for p in ours)
+    for rel in theirs:
+        assert (tmp_path / "trace" / rel).read_bytes() == (folder / rel).read_bytes(), rel
+    # Unknown, malformed, and still being recorded: 404, 400, 409; the provider says False.
+    resp = http("GET", session.scene + "/api/v1/traces/20200101T000000-abcdef")
+    assert resp.status == 404 and resp.json()["error"]["code"] == "no_such_trace", resp.body[:300]
+    assert not env.fetch_trace("20200101T000000-abcdef", tmp_path / "none") and not (tmp_path / "none").exists()
+    resp = http("GET", session.scene + "/api/v1/traces/..%2F..%2Fetc")
+    assert resp.status in (400, 404), resp.body[:300]
+    assert http("GET", session.scene + "/api/v1/traces/not-an-id").status == 400
+    running = post(session, "/api/v1/trace/start", {"label": "still recording"})
+    try:
+        resp = http("GET", session.scene + f"/api/v1/traces/{running['trace_id']}")
+        assert resp.status == 409 and resp.json()["error"]["code"] == "trace_active", resp.body[:300]
+    finally:
+        post(session, "/api/v1/trace/stop", {})
+
+
 def test_the_trace_viewer_renders_the_folder(demo):
     page = view.render(Path(demo["path"]))
     html = page.read_text()

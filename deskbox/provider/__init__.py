@@ -42,6 +42,7 @@ from typing import Any
 
 from ..common.settings import env
 from ..common.waiting import wait_until
+from ..trace import archive
 
 __all__ = [
     "CONTAINER_PORTS",
@@ -371,6 +372,20 @@ class Environment:
         """Copy a folder of the session (a trace, say) to ``dest`` on this machine; False
         where the back end cannot."""
         return False
+
+    def fetch_trace(self, trace_id: str, dest: Path, *, timeout: float = 180) -> bool:
+        """A finished trace of the session's scene written to the folder ``dest`` over
+        HTTP, whatever the back end (a pod in a cluster, a session of a pool); False
+        when the scene does not have it or it could not be read whole."""
+        try:
+            status, raw = self.request("GET", "scene", f"/api/v1/traces/{urllib.parse.quote(trace_id)}",
+                                       timeout=timeout)
+            if status != 200:
+                return False
+            archive.unpack(raw, dest)
+        except (OSError, archive.ArchiveError):
+            return False
+        return True
 
     def __enter__(self) -> "Environment":
         return self

@@ -319,7 +319,9 @@ class Runner:
             done = env.call("POST", "/api/v1/trace/stop")
         except ProviderError as exc:
             return {"error": str(exc)[-500:]}
-        copied = env.copy_out(done["path"], dest)
+        # A file copy where the back end has one (podman cp, a local folder), else over
+        # HTTP from the scene (a pod of a cluster, a session of a pool).
+        copied = env.copy_out(done["path"], dest) or env.fetch_trace(done["trace_id"], dest)
         return {"trace_id": done.get("trace_id"), "steps": done.get("step_count"),
                 "folder": str(dest) if copied else None, "in_session": done["path"]}
 

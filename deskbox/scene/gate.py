@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 from aiohttp import web
 
-from ..common.errors import ActionFailed, InvalidRequest, ServiceError, Unauthorized, Unavailable
+from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, ServiceError, Unauthorized, Unavailable
 from ..common.logging import get_logger
 from ..common.recording import Recorder, RecordingError
 from ..common.web import INTERFACE_HEADER, INTERNAL_HEADER
@@ -141,6 +141,7 @@ class Gate:
         self._write_lock = asyncio.Lock()  # lines in the order steps end
         self._recording = None  # the trace's video, when it records one
         self._finishing: set[asyncio.Task] = set()  # desktopd's steps being written
+        self._written: dict[str, Path] = {}  # the folders of the traces this scene stopped, by id
 
     # -- the trace --------------------------------------------------------------------
 
@@ -202,8 +203,22 @@ class Gate:
             finally:
                 await recording.close()
         await asyncio.to_thread(writer.close)
+        self._written[writer.trace_id] = writer.dir
         return {"ok": True, "trace_id": writer.trace_id, "path": str(writer.dir), "step_count": writer.step_count,
                 "duration_ms": round(writer.elapsed() * 1000)}
+
+    def trace_folder(self, trace_id: str) -> Path:
+        """The folder of a finished trace: one this scene stopped, or one under its
+        traces folder (an earlier run of the scene wrote it)."""
+        if self.writer is not None and self.writer.trace_id == trace_id:
+            raise ActionFailed(f"trace {trace_id} is being recorded; stop it first", code="trace_active",
+                               suggested_next_tool="trace_stop")
+        folder = self._written.get(trace_id)
+        if folder is None and self.traces_root is not None:
+            folder = self.traces_root / trace_id
+        if folder is None or not (folder / "steps.jsonl").is_file():
+            raise NotFoundError(f"no trace {trace_id} in this session", code="no_such_trace")
+        return folder
 
     async def _tell_desktopd(self) -> None:
         """desktopd takes direct input to the gate from now on (or no longer); were it not

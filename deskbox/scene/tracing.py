@@ -1,8 +1,10 @@
-"""Routes of the gate: traces (start, stop, status), the policy in force, and the two
-internal routes desktopd asks about the input it is sent directly."""
+"""Routes of the gate: traces (start, stop, status, a finished one as a tar stream), the
+policy in force, and the two internal routes desktopd asks about the input it is sent
+directly."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Literal
 
 from aiohttp import web
@@ -10,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..common.errors import NotServed
 from ..common.openapi import SLOW, Route
-from ..common.web import json_ok, read_body
+from ..common.web import json_ok, read_body, validate
+from ..trace.archive import TRACE_ID, pack
 from .gate import Gate
 
 __all__ = ["GATE", "ROUTES", "gate_of"]
@@ -36,6 +39,10 @@ class TraceStartRequest(_Strict):
     shots_every: int = Field(1, ge=1, le=10_000)  # ... of every Nth step
     video: bool = False  # an mp4 of the display beside the steps
     display: int = Field(0, ge=0)  # the display the video records
+
+
+class TracePath(_Strict):
+    trace_id: str = Field(pattern=TRACE_ID, description="as trace/stop answered it, e.g. 20261128T153000-a1b2c3")
 
 
 class ProposeRequest(_Strict):
@@ -66,6 +73,31 @@ async def trace_start(request: web.Request) -> web.Response:
 
 async def trace_stop(request: web.Request) -> web.Response:
     return json_ok(await gate_of(request).stop_trace())
+
+
+# How much of a trace's tar stream is read and sent at a time.
+_CHUNK = 1 << 20
+
+
+async def trace_archive(request: web.Request) -> web.StreamResponse:
+    """A finished trace's folder as a tar stream, for a runner that cannot copy files
+    out of the session (deskbox.trace.archive.unpack writes it back as a folder)."""
+    trace_id = validate(TracePath, dict(request.match_info)).trace_id
+    folder = gate_of(request).trace_folder(trace_id)
+    stream = await asyncio.to_thread(pack, folder)
+    try:
+        size = await asyncio.to_thread(lambda: stream.seek(0, 2))
+        stream.seek(0)
+        resp = web.StreamResponse(headers={"Content-Type": "application/x-tar",
+                                           "Content-Disposition": f'attachment; filename="{trace_id}.tar"'})
+        resp.content_length = size
+        await resp.prepare(request)
+        while chunk := await asyncio.to_thread(stream.read, _CHUNK):
+            await resp.write(chunk)
+        await resp.write_eof()
+        return resp
+    finally:
+        stream.close()
 
 
 async def trace_status(request: web.Request) -> web.Response:
@@ -108,6 +140,9 @@ ROUTES = [
           "Start a trace: every action, its element and screenshots, kept in a folder", body=TraceStartRequest),
     Route("POST", "/api/v1/trace/stop", trace_stop, "Stop the trace being recorded; answers its folder", longest=SLOW),
     Route("GET", "/api/v1/trace/status", trace_status, "The trace being recorded, if any"),
+    Route("GET", "/api/v1/traces/{trace_id}", trace_archive,
+          "A finished trace's folder as a tar stream (steps.jsonl, trace.json, shots/, video.mp4)",
+          responses="application/x-tar", longest=SLOW),
     Route("GET", "/api/v1/policy", policy, "The guard rails in force: budgets, redaction, actions, confirmation"),
     Route("POST", "/api/v1/act/propose", propose,
           "Whether an action on an element needs confirmation; if so, a token for it and what it would hit",

@@ -492,6 +492,12 @@ class Run:
             expected = json.loads((ROOT / "tests" / "run_tasks" / "solutions.json").read_text())
             if set(scores) != set(expected) or any(v != ("done", 1.0) for v in scores.values()):
                 raise CheckFailed(f"cluster: the runner's results {scores}")
+            # Each task's trace came home from its pod over HTTP (no file copy reaches a pod).
+            homeless = [(r["task"], r.get("trace")) for r in results
+                        if not (r.get("trace") or {}).get("folder") or not
+                        (work / Path(r["trace"]["folder"]).relative_to("/work") / "steps.jsonl").is_file()]
+            if homeless:
+                raise CheckFailed(f"cluster: these tasks' traces did not reach the results: {homeless}")
             used = {r["session"] for r in results}
             if used != {f"claimed-{a}" for a in addresses}:
                 raise CheckFailed(f"cluster: the tasks ran on {used}, not on both session pods {addresses}")
@@ -500,8 +506,8 @@ class Run:
                 raise CheckFailed(f"cluster: the sessions are still claimed after the run: {claims}")
             self.ok(f"cluster: the Job's runner pod (deploy/run/job.yaml, {runner_image}) ran {len(results)} tasks "
                     f"across both session pods by their addresses in {took:.0f}s, every one graded 1 by OSWorld's "
-                    f"metrics, results on its volume, both sessions let go; the runner's memory peaked at "
-                    f"{peak.mb:.0f} MB (podman stats every second)")
+                    f"metrics, results and each task's trace on its volume, both sessions let go; the runner's memory "
+                    f"peaked at {peak.mb:.0f} MB (podman stats every second)")
         finally:
             kube.delete(name, 5)
             subprocess.run(["podman", "secret", "rm", f"{name}-token"], capture_output=True)
