@@ -14,7 +14,8 @@ needs a package that is not installed raises :class:`GraderUnavailable` naming i
 formulas, tldextract, openpyxl ...), a normaliser of deskbox's own stands in for that one
 function. The getters import ``pydrive`` (Google Drive steps) and ``pandas`` (one xlsx
 getter) at module top: empty stand-ins are registered when those are not installed, and
-raise if a task uses them."""
+raise if a task uses them. So are easyocr (``docs.py``), librosa, acoustid and fastdtw
+(``vlc.py``), which deskbox[osworld] leaves out: their modules' other metrics run."""
 
 from __future__ import annotations
 
@@ -78,6 +79,32 @@ def _placeholder(name: str) -> type:
     return type(name, (), {"__init__": unavailable})
 
 
+# What a metric module imports at its top for a few of its functions only, and
+# deskbox[osworld] leaves out (torch-sized, or audio): with it missing, a stand-in lets
+# the module import, so that its other metrics run (docs.py's compare_docx_files,
+# vlc.py's settings checks); what uses the stand-in raises GraderUnavailable naming it.
+_LEFT_OUT = {
+    "easyocr": "docs.py's OCR metrics (with torch, about 5 GB)",
+    "librosa": "vlc.py's audio comparisons",
+    "acoustid": "vlc.py's audio fingerprints",
+    "fastdtw": "vlc.py's audio comparisons",
+}
+
+
+def _stand_in(name: str, used_by: str) -> types.ModuleType:
+    def unavailable(what: str) -> Callable[..., Any]:
+        def call(*_args: object, **_kwargs: object) -> Any:
+            raise GraderUnavailable(f"{what}: {name} is not installed; {used_by} need it (pip install {name})")
+        return call
+
+    def attribute(attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return unavailable(f"{name}.{attr}")
+
+    return _module(name, __getattr__=attribute)
+
+
 def _metrics_dir() -> Path:
     spec = importlib.util.find_spec("desktop_env")
     if spec is None or not spec.submodule_search_locations:
@@ -104,6 +131,9 @@ def _register() -> None:
                                                     ("GoogleDrive", "GoogleDriveFile", "GoogleDriveFileList")})
     if _missing("pandas"):
         _module("pandas")
+    for name, used_by in _LEFT_OUT.items():
+        if _missing(name):
+            _stand_in(name, used_by)
 
 
 def load() -> SimpleNamespace:
