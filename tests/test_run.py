@@ -66,8 +66,15 @@ def test_a_metric_is_imported_alone_and_one_whose_module_needs_more_says_what():
     assert graders.metric("compare_answer")("a", {"expected": "a"}) == 1.0
     with pytest.raises(graders.GraderUnavailable, match="no metric"):
         graders.metric("no_such_metric")
-    # docs.py imports easyocr (torch) at its top: nothing of it was imported for the metric above.
-    assert "easyocr" not in sys.modules and "torch" not in sys.modules
+    # docs.py imports easyocr (torch) at its top: nothing of it was imported for the metric
+    # above. Where it is not installed, deskbox's stand-in is registered for docs.py's other
+    # metrics, and what uses it says what is missing.
+    easyocr = sys.modules.get("easyocr")
+    assert easyocr is None or getattr(easyocr, "__file__", None) is None, easyocr
+    assert "torch" not in sys.modules
+    if easyocr is not None:
+        with pytest.raises(graders.GraderUnavailable, match="easyocr is not installed"):
+            easyocr.Reader(["en"])
 
 
 def test_noop_scores_zero_and_the_scripted_agent_solves_every_task_across_three_sessions(tmp_path):
