@@ -27,6 +27,7 @@ puts either behind OSWorld's ``Provider`` interface (``DesktopEnv(provider_name=
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -383,7 +384,7 @@ class Environment:
             if status != 200:
                 return False
             archive.unpack(raw, dest)
-        except (OSError, archive.ArchiveError):
+        except (OSError, http.client.HTTPException, archive.ArchiveError):  # (a stream cut short)
             return False
         return True
 

@@ -84,7 +84,7 @@ def _placeholder(name: str) -> type:
 # the module import, so that its other metrics run (docs.py's compare_docx_files,
 # vlc.py's settings checks); what uses the stand-in raises GraderUnavailable naming it.
 _LEFT_OUT = {
-    "easyocr": "docs.py's OCR metrics (with torch, about 5 GB)",
+    "easyocr": "docs.py's OCR metrics (with torch, several GB)",
     "librosa": "vlc.py's audio comparisons",
     "acoustid": "vlc.py's audio fingerprints",
     "fastdtw": "vlc.py's audio comparisons",
