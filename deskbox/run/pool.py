@@ -41,6 +41,10 @@ def _stop_quietly(env: Environment) -> None:
         pass
 
 
+# The longest close() waits for a session still starting (a podman session's start is
+# bounded by 180 s, a pod's by 300 s).
+STARTING_WAIT_S = 330.0
+
 class Pool:
     def __init__(self, make: Callable[[int], Environment], size: int, *, spare: int = 1, warm: int | None = None,
                  reset_on_release: bool = False, on_event: Callable[[dict], None] | None = None) -> None:
@@ -281,11 +285,17 @@ class Pool:
             return list(self._all)
 
     def close(self) -> None:
+        """Stop every session, and wait for those still starting: each is stopped by its
+        own thread once it is up. Without the wait, a runner that ends while a spare is
+        starting leaves that session running with nobody to stop it."""
         with self._lock:
             self._closed = True
             envs = list(self._all)
+            starting = list(self._starting)
         for session in envs:
             _stop_quietly(session)
+        for thread in starting:
+            thread.join(STARTING_WAIT_S)
 
     def __enter__(self) -> "Pool":
         return self

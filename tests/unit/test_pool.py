@@ -114,3 +114,24 @@ def test_a_released_session_is_reset_before_it_is_lent_again_and_replaced_when_t
         assert good.resets == 1 and bad.stopped  # s1's reset failed: stopped, another started
         assert len(make.made) == 3 and not make.made[2].stopped
         assert {pool.take().name, pool.take().name} == {"s0", "s2"}
+
+
+def test_closing_while_a_session_is_starting_waits_for_it_and_stops_it():
+    """A runner that ends while a spare is still starting: the session is stopped once
+    it is up, before close() returns, not left running with nobody to stop it."""
+    started = threading.Event()
+
+    made: list[Stand] = []
+
+    def slow(n: int) -> Stand:
+        started.set()
+        time.sleep(0.5)
+        env = Stand(n)
+        made.append(env)
+        return env
+
+    pool = Pool(slow, 2, spare=1)
+    pool.want(1)
+    assert started.wait(5)
+    pool.close()
+    assert made and all(env.stopped for env in made), [(e.name, e.stopped) for e in made]
