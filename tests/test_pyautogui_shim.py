@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from deskbox.session.lifecycle import SESSION_SITE, SHIMS_DIR
+from deskbox.common.paths import SHIMS_DIR
+from deskbox.session.layout import SESSION_SITE
 from tests.conftest import open_fixture
 from tests.support import css_to_device, free_port, http, wait_until
 from tests.test_x11_backend import XvfbDesktop, _stop

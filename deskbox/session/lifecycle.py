@@ -29,7 +29,7 @@ from typing import Callable
 
 from ..common.chromium import CODE_NAME, named_as, named_chrome, real_executable
 from ..common.logging import get_logger
-from ..common.paths import IMPORT_ROOT, PACKAGE_DIR, SHIMS_DIR
+from ..common.paths import IMPORT_ROOT, PACKAGE_DIR
 from ..common.settings import env
 from ..osworld import vscode
 from . import app_settings, default_apps, login_dir, processes, users, wallpaper, xwayland
@@ -39,12 +39,12 @@ from .control import ControlServer
 from .cursor import THEME_NAME, write_invisible_theme
 from .errors import SessionError
 from .home import MARKER, Home, HomeError
+from .layout import Environments, Layout, Live, url_host
 from .outputs import OutputSpec, sway_output_lines
 from .state import SessionState, StateConfig
 from .supervisor import Supervisor
-from .users import SYSTEM_PATH
 
-__all__ = ["Session", "SessionError", "OSWORLD_CDP_PORT", "SESSION_USER", "OSWORLD_USER"]
+__all__ = ["Session", "SessionError", "settle_options", "OSWORLD_CDP_PORT", "SESSION_USER", "OSWORLD_USER"]
 
 log = get_logger("deskbox.up")
 
@@ -61,9 +61,6 @@ CLIENT_ENV_KEYS = (
     "DBUS_SESSION_BUS_ADDRESS", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON", "DISPLAY", "GTK2_MODULES", "PYTHONPATH",
     "DESKBOX_DESKTOPD", "DESKBOX_OSWORLD",
 )
-# Beside the pyautogui shims (paths.SHIMS_DIR), what they import (pyscreeze, for image search), installed with
-# the venv (scripts/install-deps, the Containerfile) from deskbox/shims/requirements.txt.
-SESSION_SITE = Path(sys.prefix) / "session-site"
 # The dot files apps leave in a home after their first run (GIMP's ~/.config/GIMP/2.10),
 # made by running them once at install (scripts/make-app-home); every session's home
 # gets what it lacks of them, as a used machine's home has them.
@@ -72,39 +69,36 @@ APP_HOME = Path(sys.prefix) / "app-home"
 # themselves (`socat tcp-listen:9222,fork tcp:localhost:1337`), nor 9223, the container's
 # DevTools relay (DESKBOX_CDP_EXPOSE).
 OSWORLD_CDP_PORT = 9333
-# A home of this size is not snapshotted at start (a reset could not be quick anyway).
-MAX_START_SNAPSHOT_BYTES = 2 * 1024**3
 
 
-def url_host(host: str) -> str:
-    if host in ("0.0.0.0", ""):
-        return "127.0.0.1"
-    if ":" in host:
-        return f"[{host}]"
-    return host
+def settle_options(args: argparse.Namespace) -> argparse.Namespace:
+    """``deskbox up``'s options with the defaults that depend on --osworld filled in."""
+    if args.cdp_port is None:
+        args.cdp_port = OSWORLD_CDP_PORT if args.osworld else 9222
+    if args.user is None:
+        args.user = OSWORLD_USER if args.osworld else SESSION_USER
+    return args
 
 
-class Session(SessionChildren):
+class Session:
+    """One session: prepares its user, folders and home (its ``Layout``), starts its
+    children under a supervisor, serves its control socket, and undoes it all at the end."""
+
     def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        if args.cdp_port is None:
-            args.cdp_port = OSWORLD_CDP_PORT if args.osworld else 9222
-        if args.user is None:
-            args.user = OSWORLD_USER if args.osworld else SESSION_USER
+        self.args = args = settle_options(args)
         self.outputs: list[OutputSpec] = args.output or [OutputSpec(1920, 1080, 1.0)]
         self.urls: list[str] = args.url or ["about:blank"]
         self.runtime: Path | None = None
         self.created_runtime = False
         self.login: login_dir.Claim | None = None  # /run/user/<uid>, a link to the runtime folder (--osworld)
+        # Settled while preparing (see _prepare), then given to the session's parts as its Layout.
         self.uid = os.getuid()
         self.gid = os.getgid()
         self.user_name = pwd.getpwuid(self.uid).pw_name if self.uid else "root"
         self.home: Home | None = None
         self.keep_home = False
         self.service_uid: int | None = None
-        self.swaysock: str | None = None
         self.x11 = False  # whether Sway runs Xwayland (see xwayland.py)
-        self.x_display: str | None = None
         self.dbus_address: str | None = None
         self.sudoers: Path | None = None
         self.browser_binary = args.chromium
@@ -112,11 +106,12 @@ class Session(SessionChildren):
         self.supervisor: Supervisor | None = None
         self.state: SessionState | None = None
         self.control: ControlServer | None = None
-        # What the browser opens when it next starts: URLs, or None for Chrome's own
-        # restore of its last session (a crash).
-        self.browser_urls: list[str] | None = list(self.urls)
+        # Made once prepared: what every part of the session is given.
+        self.layout: Layout | None = None
+        self.live = Live(next_pages=list(self.urls))
+        self.envs: Environments | None = None
+        self.background: wallpaper.Background | None = None
         self.stop_event = asyncio.Event()
-        self._wallpaper_shown = False
         self.token = env("DESKBOX_TOKEN")
         # desktopd and the scene aggregator only: the scene's requests to desktopd carry
         # it, and desktopd's questions to the scene's gate do.
@@ -126,19 +121,11 @@ class Session(SessionChildren):
     # -- paths ----------------------------------------------------------------------------
 
     @property
-    def home_path(self) -> Path:
-        assert self.home is not None
-        return self.home.path
-
-    @property
-    def profile_dir(self) -> Path:
-        """Where Chrome keeps its profile: OSWorld's graders read it there."""
-        return self.home_path / ".config" / ("google-chrome" if self.args.osworld else "chromium")
-
-    @property
-    def control_socket(self) -> Path:
+    def runtime_seen(self) -> Path:
+        """The runtime folder as the session's programs are told it: /run/user/<uid> when
+        that is a link to it (``login_dir``), else the folder itself."""
         assert self.runtime is not None
-        return self.runtime / "control.sock"
+        return self.login.path if self.login is not None else self.runtime
 
     def url(self, port: int) -> str:
         return f"http://{url_host(self.args.host)}:{port}"
@@ -317,121 +304,34 @@ class Session(SessionChildren):
         self._prepare_traces()
         if self.args.sudo:
             self.sudoers = users.grant_sudo(self.user_name, OSWORLD_PASSWORD)
+        assert self.home is not None
+        self.layout = Layout(
+            args=self.args, runtime=self.runtime, runtime_seen=self.runtime_seen, home=self.home.path, uid=self.uid,
+            gid=self.gid, user_name=self.user_name, service_uid=self.service_uid, dbus_address=self.dbus_address,
+            x11=self.x11, browser_binary=self.browser_binary, headless_outputs=len(self.outputs),
+            start_urls=tuple(self.urls), internal_secret=self.internal_secret, traces_dir=self.traces_dir)
+        self.envs = Environments(self.layout, self.live)
+        self.background = wallpaper.Background(self.layout.home, self.envs.run)
 
-    # -- environments ---------------------------------------------------------------------
-
-    @property
-    def runtime_seen(self) -> Path:
-        """The runtime folder as the session's programs are told it: /run/user/<uid> when
-        that is a link to it (``login_dir``), else the folder itself."""
-        assert self.runtime is not None
-        return self.login.path if self.login is not None else self.runtime
-
-    def _base_env(self) -> dict[str, str]:
-        assert self.runtime is not None
-        env = {
-            "PATH": SYSTEM_PATH,
-            "HOME": str(self.home_path),
-            "USER": self.user_name,
-            "LOGNAME": self.user_name,
-            "SHELL": "/bin/bash",
-            "LANG": os.environ.get("LANG", "C.UTF-8"),
-            "XDG_RUNTIME_DIR": str(self.runtime_seen),
-            # Caches stay out of the home: snapshots do not copy them; a reset empties them.
-            "XDG_CACHE_HOME": str(self.runtime / "cache"),
-            "XCURSOR_PATH": str(self.runtime / "icons"),
-            "XCURSOR_THEME": THEME_NAME,
-            "XCURSOR_SIZE": "24",
-            # Everyone (Sway's clients, Chromium, native apps, the scene aggregator) talks to
-            # the session's own bus; the AT-SPI bus address is asked of it (org.a11y.Bus).
-            "DBUS_SESSION_BUS_ADDRESS": self.dbus_address or "",
-            # Qt apps otherwise only look at org.a11y.Status, which a late Qt may miss.
-            "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
-            # GTK 2 apps (GIMP 2.10) load the AT-SPI bridge only when asked to; GTK 3 and
-            # 4 have it built in and do not read this variable.
-            "GTK2_MODULES": "gail:atk-bridge",
-        }
-        for key in ("DESKBOX_TOKEN", "DESKBOX_LOG_LEVEL", "DESKBOX_CHROMIUM_FLAGS", "DESKBOX_RECORDING_MAX_S", "DESKBOX_GC",
-                    "TZ"):
-            if key in os.environ:
-                env[key] = os.environ[key]
-        return env
-
-    def session_env(self) -> dict[str, str]:
-        """What programs inside the session get."""
-        env = self._base_env()
-        env["WAYLAND_DISPLAY"] = "wayland-1"
-        # Programs in the session find desktopd (the pyautogui shim drives it) by this.
-        env["DESKBOX_DESKTOPD"] = self.url(self.args.desktopd_port)
-        env["PYTHONPATH"] = str(SHIMS_DIR) + (f":{SESSION_SITE}" if SESSION_SITE.is_dir() else "")
-        if self.args.osworld:
-            assert self.runtime is not None
-            env["PATH"] = f"{self.runtime / 'bin'}:{env['PATH']}"
-            env["DESKBOX_OSWORLD"] = self.url(self.args.osworld_port)
-        if self.swaysock:
-            env["SWAYSOCK"] = self.swaysock
-        if self.x_display:
-            env["DISPLAY"] = self.x_display
-        return env
-
-    def _service_env(self) -> dict[str, str]:
-        env = self.session_env()
-        env["PYTHONPATH"] = str(IMPORT_ROOT)
-        if self.service_uid is None:
-            env["HOME"] = os.path.expanduser("~root")
-        return env
-
-    def _sway_env(self) -> dict[str, str]:
-        env = self._base_env()
-        env.update(
-            WLR_BACKENDS="headless",
-            WLR_RENDERER="pixman",
-            WLR_LIBINPUT_NO_DEVICES="1",
-            WLR_HEADLESS_OUTPUTS=str(len(self.outputs)),
-        )
-        return env
-
-    # -- helpers of the running session ------------------------------------------------
+    # -- what the session's state asks of it (state.SessionActs) ------------------------
 
     async def apply_wallpaper(self) -> bool:
-        """Show the background the home names (see ``wallpaper``); False when Sway
-        refused it."""
-        image = wallpaper.current(self.home_path)
-        if image is None and not self._wallpaper_shown:
-            return True
-        code = await self.run_in_session(["swaymsg", *wallpaper.sway_command(image)], timeout=5)
-        self._wallpaper_shown = image is not None and code == 0
-        return code == 0
+        assert self.background is not None
+        return await self.background.apply()
 
     async def run_in_session(self, argv: list[str], *, timeout: float = 5.0) -> int | None:
-        """Run a short helper (swaymsg, wl-copy) as the session user, in its
-        environment; its exit code, or None when it could not run or took too long."""
-        kwargs: dict = {}
-        if os.geteuid() == 0 and self.uid != 0:
-            kwargs.update(user=self.uid, group=self.gid, extra_groups=[])
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv, env=self.session_env(), cwd=str(self.home_path), stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, **kwargs)
-        except OSError:
-            return None
-        try:
-            return await asyncio.wait_for(proc.wait(), timeout)
-        except asyncio.TimeoutError:
-            proc.kill()
-            await proc.wait()
-            return None
+        assert self.envs is not None
+        return await self.envs.run(argv, timeout=timeout)
 
     def open_next(self, urls: list[str]) -> None:
-        """The pages the browser opens when it next starts (the state's resets, snapshots
-        and contexts say)."""
-        self.browser_urls = list(urls)
+        self.live.next_pages = list(urls)
 
     def _state_config(self) -> StateConfig:
-        assert self.runtime is not None
+        assert self.runtime is not None and self.layout is not None
         a = self.args
         return StateConfig(
-            user_name=self.user_name, uid=self.uid, gid=self.gid, runtime=self.runtime, profile_dir=self.profile_dir,
+            user_name=self.user_name, uid=self.uid, gid=self.gid, runtime=self.runtime,
+            profile_dir=self.layout.profile_dir,
             outputs=[str(o) for o in self.outputs], start_urls=list(self.urls), osworld=bool(a.osworld),
             cdp_port=a.cdp_port, desktopd_url=self.url(a.desktopd_port), token=self.token, ttl=a.ttl,
             context=a.context, context_persist=a.context_persist, contexts_dir=a.contexts_dir,
@@ -463,14 +363,16 @@ class Session(SessionChildren):
             loop.add_signal_handler(sig, self.stop_event.set)
         try:
             self._prepare()  # what it made goes again if the session cannot start
-            self.supervisor = Supervisor(self._specs())
-            assert self.home is not None and self.runtime is not None
+            assert self.layout is not None and self.envs is not None and self.background is not None
+            children = SessionChildren(self.layout, self.live, self.envs, self.background)
+            self.supervisor = Supervisor(children.specs())
+            assert self.home is not None
             self.state = SessionState(self._state_config(), self.home, self.supervisor, self, self.stop_event)
             try:
                 await self.state.save_start()
             except ContextError as exc:
                 raise SessionError(str(exc)) from None
-            self.control = ControlServer(self.state, self.control_socket, self.uid, self.gid)
+            self.control = ControlServer(self.state, self.layout.control_socket, self.uid, self.gid)
             await self.control.start()
             starting = asyncio.create_task(self.supervisor.start_all())
             waiter = asyncio.create_task(self.stop_event.wait())
@@ -522,8 +424,8 @@ class Session(SessionChildren):
                 pass
 
     def describe(self) -> dict:
-        args = self.args
-        assert self.supervisor is not None
+        args, lay = self.args, self.layout
+        assert self.supervisor is not None and lay is not None and self.envs is not None
         return {
             "desktopd": self.url(args.desktopd_port),
             "bridge": None if args.no_browser else self.url(args.bridge_port),
@@ -533,16 +435,16 @@ class Session(SessionChildren):
             "observer": self.url(args.observer_port) if args.observer else None,
             "view": self.url(args.view_port) if args.view else None,
             "runtime_dir": str(self.runtime),
-            "home": str(self.home_path),
-            "control_socket": str(self.control_socket),
+            "home": str(lay.home),
+            "control_socket": str(lay.control_socket),
             "wayland_display": "wayland-1",
-            "swaysock": self.swaysock,
-            "x_display": self.x_display,
+            "swaysock": self.live.swaysock,
+            "x_display": self.live.x_display,
             "dbus_session_bus_address": self.dbus_address,
             # Who the session runs as and the environment its apps get: enough for a tool to
             # start a native app inside the session (as that user) and have it on AT-SPI.
             "user": {"uid": self.uid, "gid": self.gid, "name": self.user_name},
-            "env": {k: v for k, v in self.session_env().items() if k in CLIENT_ENV_KEYS},
+            "env": {k: v for k, v in self.envs.session().items() if k in CLIENT_ENV_KEYS},
             "outputs": [str(o) for o in self.outputs],
             "pids": {name: child.pid for name, child in self.supervisor.children.items()},
             "supervisor_pid": os.getpid(),

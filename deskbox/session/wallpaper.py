@@ -6,8 +6,9 @@ snapshot brings the background back with the rest of the home; Sway shows it
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Awaitable, Callable
 
-__all__ = ["SETTING", "current", "remember", "sway_command", "DEFAULT_COLOR", "write_default"]
+__all__ = ["SETTING", "current", "remember", "sway_command", "DEFAULT_COLOR", "write_default", "Background"]
 
 SETTING = Path(".config/deskbox/wallpaper")
 # Sway's own background when none is configured.
@@ -45,3 +46,26 @@ def write_default(path: Path, size: tuple[int, int]) -> Path:
 
     Image.new("RGB", size, DEFAULT_COLOR).save(path, "PNG", optimize=True)
     return path
+
+
+class Background:
+    """What Sway shows behind the windows: the image the home names, put there by
+    ``run`` (a swaymsg run as the session user, which answers its exit code or None)."""
+
+    def __init__(self, home: Path, run: Callable[..., Awaitable[int | None]]) -> None:
+        self.home = home
+        self.run = run
+        self.shown = False  # whether an image of the home's is shown (not Sway's own plain one)
+
+    def forget(self) -> None:
+        """A new Sway shows none yet."""
+        self.shown = False
+
+    async def apply(self) -> bool:
+        """Show the background the home names; False when Sway refused it."""
+        image = current(self.home)
+        if image is None and not self.shown:
+            return True
+        code = await self.run(["swaymsg", *sway_command(image)], timeout=5)
+        self.shown = image is not None and code == 0
+        return code == 0

@@ -17,9 +17,11 @@ from deskbox.osworld import commands
 from deskbox.osworld.accessibility import NAMESPACES, Window, build_xml, terminal_output
 from deskbox.osworld.chrome import parse_args
 from deskbox.session import users
+from deskbox.session.children import SessionChildren
 from deskbox.session.cli import build_parser
-from deskbox.session.home import Home
-from deskbox.session.lifecycle import OSWORLD_CDP_PORT, Session
+from deskbox.session.layout import Environments, Layout, Live
+from deskbox.session.lifecycle import OSWORLD_CDP_PORT, settle_options
+from deskbox.session.wallpaper import Background
 
 ST, CP, ATTR, ACT, VAL = (f"{{{NAMESPACES[k]}}}" for k in ("st", "cp", "attr", "act", "val"))
 SHOWN = ["visible", "showing", "enabled"]
@@ -154,33 +156,37 @@ def test_chrome_arguments():
         parse_args(["--remote-debugging-port=http"])
 
 
-def _session(*argv: str, tmp_path) -> Session:
-    s = Session(build_parser().parse_args(["up", *argv, "--runtime-dir", str(tmp_path)]))
-    s.runtime = tmp_path
-    s.service_uid = 1000
-    s.home = Home(tmp_path / "home", uid=1000, gid=1000, snapshots=tmp_path / "snapshots")
-    return s
+def _session(*argv: str, tmp_path) -> tuple[SessionChildren, Environments]:
+    """A session's children and environments, made from a layout alone (nothing runs)."""
+    args = settle_options(build_parser().parse_args(["up", *argv, "--runtime-dir", str(tmp_path)]))
+    layout = Layout(args=args, runtime=tmp_path, runtime_seen=tmp_path, home=tmp_path / "home", uid=1000, gid=1000,
+                    user_name="user", service_uid=1000, dbus_address=f"unix:path={tmp_path}/bus", x11=False,
+                    browser_binary="/usr/bin/chromium", headless_outputs=1, start_urls=("about:blank",),
+                    internal_secret="secret")
+    live = Live()
+    envs = Environments(layout, live)
+    return SessionChildren(layout, live, envs, Background(layout.home, envs.run)), envs
 
 
 def test_without_osworld_there_is_no_server_no_wrapper_and_cdp_stays_on_9222(tmp_path, monkeypatch):
     monkeypatch.delenv("DESKBOX_CDP_PORT", raising=False)
     monkeypatch.delenv("DESKBOX_OSWORLD_SERVER", raising=False)
-    s = _session(tmp_path=tmp_path)
-    assert "osworld" not in [spec.name for spec in s._specs()]
-    env = s.session_env()
+    children, envs = _session(tmp_path=tmp_path)
+    assert "osworld" not in [spec.name for spec in children.specs()]
+    env = envs.session()
     assert "DESKBOX_OSWORLD" not in env and str(tmp_path / "bin") not in env["PATH"]
-    assert s.args.cdp_port == 9222
+    assert children.args.cdp_port == 9222
 
 
 def test_with_osworld_the_server_runs_as_the_session_user_and_cdp_moves(tmp_path, monkeypatch):
     monkeypatch.delenv("DESKBOX_CDP_PORT", raising=False)
-    s = _session("--osworld", "--osworld-port", "5055", tmp_path=tmp_path)
-    spec = next(spec for spec in s._specs() if spec.name == "osworld")
+    children, envs = _session("--osworld", "--osworld-port", "5055", tmp_path=tmp_path)
+    spec = next(spec for spec in children.specs() if spec.name == "osworld")
     assert spec.user == 1000
     argv = spec.argv()
     assert argv[argv.index("--listen") + 1] == "127.0.0.1:5055"
     assert argv[argv.index("--cdp-port") + 1] == str(OSWORLD_CDP_PORT)
-    env = s.session_env()
+    env = envs.session()
     assert env["DESKBOX_OSWORLD"] == "http://127.0.0.1:5055"
     assert env["PATH"].startswith(str(tmp_path / "bin") + ":")
     users.write_osworld_bin(tmp_path / "bin", IMPORT_ROOT)

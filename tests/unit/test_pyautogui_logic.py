@@ -9,8 +9,8 @@ from fractions import Fraction
 
 import pytest
 
+from deskbox.common.paths import SHIMS_DIR
 from deskbox.desktopd.keys import parse_combo, parse_key
-from deskbox.session.lifecycle import SHIMS_DIR
 from deskbox.shims import pyautogui
 from deskbox.shims.pyautogui import _args, _keys, _pointer, _tween, computer13
 from deskbox.shims.pyautogui._desktopd import Screen
