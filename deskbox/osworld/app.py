@@ -22,25 +22,26 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
-from aiohttp import ClientError, ClientSession, ClientTimeout, web
+from aiohttp import ClientError, ClientTimeout, web
 
 from ..atspi.source import NativeSource
-from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, Unavailable
+from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, ServiceError, Unavailable
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.net import outside_session
 from ..common.openapi import ACTION, ACTION_S, QUICK_S, SLOW, Longest, Route, add_routes, openapi_document, waiting
 from ..common.recording import Recorder, RecordingError
+from ..common.service_client import BridgeClient, DesktopdClient, NotAnswering
 from ..common.session_api import RESET_TIMEOUT_S, SessionControl
 from ..common.waiting import until
 from ..common.web import auth_middleware, error_middleware, json_ok, read_body
 from . import accessibility, commands, files, windows
 from .base import (
     ATSPI,
+    BRIDGE,
     CONFIG,
     CONTROL,
-    HTTP,
+    DESKTOPD,
     OUTSIDE,
     RECORDER,
     STARTED,
@@ -101,14 +102,19 @@ def create_app(config: OsworldConfig) -> web.Application:
     app[CONTROL] = SessionControl(config.control)
 
     async def http_ctx(app: web.Application):
-        headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
-        app[HTTP] = ClientSession(timeout=ClientTimeout(total=30), headers=headers)
+        app[DESKTOPD] = DesktopdClient(config.desktopd, config.token)
+        await app[DESKTOPD].start()
+        if config.bridge:
+            app[BRIDGE] = BridgeClient(config.bridge, config.token)
+            await app[BRIDGE].start()
         app[OUTSIDE] = outside_session(ClientTimeout(total=DOWNLOAD_TRY_S))
         await app[CONTROL].start()
         yield
         await app[CONTROL].close()
         await app[OUTSIDE].close()
-        await app[HTTP].close()
+        if BRIDGE in app:
+            await app[BRIDGE].close()
+        await app[DESKTOPD].close()
 
     async def recorder_ctx(app: web.Application):
         yield
@@ -136,7 +142,7 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def screenshot(request: web.Request) -> web.Response:
-    body = await desktopd(request, "GET", "/api/v1/screenshot", params={"display": "0", "cursor": "1"})
+    body, _ = await desktopd(request).screenshot({"display": "0", "cursor": "1"})
     return web.Response(body=body, content_type="image/png", headers={"Cache-Control": "no-store"})
 
 
@@ -162,7 +168,7 @@ async def terminal(request: web.Request) -> web.Response:
 
 
 async def screen_size(request: web.Request) -> web.Response:
-    displays = (await desktopd(request, "GET", "/api/v1/displays"))["displays"]
+    displays = await desktopd(request).display_list()
     if not displays:
         raise Unavailable("desktopd reports no display")
     width, height = displays[0]["size"]
@@ -186,7 +192,7 @@ async def platform_name(request: web.Request) -> web.Response:
 async def cursor_position(request: web.Request) -> web.Response:
     """``[x, y]`` as OSWorld's server answers (pyautogui's position). desktopd knows
     where it put the pointer; before it has moved it, the pointer is at (0, 0)."""
-    reply = await desktopd(request, "GET", "/api/v1/pointer")
+    reply = await desktopd(request).pointer_at() or {}
     if reply.get("x") is None or reply.get("y") is None:
         return json_ok([0, 0])
     return json_ok([round(reply["x"]), round(reply["y"])])
@@ -367,7 +373,7 @@ async def start_recording(request: web.Request) -> web.Response:
     recorder = request.app[RECORDER]
     if recorder.recording:
         return osworld_error("Recording is already in progress.", status=409)
-    displays = (await desktopd(request, "GET", "/api/v1/displays"))["displays"]
+    displays = await desktopd(request).display_list()
     try:
         # The output is named: with several, wf-recorder would ask which on its stdin.
         await recorder.start(displays[0]["name"] if displays else None)
@@ -425,21 +431,20 @@ BROWSER_COMING_S = 20.0
 
 
 async def _open_tab(request: web.Request, url: str) -> dict:
-    bridge = request.app[CONFIG].bridge
-    last: Any = None
+    bridge = request.app[BRIDGE]
+    last: ServiceError | None = None
 
     async def opened() -> dict | None:
         nonlocal last
         try:
-            async with request.app[HTTP].post(bridge + "/tabs", json={"action": "new", "url": url}) as resp:
-                last = await resp.json(content_type=None)
-        except (OSError, asyncio.TimeoutError) as exc:
+            return await bridge.new_tab(url)
+        except NotAnswering as exc:
             raise Unavailable(f"the CDP bridge is not reachable: {exc}") from exc
-        if resp.status == 200:
-            return last
-        if resp.status != 503:  # only a browser still coming up is worth waiting for
-            raise ActionFailed(f"the bridge did not open {url!r}: {last}")
-        return None
+        except Unavailable as exc:  # only a browser still coming up is worth waiting for
+            last = exc
+            return None
+        except ServiceError as exc:
+            raise ActionFailed(f"the bridge did not open {url!r}: {exc}") from exc
 
     try:
         return await until(opened, BROWSER_COMING_S, 0.1, f"a tab on {url!r}")

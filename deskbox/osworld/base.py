@@ -1,28 +1,26 @@
 """What every part of the OSWorld-compatible server shares: its configuration, the app
-keys, calls to desktopd, OSWorld's error shape, form bodies and paths.
+keys, its clients of desktopd and the bridge, OSWorld's error shape, form bodies and paths.
 
 Paths are taken as OSWorld's server takes them: ``~`` and ``$VARS`` expanded, and a
 relative path is relative to the session user's home (OSWorld's server runs from it)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiohttp import ClientError, ClientSession, web
+from aiohttp import ClientSession, web
 
 from ..atspi.source import NativeSource
-from ..common.errors import Unavailable, from_answer
 from ..common.recording import Recorder
+from ..common.service_client import BridgeClient, DesktopdClient
 from ..common.session_api import SessionControl
 from ..common.web import read_form, validate
 
 __all__ = [
-    "OsworldConfig", "CONFIG", "HTTP", "OUTSIDE", "RECORDER", "WORK", "STARTED", "ATSPI", "CONTROL",
+    "OsworldConfig", "CONFIG", "DESKTOPD", "BRIDGE", "OUTSIDE", "RECORDER", "WORK", "STARTED", "ATSPI", "CONTROL",
     "osworld_error", "desktopd", "windows", "form", "local_path", "home", "session_env",
 ]
 
@@ -40,8 +38,9 @@ class OsworldConfig:
 
 
 CONFIG = web.AppKey("config", OsworldConfig)
-# The client of the session's own services (desktopd, the bridge): it carries the token.
-HTTP = web.AppKey("http", ClientSession)
+# The clients of the session's own services: they carry the token.
+DESKTOPD = web.AppKey("desktopd", DesktopdClient)
+BRIDGE = web.AppKey("bridge", BridgeClient)  # absent without a browser
 # The client of URLs a task config names: no token, no cookies (common.net.outside_session).
 OUTSIDE = web.AppKey("outside", ClientSession)
 RECORDER = web.AppKey("recorder", Recorder)
@@ -55,25 +54,13 @@ def osworld_error(message: str, status: int = 500, **extra: Any) -> web.Response
     return web.json_response({"status": "error", "message": message, **extra}, status=status)
 
 
-async def desktopd(request: web.Request, method: str, path: str, **kw: Any) -> Any:
-    url = request.app[CONFIG].desktopd + path
-    try:
-        async with request.app[HTTP].request(method, url, **kw) as resp:
-            data = await resp.read()
-            if resp.status >= 400:
-                raise from_answer(resp.status, data, f"desktopd {path}")
-            if resp.content_type.startswith("image/"):
-                return data
-            return json.loads(data) if data else None
-    except (ClientError, OSError, asyncio.TimeoutError) as exc:
-        raise Unavailable(f"desktopd is not reachable ({path}): {exc!r}", code="desktopd_unavailable") from exc
-    except ValueError as exc:  # (not JSON: not desktopd, or a broken answer)
-        raise Unavailable(f"desktopd {path}: the answer is not JSON ({exc})", code="desktopd_unavailable") from exc
+def desktopd(request: web.Request) -> DesktopdClient:
+    return request.app[DESKTOPD]
 
 
 async def windows(request: web.Request) -> tuple[list[dict], list[dict]]:
     """desktopd's displays and windows."""
-    tree = await desktopd(request, "GET", "/api/v1/tree")
+    tree = await desktopd(request).window_tree()
     return tree["displays"], tree["windows"]
 
 

@@ -93,7 +93,7 @@ async def _window_action(request: web.Request, action: str) -> tuple[WindowReque
     window = find(all_windows, req.window_name, strict=req.strict, by_class=req.by_class,
                   browser_name=request.app[CONFIG].browser_name)
     if window is not None:
-        await desktopd(request, "POST", f"/api/v1/windows/{window['id']}/{action}")
+        await desktopd(request).window(window["id"], action)
     return req, window
 
 
@@ -149,7 +149,7 @@ async def open_file(request: web.Request) -> web.Response:
         found = sorted((w for w in now if _title_match(w, wanted, browser_name)),
                        key=lambda w: (w["id"] in known, not w.get("focused")))
         if found:
-            await desktopd(request, "POST", f"/api/v1/windows/{found[0]['id']}/focus")
+            await desktopd(request).focus_window(found[0]["id"])
             return web.Response(text="File opened and window activated successfully")
         if time.monotonic() - started > req.timeout:
             return web.Response(text=f"Failed to find window for {path.name} within {req.timeout:g} seconds.",

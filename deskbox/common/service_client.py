@@ -1,0 +1,191 @@
+"""How deskbox's own services call each other: one client per service, one way of
+turning an answer into a result or an error.
+
+Every internal caller of desktopd or the CDP bridge (the scene aggregator, the OSWorld
+server) holds one of these for the service's life. A client keeps one aiohttp session
+carrying the session's token (and, for desktopd, the internal secret), decodes a
+service's ``{"error": {...}}`` answer into the ``common.errors`` class of its status
+(``errors.from_answer``), and raises ``NotAnswering`` (503, ``<service>_unavailable``)
+when the service did not answer at all or answered something that is not JSON.
+
+The answers are desktopd's and the bridge's JSON as they send it; a caller that wants
+typed objects builds them on top (the scene's ``sources.Desktop`` does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Self
+
+import orjson
+from aiohttp import ClientError, ClientSession, ClientTimeout
+
+from .errors import ServiceError, Unavailable, from_answer
+from .web import INTERNAL_HEADER
+
+__all__ = ["ServiceClient", "DesktopdClient", "BridgeClient", "NotAnswering", "Frame"]
+
+
+class NotAnswering(Unavailable):
+    """The service did not answer (refused, reset, timed out), or not with JSON."""
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One display's pixels as packed RGB rows."""
+
+    display_id: int
+    width: int
+    height: int
+    rgb: bytes
+
+
+class ServiceClient:
+    """One deskbox service at ``base``: ``start()`` before the first call, ``close()``
+    after the last (or ``async with``)."""
+
+    name = "service"
+
+    def __init__(self, base: str, token: str | None, timeout: float = 30.0) -> None:
+        self.base = base.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._timeout = ClientTimeout(total=timeout)
+        self._http: ClientSession | None = None
+
+    async def start(self) -> None:
+        if self._http is None:
+            self._http = ClientSession(timeout=self._timeout, headers=self._headers,
+                                       json_serialize=lambda o: orjson.dumps(o).decode())
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def request(self, method: str, path: str, *, params: dict | None = None, json: Any = None,
+                      raw: bool = False, headers: dict[str, str] | None = None) -> Any:
+        """The answer's JSON (None for an empty one), or with ``raw`` its bytes and
+        headers; a ``ServiceError`` for an error answer."""
+        assert self._http is not None, f"{type(self).__name__}.start() was not called"
+        try:
+            async with self._http.request(method, self.base + path, params=params, json=json,
+                                          headers=headers) as resp:
+                body = await resp.read()
+                if resp.status >= 400:
+                    raise from_answer(resp.status, body, f"{self.name} {path}")
+                if raw:
+                    return body, resp.headers
+                if resp.status == 204 or not body:
+                    return None
+                return orjson.loads(body)
+        except ServiceError:
+            raise
+        except (ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
+            raise NotAnswering(f"{self.name} at {self.base} is not answering ({path}): {exc!r}",
+                               code=f"{self.name}_unavailable") from exc
+
+
+class DesktopdClient(ServiceClient):
+    """desktopd, as its routes answer. With ``secret``, the input it is sent does not go
+    through the scene's gate (the scene's own calls carry it)."""
+
+    name = "desktopd"
+
+    def __init__(self, base: str, token: str | None, timeout: float = 30.0, *, secret: str | None = None) -> None:
+        super().__init__(base, token, timeout)
+        if secret:
+            self._headers[INTERNAL_HEADER] = secret
+        self._frames: dict[int, tuple[str, Frame]] = {}  # display -> (ETag, frame)
+
+    async def health(self) -> dict:
+        return await self.request("GET", "/api/v1/health")
+
+    async def window_tree(self) -> dict[str, Any]:
+        """``GET /api/v1/tree``: ``displays``, ``windows`` and ``focused``."""
+        return await self.request("GET", "/api/v1/tree")
+
+    async def display_list(self) -> list[dict[str, Any]]:
+        return (await self.request("GET", "/api/v1/displays"))["displays"]
+
+    async def pointer_at(self) -> dict[str, Any] | None:
+        """Where desktopd last put the pointer (``display``, ``x``, ``y``), or None."""
+        return await self.request("GET", "/api/v1/pointer")
+
+    async def screenshot(self, params: dict[str, str]) -> tuple[bytes, dict[str, str]]:
+        body, headers = await self.request("GET", "/api/v1/screenshot", params=params, raw=True)
+        return body, dict(headers)
+
+    async def frame(self, display_id: int) -> Frame:
+        """The display's pixels. While the screen has not changed since the last call,
+        desktopd answers 304 to the tag of the last frame and the same ``Frame`` object
+        comes back (no capture, no 6 MB transfer; callers may key work on its identity)."""
+        last = self._frames.get(display_id)
+        body, headers = await self.request(
+            "GET", "/api/v1/screenshot", params={"display": str(display_id), "format": "rgb"}, raw=True,
+            headers={"If-None-Match": last[0]} if last else None)
+        tag = headers.get("ETag")
+        if last is not None and not body and tag == last[0]:
+            return last[1]
+        frame = Frame(display_id, int(headers["X-Deskbox-Width"]), int(headers["X-Deskbox-Height"]), body)
+        if tag:
+            self._frames[display_id] = (tag, frame)
+        else:
+            self._frames.pop(display_id, None)
+        return frame
+
+    async def pointer(self, **request: Any) -> None:
+        await self.request("POST", "/api/v1/pointer", json=request)
+
+    async def keyboard(self, **request: Any) -> None:
+        await self.request("POST", "/api/v1/keyboard", json=request)
+
+    async def window(self, window_id: str, action: str) -> dict:
+        """``focus``, ``close``, ``maximize`` ... one window (``POST /api/v1/windows/{id}/{action}``)."""
+        return await self.request("POST", f"/api/v1/windows/{window_id}/{action}")
+
+    async def focus_window(self, window_id: str) -> dict:
+        return await self.window(window_id, "focus")
+
+    async def tell_gate(self, active: bool) -> None:
+        """Tell desktopd whether to take the input it is sent directly to the gate."""
+        await self.request("POST", "/api/v1/gate", json={"active": active})
+
+
+class BridgeClient(ServiceClient):
+    """The CDP bridge, as its routes answer."""
+
+    name = "bridge"
+
+    async def health(self) -> dict:
+        return await self.request("GET", "/health")
+
+    async def layouts(self) -> list[dict]:
+        data = await self.request("GET", "/layout", params={"interesting": "1"})
+        return data["tabs"]
+
+    async def tabs(self) -> list[dict]:
+        """Chromium's page targets, the most recently active first (DevTools orders its
+        list so)."""
+        return await self.request("GET", "/tabs")
+
+    async def new_tab(self, url: str) -> dict:
+        return await self.request("POST", "/tabs", json={"action": "new", "url": url})
+
+    async def navigate(self, url: str, tab: str | None = None) -> dict:
+        return await self.request("POST", "/navigate", json={"url": url, "tab": tab})
+
+    async def element(self, action: str, ref: dict[str, Any], **extra: Any) -> dict:
+        """Ask the bridge about one DOM node, or to do something to it that is not input:
+        ``scroll_into_view``, ``focus``, ``hit_test`` (is it what is at viewport CSS point
+        x, y?)."""
+        body = {"action": action, "tab": ref["tab"], "frameId": ref["frameId"],
+                "backendDOMNodeId": ref["backendDOMNodeId"], **extra}
+        return await self.request("POST", "/element", json=body)
