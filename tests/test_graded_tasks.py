@@ -50,6 +50,7 @@ SCREEN = (1280, 800)
 DEBUG_PORT, RELAY_PORT = free_port(), free_port()
 COMPONENT = "{https://accessibility.ubuntu.example.org/ns/component}"
 STATE = "{https://accessibility.ubuntu.example.org/ns/state}"
+ATTRIBUTE = "{https://accessibility.ubuntu.example.org/ns/attributes}"
 
 
 # -- the session, as a deskbox.provider.Environment ---------------------------------------
@@ -111,25 +112,26 @@ class Agent:
     def titles(self) -> list[str]:
         return [w["title"] for w in self.windows()]
 
-    def seen(self, role: str, name: str, timeout: float = 30) -> None:
-        """Once OSWorld's accessibility tree shows an element of ``role`` and ``name`` on
-        screen."""
+    def sees(self, what: str, shown: Callable[[Any], bool], timeout: float = 30) -> None:
+        """Once OSWorld's accessibility tree (as lxml's root) is ``shown``, as an agent
+        looks before its next step."""
         def find() -> bool:
-            tree = lxml.etree.fromstring(self.episode.controller.get_accessibility_tree().encode())
-            return any(n.get("name") == name and n.get(COMPONENT + "screencoord") for n in tree.iter(role))
+            return shown(lxml.etree.fromstring(self.episode.controller.get_accessibility_tree().encode()))
 
-        wait_until(find, timeout, 0.5, what=f"{role} {name!r} in the accessibility tree")
+        wait_until(find, timeout, 0.5, what=f"{what} in the accessibility tree")
+
+    def seen(self, role: str, name: str, timeout: float = 30) -> None:
+        """Once the tree shows an element of ``role`` and ``name`` on screen."""
+        self.sees(f"{role} {name!r}", lambda tree: any(
+            n.get("name") == name and n.get(COMPONENT + "screencoord") for n in tree.iter(role)), timeout)
 
     def focused(self, role: str, name: str | None = None, text: str | None = None, timeout: float = 30) -> None:
-        """Once the accessibility tree shows the keyboard focus on an element of
-        ``role`` (and ``name``, ``text``): an app that has just opened its window may
-        not have focused its document yet, and drops the keys typed until it has."""
-        def find() -> bool:
-            tree = lxml.etree.fromstring(self.episode.controller.get_accessibility_tree().encode())
-            return any(n.get(STATE + "focused") == "true" and name in (None, n.get("name"))
-                       and text in (None, n.text) for n in tree.iter(role))
-
-        wait_until(find, timeout, 0.5, what=f"the focus on {role} {name or ''} {text or ''}")
+        """Once the tree shows the keyboard focus on an element of ``role`` (and
+        ``name``, ``text``): an app that has just opened its window may not have focused
+        its document yet, and drops the keys typed until it has."""
+        self.sees(f"the focus on {role} {name or ''} {text or ''}", lambda tree: any(
+            n.get(STATE + "focused") == "true" and name in (None, n.get("name")) and text in (None, n.text)
+            for n in tree.iter(role)), timeout)
 
     def read(self, path: str) -> bytes | None:
         """A file of the session, None while there is none (desktop-env's own
@@ -369,11 +371,17 @@ def impress_task(ctx: Context) -> GradedTask:
 
     def solve(agent: Agent) -> None:
         agent.focused("document-presentation")
-        # Next slide; Tab selects its first object (the title), Enter edits its text.
-        agent.act("pyautogui.press('pagedown'); time.sleep(0.5); pyautogui.press('tab'); time.sleep(0.3); "
-                  "pyautogui.press('enter'); time.sleep(0.3); pyautogui.hotkey('ctrl', 'a'); "
-                  "pyautogui.write('Agenda for May', interval=0.03); pyautogui.press('escape'); time.sleep(0.3); "
-                  "pyautogui.hotkey('ctrl', 's')")
+        # Each step waits until Impress shows what the last one did, as an agent looks
+        # before it acts: sent blind, with fixed sleeps, the new title was lost in about
+        # 1 run of 10 on a busy machine (the file saved with slide 2 unchanged).
+        agent.act("pyautogui.press('pagedown')")
+        agent.sees("slide 2", lambda tree: any(
+            n.get(ATTRIBUTE + "page-number") == "2" for n in tree.iter("document-presentation")))
+        # Tab selects its first object (the title), Enter edits its text.
+        agent.act("pyautogui.press('tab'); time.sleep(0.3); pyautogui.press('enter'); time.sleep(0.3); "
+                  "pyautogui.hotkey('ctrl', 'a'); pyautogui.write('Agenda for May', interval=0.03)")
+        agent.sees("the new title", lambda tree: any(n.text == "Agenda for May" for n in tree.iter("paragraph")))
+        agent.act("pyautogui.press('escape'); time.sleep(0.3); pyautogui.hotkey('ctrl', 's')")
         keep_format(agent, path, deck)
 
     return GradedTask(config, solve, ("soffice.bin",))
