@@ -126,6 +126,9 @@ class _FullRead:
         coords = _DESKTOP_COORDS if app.desktop_coords else _WINDOW_COORDS
         box = r.send(bus, path, _A11Y + "Component", "GetExtents", "u", [coords]) if shown else None
         text = r.send(bus, path, _A11Y + "Text", "GetText", "ii", [0, app.text_end]) if "Text" in obj.interfaces else None
+        # Four Gets, never one GetAll: Properties.GetAll on the Value interface aborts
+        # Chromium (at-spi2-atk writes a variant it has no type for; libdbus aborts the
+        # process: measured with Debian's Chromium, and the session lost its browser).
         values = ([r.send(bus, path, _PROPERTIES, "Get", "ss", [_A11Y + "Value", name]) for _, name in _VALUE_KEYS]
                   if "Value" in obj.interfaces else [])
         actions: Any = None
