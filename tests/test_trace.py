@@ -142,7 +142,7 @@ def test_a_trace_keeps_every_action_with_the_element_it_hit(demo, session, trace
     assert video.read_bytes()[4:8] == b"ftyp" and mp4_video_size(video.read_bytes()) == (1280, 800)
 
 
-def test_a_trace_leaves_the_session_over_http_as_it_is_on_disk(demo, session, tmp_path):
+def test_a_trace_leaves_the_session_over_http_as_it_is_on_disk_and_is_deleted_there(demo, session, tmp_path):
     """What a runner does where it cannot copy files out of the session (a pod, a pool):
     the scene's tar stream of the trace, unpacked by the provider, is the folder."""
     from deskbox.run.sessions import AttachedEnvironment
@@ -164,10 +164,19 @@ def test_a_trace_leaves_the_session_over_http_as_it_is_on_disk(demo, session, tm
     assert http("GET", session.scene + "/api/v1/traces/not-an-id").status == 400
     running = post(session, "/api/v1/trace/start", {"label": "still recording"})
     try:
-        resp = http("GET", session.scene + f"/api/v1/traces/{running['trace_id']}")
-        assert resp.status == 409 and resp.json()["error"]["code"] == "trace_active", resp.body[:300]
+        for method in ("GET", "DELETE"):
+            resp = http(method, session.scene + f"/api/v1/traces/{running['trace_id']}")
+            assert resp.status == 409 and resp.json()["error"]["code"] == "trace_active", (method, resp.body[:300])
     finally:
-        post(session, "/api/v1/trace/stop", {})
+        stopped = post(session, "/api/v1/trace/stop", {})
+    # Once fetched, a runner removes it from the session: its folder goes, and it is no
+    # longer served; the demonstration the other tests replay stays.
+    assert env.fetch_trace(stopped["trace_id"], tmp_path / "short") and env.delete_trace(stopped["trace_id"])
+    assert not Path(stopped["path"]).exists() and folder.is_dir()
+    resp = http("GET", session.scene + f"/api/v1/traces/{stopped['trace_id']}")
+    assert resp.status == 404 and resp.json()["error"]["code"] == "no_such_trace", resp.body[:300]
+    assert not env.delete_trace(stopped["trace_id"])
+    assert http("DELETE", session.scene + "/api/v1/traces/not-an-id").status == 400
 
 
 def test_the_trace_viewer_renders_the_folder(demo):

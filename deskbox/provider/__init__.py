@@ -388,6 +388,15 @@ class Environment:
             return False
         return True
 
+    def delete_trace(self, trace_id: str, *, timeout: float = 60) -> bool:
+        """Remove a finished trace from the session's scene; False when it could not."""
+        try:
+            status, _ = self.request("DELETE", "scene", f"/api/v1/traces/{urllib.parse.quote(trace_id)}",
+                                     timeout=timeout)
+        except OSError:
+            return False
+        return status == 200
+
     def __enter__(self) -> "Environment":
         return self
 

@@ -320,10 +320,16 @@ class Runner:
         except ProviderError as exc:
             return {"error": str(exc)[-500:]}
         # A file copy where the back end has one (podman cp, a local folder), else over
-        # HTTP from the scene (a pod of a cluster, a session of a pool).
-        copied = env.copy_out(done["path"], dest) or env.fetch_trace(done["trace_id"], dest)
+        # HTTP from the scene (a pod of a cluster, a session of a pool). One fetched over
+        # HTTP is then removed from the session, which goes on serving tasks: its disk
+        # would otherwise keep every trace of the run (some 3 MB a task with screenshots).
+        copied = env.copy_out(done["path"], dest)
+        left: bool | None = None
+        if not copied:
+            copied = env.fetch_trace(done["trace_id"], dest)
+            left = not (copied and env.delete_trace(done["trace_id"]))
         return {"trace_id": done.get("trace_id"), "steps": done.get("step_count"),
-                "folder": str(dest) if copied else None, "in_session": done["path"]}
+                "folder": str(dest) if copied else None, "in_session": done["path"] if left is not False else None}
 
 
 def summary(records: list[dict]) -> dict[str, Any]:

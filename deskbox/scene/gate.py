@@ -20,6 +20,7 @@ import contextvars
 import datetime as dt
 import os
 import secrets
+import shutil
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -219,6 +220,14 @@ class Gate:
         if folder is None or not (folder / "steps.jsonl").is_file():
             raise NotFoundError(f"no trace {trace_id} in this session", code="no_such_trace")
         return folder
+
+    async def delete_trace(self, trace_id: str) -> dict[str, Any]:
+        """Remove a finished trace's folder (once a runner has it: a session of a pool
+        serves task after task, and its disk would keep every trace)."""
+        folder = self.trace_folder(trace_id)
+        await asyncio.to_thread(shutil.rmtree, folder)
+        self._written.pop(trace_id, None)
+        return {"ok": True, "trace_id": trace_id, "deleted": str(folder)}
 
     async def _tell_desktopd(self) -> None:
         """desktopd takes direct input to the gate from now on (or no longer); were it not

@@ -100,6 +100,11 @@ async def trace_archive(request: web.Request) -> web.StreamResponse:
         stream.close()
 
 
+async def trace_delete(request: web.Request) -> web.Response:
+    trace_id = validate(TracePath, dict(request.match_info)).trace_id
+    return json_ok(await gate_of(request).delete_trace(trace_id))
+
+
 async def trace_status(request: web.Request) -> web.Response:
     return json_ok(gate_of(request).status())
 
@@ -143,6 +148,8 @@ ROUTES = [
     Route("GET", "/api/v1/traces/{trace_id}", trace_archive,
           "A finished trace's folder as a tar stream (steps.jsonl, trace.json, shots/, video.mp4)",
           responses="application/x-tar", longest=SLOW),
+    Route("DELETE", "/api/v1/traces/{trace_id}", trace_delete,
+          "Remove a finished trace from the session (a runner that has fetched it)", longest=SLOW),
     Route("GET", "/api/v1/policy", policy, "The guard rails in force: budgets, redaction, actions, confirmation"),
     Route("POST", "/api/v1/act/propose", propose,
           "Whether an action on an element needs confirmation; if so, a token for it and what it would hit",

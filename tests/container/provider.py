@@ -498,6 +498,13 @@ class Run:
                         (work / Path(r["trace"]["folder"]).relative_to("/work") / "steps.jsonl").is_file()]
             if homeless:
                 raise CheckFailed(f"cluster: these tasks' traces did not reach the results: {homeless}")
+            # ... and each was deleted from its pod once fetched (a pool session serves the
+            # run's next tasks on the same disk).
+            left = [(r["task"], env.name) for r in results for env in sessions
+                    if r["trace"].get("in_session") is not None
+                    or env.request("GET", "scene", f"/api/v1/traces/{r['trace']['trace_id']}")[0] != 404]
+            if left:
+                raise CheckFailed(f"cluster: these tasks' traces are still in their sessions: {left}")
             used = {r["session"] for r in results}
             if used != {f"claimed-{a}" for a in addresses}:
                 raise CheckFailed(f"cluster: the tasks ran on {used}, not on both session pods {addresses}")
@@ -506,7 +513,7 @@ class Run:
                 raise CheckFailed(f"cluster: the sessions are still claimed after the run: {claims}")
             self.ok(f"cluster: the Job's runner pod (deploy/run/job.yaml, {runner_image}) ran {len(results)} tasks "
                     f"across both session pods by their addresses in {took:.0f}s, every one graded 1 by OSWorld's "
-                    f"metrics, results and each task's trace on its volume, both sessions let go; the runner's memory "
+                    f"metrics, results and each task's trace on its volume (and no longer in its pod), both sessions let go; the runner's memory "
                     f"peaked at {peak.mb:.0f} MB (podman stats every second)")
         finally:
             kube.delete(name, 5)
