@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 
 import pytest
 from PIL import Image
@@ -230,6 +231,36 @@ def test_the_stream_pushes_a_new_scene_after_a_change(grounding, pages):
                 break
             deadline_hits += 1
             assert deadline_hits < 20, "no pushed scene showed the added button"
+
+
+def _frames_asked(session) -> float:
+    """How many frames (``format=rgb``, the scene's) desktopd has answered (its metrics)."""
+    text = http("GET", session.desktopd + "/metrics").body.decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("deskbox_desktopd_screenshots_total{") and 'format="rgb"' in line)
+
+
+def test_the_screen_is_watched_only_for_a_subscriber_and_an_idle_scene_still_sees_a_change(grounding, pages):
+    # A field with the focus: its caret blinks, so the screen changes twice a second.
+    act(grounding, names(scene(grounding))["top-input"]["id"], "focus")
+    time.sleep(1.5)
+    before = _frames_asked(grounding)
+    time.sleep(3)
+    assert _frames_asked(grounding) == before, "the screen was captured with no one to build a scene for"
+    base = grounding.scene.replace("http://", "ws://")
+    with connect(base + "/api/v1/scene/stream", open_timeout=10) as ws:
+        ws.recv(timeout=10)
+        watched = _frames_asked(grounding)
+        time.sleep(2)
+        assert _frames_asked(grounding) >= watched + 2, "a subscriber's screen is not watched"
+    # A change the scene was not told of (the bridge navigated, no input sent): the
+    # next idle scene is built afresh, not the last one answered again.
+    first = scene(grounding, mode="idle")
+    resp = http("POST", grounding.bridge + "/navigate", {"url": pages.url("input.html")})
+    assert resp.status == 200, resp.body[:300]
+    wait_until(lambda: "top-input" not in names(scene(grounding, mode="idle")), 20,
+               what="an idle scene without the grounding page's field")
+    assert scene(grounding, mode="idle")["seq"] > first["seq"]
 
 
 def test_marks_draw_ids_on_the_screenshot(grounding):

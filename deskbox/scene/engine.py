@@ -2,8 +2,8 @@
 ids stable; watches frames for change; shares work between concurrent requests; pushes
 new scenes to subscribers.
 
-Modes: ``idle`` returns the last scene while the watcher has seen no change
-on any display; ``active`` re-reads what can have changed (the bridge always, since it
+Modes: ``idle`` returns the last scene while no display has changed since it was
+built; ``active`` re-reads what can have changed (the bridge always, since it
 keeps its own trees warm and answers unchanged pages from cache; AT-SPI and OCR only
 where frames changed since the last scene); ``agent-turn`` reads every page and every app
 in full, except the rows of a sheet no change crossed since AT-SPI last read it.
@@ -117,6 +117,7 @@ class SceneEngine:
         self._task_started = 0.0
         self._task_full = False
         self._subscribers: set[asyncio.Queue] = set()
+        self._watched = asyncio.Event()  # set while someone is subscribed: the watcher polls then
         self.last_change = time.monotonic()
         self._open = asyncio.Event()  # cleared while a new epoch is being made
         self._open.set()
@@ -132,7 +133,7 @@ class SceneEngine:
         same answer (an agent-turn never takes a build that began before it arrived)."""
         await self._open.wait()
         arrived = time.monotonic()
-        if mode == "idle" and self.last is not None and not self._dirty:
+        if mode == "idle" and self.last is not None and not self._dirty and not await self._frames_changed():
             return self.last
         while True:
             task = self._task
@@ -191,10 +192,31 @@ class SceneEngine:
     def subscribe(self) -> asyncio.Queue:
         q: asyncio.Queue = asyncio.Queue(maxsize=2)
         self._subscribers.add(q)
+        self._watched.set()
         return q
 
     def unsubscribe(self, q: asyncio.Queue) -> None:
         self._subscribers.discard(q)
+        if not self._subscribers:
+            self._watched.clear()
+
+    async def _frames_changed(self) -> bool:
+        """Whether a display changed since the last scene (desktopd answers 304 while its
+        damage says none did); True when a frame could not be had (a build says why)."""
+        try:
+            sigs = await self.frame_signatures([d.id for d in (self.last.displays if self.last else [])] or [0])
+        except Exception:
+            return True
+        return self._seen(sigs)
+
+    def _seen(self, sigs: dict[int, FrameSignature]) -> bool:
+        """Whether these frames differ from the last seen; if so they are the last seen,
+        and the scene is dirty."""
+        if not any(self._watch_sigs.get(d) is None or changed_regions(self._watch_sigs[d], sig)
+                   for d, sig in sigs.items()):
+            return False
+        self._watch_sigs, self._dirty, self.last_change = sigs, True, time.monotonic()
+        return True
 
     async def frame_signatures(self, displays: list[int]) -> dict[int, FrameSignature]:
         frames = await asyncio.gather(*[self.desktop.frame(d) for d in displays])
@@ -558,9 +580,11 @@ class SceneEngine:
     # -- watching ---------------------------------------------------------------------
 
     async def watch(self) -> None:
-        """Polls every display's frame (1 Hz idle, 4 Hz for a while after a change); a
-        change marks the scene dirty and, when someone is subscribed, builds a new one."""
+        """While someone is subscribed (the stream), polls the frames (1 Hz, 4 Hz for a
+        while after a change) and builds a scene on a change. Else it waits: an idle scene
+        looks at the frames itself (a blinking caret made it capture 4 times a second)."""
         while True:
+            await self._watched.wait()
             fast = time.monotonic() - self.last_change < WATCH_ACTIVE_FOR_S
             await asyncio.sleep(WATCH_ACTIVE_S if fast else WATCH_IDLE_S)
             try:
@@ -569,13 +593,8 @@ class SceneEngine:
             except Exception as exc:
                 log.debug("watch: frame failed", error=str(exc))
                 continue
-            if any(self._watch_sigs.get(d) is None or changed_regions(self._watch_sigs[d], s)
-                   for d, s in sigs.items()):
-                self._watch_sigs = sigs
-                self._dirty = True
-                self.last_change = time.monotonic()
-                if self._subscribers:
-                    try:
-                        await self.scene("active")
-                    except Exception as exc:
-                        log.warning("watch: scene failed", error=str(exc))
+            if self._seen(sigs) and self._subscribers:
+                try:
+                    await self.scene("active")
+                except Exception as exc:
+                    log.warning("watch: scene failed", error=str(exc))
