@@ -28,6 +28,7 @@ bench: deps
 	.venv/bin/python -m bench.run
 	.venv/bin/python -m bench.fleet
 	.venv/bin/python -m bench.vscode
+	.venv/bin/python -m bench.idle $(if $(IDLE_BASELINE),--baseline $(IDLE_BASELINE))
 	.venv/bin/python -m bench.measurements
 
 # The fuzz tests with every schemathesis phase and many examples per operation, a new

@@ -158,11 +158,22 @@ def cgroup_cpu_s(name: str) -> float | None:
 
 def cgroup_memory_mb(name: str) -> float:
     """A container's memory as its cgroup counts it (v1 or v2), in MB; 0 when not found."""
+    return cgroup_memory(name).get("usage_mb", 0.0)
+
+
+def cgroup_memory(name: str, *, by_process: bool = False) -> dict:
+    """A container's memory as its cgroup counts it: ``usage_mb`` split into ``anon_mb``
+    (what its processes hold) and ``page_cache_mb`` (files read, which the kernel gives
+    back under pressure); with ``by_process``, the processes' PSS by executable too.
+    Empty when not found."""
     rel = podman("inspect", "--format", "{{.State.CgroupPath}}", name, check=False).stdout.strip().lstrip("/")
     for base in (Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup")):
         if rel and (base / rel).is_dir():
-            return _cgroup_memory(base / rel)["usage_mb"]
-    return 0.0
+            out = _cgroup_memory(base / rel)
+            if by_process:
+                out["pss_by_process_mb"] = _pss_by_process(base / rel)
+            return out
+    return {}
 
 
 def _cgroup_memory(d: Path) -> dict:

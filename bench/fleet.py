@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.container import cgroup_cpu_s, cgroup_memory_mb
+from bench.container import cgroup_cpu_s, cgroup_memory, cgroup_memory_mb
 from bench.report import container_bench_ready
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -206,12 +206,18 @@ def idle_session(image: str, seconds: float) -> dict:
     env = PodmanBackend().start(EnvironmentSpec(image=image, outputs=["1920x1080"]), name=f"deskbox-fleet-idle-{os.getpid()}")
     try:
         time.sleep(20)  # (the first screenshot and the apps' start have settled)
-        cpu0 = cgroup_cpu_s(env.name)
+        cpu0, before = cgroup_cpu_s(env.name), cgroup_memory(env.name)
         time.sleep(seconds)
-        cpu1 = cgroup_cpu_s(env.name)
+        cpu1, after = cgroup_cpu_s(env.name), cgroup_memory(env.name, by_process=True)
+        # Its cgroup's usage counts the files it read (page cache) beside what its
+        # processes hold (anon): the two are told apart, at the start and the end of the
+        # idle time, so that growth and cache are not taken for each other.
         return {"seconds": seconds, "cpu_s": round(cpu1 - cpu0, 2) if cpu0 is not None and cpu1 is not None else None,
                 "cpu_share_of_a_core": round((cpu1 - cpu0) / seconds, 4) if cpu0 is not None and cpu1 is not None
-                else None, "memory_mb": _memory_mb([env.name])}
+                else None, "memory_mb": after.get("usage_mb"), "anon_mb": after.get("anon_mb"),
+                "page_cache_mb": after.get("page_cache_mb"),
+                "anon_growth_mb": round(after["anon_mb"] - before["anon_mb"], 1) if before and after else None,
+                "pss_by_process_mb": after.get("pss_by_process_mb")}
     finally:
         env.stop()
 
@@ -243,8 +249,15 @@ def markdown(result: dict) -> str:
     lines += ["", f"**Held: {max(held) if held else 0} sessions.**"]
     if result.get("idle"):
         i = result["idle"]
-        lines += ["", f"One idle session over {i['seconds']:.0f} s: {i['cpu_s']} CPU s "
-                      f"({i['cpu_share_of_a_core']} of a core), {i['memory_mb']:.0f} MB (its cgroup)."]
+        line = (f"One idle session over {i['seconds']:.0f} s: {i['cpu_s']} CPU s ({i['cpu_share_of_a_core']} of a "
+                f"core), {i['memory_mb']:.0f} MB (its cgroup)")
+        if i.get("anon_mb") is not None:
+            line += (f": {i['anon_mb']:.0f} MB held by its processes (grown {i['anon_growth_mb']} MB over the "
+                     f"idle time) and {i['page_cache_mb']:.0f} MB of files read (page cache)")
+        lines += ["", line + "."]
+        if i.get("pss_by_process_mb"):
+            top = list(i["pss_by_process_mb"].items())[:8]
+            lines.append("By process (PSS, MB): " + ", ".join(f"{name} {mb:.0f}" for name, mb in top) + ".")
     return "\n".join(lines) + "\n"
 
 
@@ -253,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--image", default="deskbox-apps")
     p.add_argument("--no-build", action="store_true", help="use the image as it is")
-    p.add_argument("--levels", default="1,2,4,8,10,12", help="sessions per level, in order")
+    p.add_argument("--levels", default="1,2,4,8,10,12", help="sessions per level, in order ('': only the idle session)")
     p.add_argument("--steps", type=int, default=15)
     p.add_argument("--think-s", type=float, default=5.0)
     p.add_argument("--tasks-per-session", type=int, default=2)
@@ -274,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     if args.idle_s > 0:
         result["idle"] = idle_session(args.image, args.idle_s)
-    for n in (int(v) for v in args.levels.split(",")):
+    for n in (int(v) for v in args.levels.split(",") if v.strip()):
         row = level(n, args.image, args.steps, args.think_s, work, args.tasks_per_session,
                     None if args.stagger == "spread" else float(args.stagger))
         result["levels"].append(row)
