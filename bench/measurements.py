@@ -35,6 +35,7 @@ from bench.sections import (
     _container,
     _desktopd,
     _fleet,
+    _idle,
     _osworld,
     _reset,
     _run,
@@ -96,6 +97,7 @@ BENCHES = [
     Bench("fleet", "Fleet: sessions at OSWorld's pace", "python -m bench.fleet", True, _fleet, None),
     Bench("vscode", "VS Code against LibreOffice Writer opening the same file", "python -m bench.vscode", True,
           _vscode, None),
+    Bench("idle", "An idle session: a blinking caret and nothing else", "python -m bench.idle", True, _idle, None),
     Bench("soak", "Soak: one session under mixed load", "make soak", False, _soak, "Earlier: soak and chaos"),
 ]
 

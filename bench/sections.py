@@ -5,6 +5,7 @@ them (bench.charts). The page around them is bench.measurements'."""
 from __future__ import annotations
 
 import re
+import statistics
 from typing import Callable
 
 from bench.charts import Bar, Plots
@@ -443,6 +444,23 @@ def _fleet(d: dict, plots: Plots) -> list[str]:
     if idle:
         out += ["", f"- One idle session over {idle['seconds']:.0f} s: {idle['cpu_s']} CPU s "
                     f"({idle['cpu_share_of_a_core']} of a core), {idle['memory_mb']:.0f} MB."]
+    return out + [""]
+
+
+def _idle(d: dict, plots: Plots) -> list[str]:
+    args = d.get("args") or {}
+    out = [f"One local session at 1920x1080, Chromium on a focused text field (its caret blinks), nobody "
+           f"subscribed to the scene; {args.get('seconds', 30):.0f} s measured after {args.get('settle_s', 10):.0f} s, "
+           f"{args.get('rounds', 1)} round(s) of each code, alternating; CPU of every process of the session, "
+           f"medians. Baseline: {args.get('baseline') or 'none in this run'}.", ""]
+    rows = []
+    for name, runs in (d.get("runs") or {}).items():
+        rows.append([name, f"{statistics.median(r['cpu_s'] for r in runs):.2f}",
+                     f"{statistics.median(r['cpu_share_of_a_core'] for r in runs):.4f}",
+                     _mb(statistics.median(r["memory_mb"] for r in runs))])
+    out += _table(["code", "CPU s", "share of a core", "memory (PSS)"], ["l", "r", "r", "r"], rows)
+    if d.get("ratio_cpu") is not None:
+        out += ["", f"- CPU against the baseline: {d['ratio_cpu']:.2f}x."]
     return out + [""]
 
 
