@@ -31,6 +31,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from pathlib import Path
 
 from .report import write_results
@@ -190,13 +191,16 @@ def _cgroup_memory(d: Path) -> dict:
 
 
 def _pss_by_process(d: Path) -> dict:
-    """Proportional set size by executable: shared pages are split between their users,
-    so the parts add up to what the session really holds."""
+    """Proportional set size by executable of a cgroup's processes."""
     procs = d / "cgroup.procs"
-    if not procs.exists():
-        return {}
+    return pss_by_program(int(pid) for pid in procs.read_text().split()) if procs.exists() else {}
+
+
+def pss_by_program(pids: Iterable[int]) -> dict[str, float]:
+    """Proportional set size by executable, in MB, largest first: shared pages are split
+    between their users, so the parts add up to what the processes really hold."""
     totals: dict[str, float] = {}
-    for pid in procs.read_text().split():
+    for pid in pids:
         try:
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
             rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()

@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.container import pss_by_program
 from bench.page import free_port
 from bench.report import write_results
 
@@ -65,20 +66,6 @@ def _cpu_s(pids: list[int]) -> dict[int, float]:
     return out
 
 
-def _pss_mb(pids: list[int]) -> dict[str, float]:
-    totals: dict[str, float] = {}
-    for pid in pids:
-        try:
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
-        except OSError:
-            continue
-        pss = next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
-        name = "chromium" if comm.startswith("chrom") else comm
-        totals[name] = totals.get(name, 0) + pss / 1024
-    return {k: round(v, 1) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
-
-
 def measure(root: Path, seconds: float, settle_s: float) -> dict:
     """One session of the code under ``root``: its CPU over ``seconds`` and its memory."""
     work = Path(tempfile.mkdtemp(prefix="deskbox-bench-idle-"))
@@ -101,7 +88,7 @@ def measure(root: Path, seconds: float, settle_s: float) -> dict:
         time.sleep(seconds)
         after = _cpu_s(_tree(proc.pid))
         used = sum(after[p] - before.get(p, 0.0) for p in after)
-        memory = _pss_mb(_tree(proc.pid))
+        memory = pss_by_program(_tree(proc.pid))
         return {"cpu_s": round(used, 2), "cpu_share_of_a_core": round(used / seconds, 4),
                 "memory_mb": round(sum(memory.values()), 1), "pss_by_process_mb": memory}
     finally:
