@@ -195,9 +195,25 @@ def test_a_risky_target_needs_a_confirmation_token(guarded, pages):
     pages.wait_for(type="delete", timeout=10)
 
 
-def test_the_audit_log_has_every_action_and_no_secret(guarded, folder):
+def test_the_audit_log_has_every_action_and_no_secret(guarded, pages, folder):
+    # Its own actions (in a random order it may run first): a secret typed, a click, a
+    # pointer move sent to desktopd directly, and a click a rule holds back.
+    open_fixture(guarded, pages, "secrets.html")
+    password = element(guarded, "textbox", "Password")
+    typed = http("POST", guarded.scene + "/api/v1/act", {"target": password["id"], "action": "type", "text": PASSWORD})
+    assert typed.status == 200, typed.body[:300]
+    assert http("POST", guarded.scene + "/api/v1/act", {"target": element(guarded, "button", "Save")["id"]}).status == 200
+    x, y, w, h = password["bbox"]
+    assert http("POST", guarded.desktopd + "/api/v1/pointer", {"action": "move", "x": x + w / 2, "y": y + h / 2}).status == 200
+    held = http("POST", guarded.scene + "/api/v1/act", {"target": element(guarded, "button", "Delete account")["id"]})
+    assert held.status == 409, held.body[:300]
     log = folder / "audit" / "audit.log"
-    lines = [json.loads(line) for line in log.read_text().splitlines()]
+
+    def audited() -> list[dict] | None:
+        lines = [json.loads(line) for line in log.read_text().splitlines()]
+        return lines if {("act", "type"), ("desktopd", "move")} <= {(r["interface"], r["action"]) for r in lines} else None
+
+    lines = wait_until(audited, 10, what="this test's actions in the audit log")
     assert {(r["interface"], r["action"]) for r in lines} >= {("act", "type"), ("act", "click"),
                                                              ("desktopd", "move")}
     assert any(r["ok"] is False and r["error"] == "confirmation_required" for r in lines)

@@ -114,6 +114,13 @@ def main(argv: list[str] | None = None) -> int:
         except ProviderError as exc:
             print(f"deskbox run: {exc}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:
+            # Before the pool closes (which waits for sessions still starting): its
+            # workers would go on taking tasks meanwhile, and the run end complete.
+            runner.stop()
+            print(f"deskbox run: interrupted; {len(runner.unrun)} task(s) not started: the same command goes on "
+                  "with them", file=sys.stderr)
+            return 130
         unrun = runner.unrun
     records = list(read_results(args.out).values())
     result = summary(records)

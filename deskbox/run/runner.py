@@ -101,6 +101,7 @@ class Runner:
         # Workers that stopped early (no session left to run on, or a bug): their
         # errors; the tasks they did not take stay in ``unrun``.
         self.worker_errors: list[str] = []
+        self._stopped = False
 
     # -- bookkeeping ------------------------------------------------------------------------
 
@@ -111,7 +112,7 @@ class Runner:
     def _next(self, holding: bool) -> Task | None:
         """The next task; ``holding``: whether the worker has a session to run it on."""
         with self._lock:
-            if not self._queue:
+            if not self._queue or self._stopped:
                 return None
             self._running += 1
             task = self._queue.pop(0)
@@ -127,6 +128,11 @@ class Runner:
     def _finish(self, record: dict) -> None:
         with self._lock:
             self._running = max(0, self._running - 1)
+            if self._stopped and record["status"] == "infra_error":
+                # Its session went with the interrupted run, not by a fault: no line, so
+                # that the same command runs it again rather than count it done twice.
+                self._queue[:0] = [t for t in self.tasks if t.key == record["task"]]
+                return
             self.finished.append(record)
             with open(self.out / "results.jsonl", "a") as f:
                 f.write(json.dumps(record) + "\n")
@@ -165,6 +171,12 @@ class Runner:
         if self.options.progress:
             sys.stderr.write("\n")
         return self.finished
+
+    def stop(self) -> None:
+        """No task starts from now on (the run was interrupted); those running end as
+        they do, the rest stay in ``unrun`` for the same command to go on with."""
+        with self._lock:
+            self._stopped = True
 
     @property
     def unrun(self) -> list[Task]:

@@ -135,3 +135,27 @@ def test_closing_while_a_session_is_starting_waits_for_it_and_stops_it():
     assert started.wait(5)
     pool.close()
     assert made and all(env.stopped for env in made), [(e.name, e.stopped) for e in made]
+
+
+def test_an_interrupted_run_starts_no_task_more_and_records_none_its_stop_cut_short(tmp_path):
+    """deskbox run's Runner after Ctrl+C (runner.stop(), then the pool closes, which may
+    wait for a session still starting): no worker takes another task, and a task whose
+    session went with the stop is put back, unrecorded, for the same command to run."""
+    from deskbox.run.runner import Runner, RunOptions, read_results
+    from deskbox.run.tasks import Task
+
+    tasks = [Task("os", {"id": f"t{i}", "instruction": "-"}, f"t{i}.json") for i in range(4)]
+
+    class Pooled:
+        def want(self, n: int) -> None:
+            pass
+
+    runner = Runner(tasks, lambda: None, Pooled(), RunOptions(out=tmp_path, progress=False))
+    first = runner._next(holding=True)
+    runner._finish({"task": first.key, "status": "done", "score": 1.0})
+    running = runner._next(holding=True)
+    runner.stop()
+    assert runner._next(holding=True) is None and runner._next(holding=False) is None
+    runner._finish({"task": running.key, "status": "infra_error", "score": None})
+    assert set(read_results(tmp_path)) == {first.key}
+    assert [t.key for t in runner.unrun] == [running.key, "os/t2", "os/t3"]
