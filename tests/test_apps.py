@@ -68,8 +68,11 @@ def app_window(session: Session, title_part: str = "", *, app_id: str | None = N
                name: str = "", timeout: float = 90) -> tuple[dict, list[dict]]:
     """The Scene's window whose title has ``title_part`` (and of ``app_id``), and the
     AT-SPI elements in it, once one of them has ``role`` (Scene role names) and ``name``."""
+    seen: list = []
+
     def find():
         s = scene(session)
+        seen[:] = [(w["app_id"], w["title"]) for app in s["apps"] for w in app["windows"]]
         for app in s["apps"]:
             for window in app["windows"]:
                 if title_part in window["title"] and app_id in (None, window["app_id"]):
@@ -77,7 +80,11 @@ def app_window(session: Session, title_part: str = "", *, app_id: str | None = N
                     if any(role in ("", e["role"]) and name in ("", e["name"]) for e in elements):
                         return window, elements
         return None
-    return wait_until(find, timeout, 0.5, what=f"a window *{title_part}* ({app_id}) with {role} {name!r} in the Scene")
+    try:
+        return wait_until(find, timeout, 0.5,
+                          what=f"a window *{title_part}* ({app_id}) with {role} {name!r} in the Scene")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the Scene's windows last: {seen}") from None
 
 
 def close_app(session: Session, name: str) -> None:

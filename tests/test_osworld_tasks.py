@@ -296,7 +296,20 @@ def test_settings_changed_in_chrome_settings_are_read_from_the_preferences(sessi
     # The default search engine, picked in its dialog.
     assert setup.setup([launch("google-chrome", "chrome://settings/search")])
     act(session, visible(session, "button", "Change"), "click")
-    click(session, visible(session, "text", "Microsoft Bing", interactive=False))
+    # The choice is clicked once the dialog holds still (a click while it still opened
+    # landed where the name had been, nothing was chosen, and Google stayed), and
+    # confirmed once its radio button is checked.
+    last: list[dict] = []
+
+    def held_still() -> dict | None:
+        now = visible(session, "text", "Microsoft Bing", interactive=False)
+        before, last[:] = (last[0] if last else None), [now]
+        return now if before is not None and before["bbox"] == now["bbox"] else None
+
+    click(session, wait_until(held_still, 20, 0.3, what="the search engine dialog holding still"))
+    wait_until(lambda: any(e["role"] == "radio" and "checked" in e["states"] for e in
+                           http("GET", session.scene + "/api/v1/scene").json()["ax"]), 10, 0.3,
+               what="a search engine chosen in the dialog")
     act(session, visible(session, "button", "Set as default"), "click")
     visible(session, "button", "Change")  # the dialog closed
 

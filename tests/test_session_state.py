@@ -165,7 +165,13 @@ def test_a_home_given_with_home_is_kept():
 def test_reset_puts_the_session_back_as_it_was_at_start(session, pages):
     start_tabs = [t["url"] for t in page_tabs(session)]
     before = session.ok("/api/v1/tree")
-    old = http("GET", session.scene + "/api/v1/scene?mode=agent-turn").json()
+    # (Once the start page is in the scene: run first, or after a reset, the browser
+    # may still be loading it.)
+    def with_the_page() -> dict | None:
+        scene = http("GET", session.scene + "/api/v1/scene?mode=agent-turn").json()
+        return scene if any(e["name"] == "Submit" for e in scene["ax"]) else None
+
+    old = wait_until(with_the_page, 30, what="the start page's Submit button in the scene")
     old_button = next(e for e in old["ax"] if e["name"] == "Submit")
 
     # A task changes everything it can.

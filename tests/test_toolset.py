@@ -167,7 +167,14 @@ def test_every_wait_condition_matches_and_times_out(page, pages):
     missed = lambda c: wait(page, c, 300)  # noqa: E731
     banner = one(page, 'text[name="Welcome banner"]')
     email = one(page, "textbox[name=Email]")
-    token = get(page, "/api/v1/observe", mode="agent-turn")["token"]
+    # A token taken once the page's tree holds still: a page just loaded (this test may
+    # come first in a random order) still changes, and tree_changes then matches.
+    def still_token() -> str | None:
+        token = get(page, "/api/v1/observe", mode="agent-turn")["token"]
+        time.sleep(0.5)
+        return token if get(page, "/api/v1/observe", since=token, mode="agent-turn")["unchanged"] else None
+
+    token = wait_until(still_token, 20, 0.2, what="the page's tree holding still")
     browser = email["window_id"]
     timeouts = [
         {"type": "element_appears", "selector": "button[name=Never]"},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -102,6 +103,12 @@ def main(argv: list[str] | None = None) -> int:
                          trace=not args.no_trace, stagger_s=args.stagger)
     sessions = min(args.sessions, len(tasks))
     runner: Runner | None = None
+    # Ctrl+C, and SIGTERM (what Kubernetes sends a Job's pod it deletes), stop the run
+    # the same way: no task starts after it, the sessions are stopped, the same command
+    # goes on. Both are set, not inherited: a shell's background job starts with SIGINT
+    # ignored, and the default SIGTERM would leave every session running.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.default_int_handler)
     # (attached and pooled sessions are running already: none is started ahead)
     spare = 0 if args.provider == "attach" or args.pool else args.spare
     with Pool(make_session, sessions, spare=spare,
