@@ -243,7 +243,9 @@ def test_a_chrome_task_config_opens_its_tabs_and_the_getters_read_them(session, 
 
 def test_a_bookmark_added_with_ctrl_d_is_in_the_profile_after_pkill_chrome(session, setup, env, pages):
     url = pages.url(f"osworld.html?bookmark={secrets.token_hex(4)}")
-    assert setup.setup([open_tabs(url), ACTIVATE_CHROME])
+    # The whole opening of a Chrome task: its tabs are opened over the socat relay, which
+    # no earlier test may have started.
+    assert setup.setup(chrome_task(url))
     # As an agent does it: pyautogui through OSWorld's PythonController.
     assert env.controller.execute_python_command("pyautogui.hotkey('ctrl', 'd')")["returncode"] == 0
     visible(session, "button", "Done")  # the "Bookmark added" bubble
@@ -322,7 +324,7 @@ def test_settings_changed_in_chrome_settings_are_read_from_the_preferences(sessi
 
 def test_a_visited_page_is_in_the_history_the_getter_copies(session, setup, env, pages, cache):
     url = pages.url(f"osworld.html?visit={secrets.token_hex(4)}")
-    assert setup.setup([open_tabs(url)])
+    assert setup.setup(chrome_task(url))
     written(env, "Default/History", url)
     kill_chrome(setup, env)
     history = GET.get_history(env, {"dest": "History"})

@@ -14,7 +14,7 @@ from PIL import Image
 from websockets.sync.client import connect
 
 from tests.conftest import open_fixture
-from tests.support import http, wait_until
+from tests.support import ROOT, Process, http, wait_until
 
 
 @pytest.fixture
@@ -189,6 +189,27 @@ def test_type_and_set_value_go_to_the_field(grounding, pages):
     act(grounding, field["id"], "set_value", text="replaced")
     pages.wait_for(type="input", target="top-input", value="replaced")
     assert names(scene(grounding))["top-input"]["value"] == "replaced"
+
+
+def test_a_click_right_after_a_tiled_neighbour_closed_lands_on_its_element(grounding, pages):
+    """Sway widens the browser the moment its neighbour's window goes; Chromium lays the
+    page out for the new width a moment later (tens of ms idle, more on a busy machine).
+    A scene read in between would place the page's elements where they are not drawn
+    (anchored at the window's new right edge with the old width), and the click would
+    land beside them: the scene reads the page again until it fits its window."""
+    for _ in range(3):
+        neighbour = Process(grounding, ["/usr/bin/python3", str(ROOT / "tests" / "apps" / "gtk3_buttons.py"),
+                                        "--title", "Tiled neighbour"])
+        neighbour.wait_for(event="ready", timeout=30)
+        wait_until(lambda: any(w["title"] == "Tiled neighbour" for w in grounding.windows()), 20,
+                   what="the neighbour tiled beside the browser")
+        wait_until(lambda: grounding.browser_window()["bounds"][2] < 1280, 10, what="the browser narrowed")
+        top = names(scene(grounding))["top-a"]
+        pages.clear()
+        neighbour.stop()
+        receipt = act(grounding, top["id"])
+        pages.wait_for(type="click", target="top-a")
+        assert receipt["target"]["id"] == top["id"]
 
 
 def test_an_offscreen_element_is_scrolled_into_view_before_the_click(grounding, pages):

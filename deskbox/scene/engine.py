@@ -23,7 +23,7 @@ from PIL import Image
 
 from ..common.errors import Unavailable
 from ..common.logging import get_logger
-from ..geometry import Rect, band_of, device_span_to_layout, native_to_display, visible_part
+from ..geometry import Rect, device_span_to_layout, native_to_display, visible_part
 from .elements import Element, native_elements
 from .fill import OPAQUE_MIN, Opaque, opaque_boxes
 from .frames import FrameSignature, changed_regions, signature
@@ -33,9 +33,12 @@ from .metrics import SceneMetrics
 from .placing import (
     changed_pids,
     flip_submenus,
+    misfit_pages,
     page_elements_in_windows,
     place_popups_at_pointer,
     region_of,
+    sheet_bands,
+    sheets_in,
     windows_for_native,
 )
 from .scene_json import Mode, OcrItem, Scene, apps_of
@@ -49,6 +52,7 @@ WATCH_IDLE_S = 1.0
 WATCH_ACTIVE_S = 0.25
 WATCH_ACTIVE_FOR_S = 5.0
 SETTLE_POLL_S = 0.08  # how often a settling display is looked at
+RESIZE_READS, RESIZE_WAIT_S = 8, 0.05  # a page catching up with its window's new size
 
 
 @dataclass
@@ -108,6 +112,7 @@ class SceneEngine:
         self._seq = 0
         self._dirty = True
         self._native_cache: list[Any] | None = None
+        self._misfits: dict[str, tuple[float, float]] = {}  # placing.misfit_pages of the last build
         self._ocr_cache: dict[int, list[OcrItem]] = {}
         # Regions that changed on each display since AT-SPI was last read (see _unread_pids).
         self._unread: dict[int, list[tuple[int, int, int, int]]] = {}
@@ -322,7 +327,7 @@ class SceneEngine:
             still = frozenset(w.pid for w in tree.windows if w.pid is not None) - changed_pids(tree, self._unread)
             if b.native_pids is None or b.native_pids:
                 b.native_task = asyncio.ensure_future(b.timed("atspi", self.atspi.snapshot(
-                    b.native_pids, self._sheet_bands(self._sheets()), still=still)))
+                    b.native_pids, sheet_bands(sheets_in(self.last.ax if self.last else []), self._unread), still=still)))
         if self.ocr is not None and self.ocr.enabled:
             b.ocr_task = asyncio.ensure_future(b.timed("ocr", self._ocr(b.frames, b.changed)))
 
@@ -333,6 +338,14 @@ class SceneEngine:
             return
         try:
             tabs = await b.layouts_task
+            for _ in range(RESIZE_READS):
+                # A page not yet laid out for its window's new size: read both again.
+                misfits = misfit_pages(tabs, b.tree)
+                if not misfits or misfits == self._misfits:  # none, or one that lasts (a side panel)
+                    break
+                await asyncio.sleep(RESIZE_WAIT_S)
+                b.tree, tabs = await asyncio.gather(self.desktop.tree(), self.bridge.layouts())
+            self._misfits = misfit_pages(tabs, b.tree)
         except Unavailable as exc:
             tabs, b.cdp_failed = [], True
             b.sources["cdp"] = exc.message
@@ -445,29 +458,6 @@ class SceneEngine:
         self._dirty = False
         self._publish(scene)
         return scene
-
-    def _sheets(self) -> dict[str, tuple[int, Rect]]:
-        """The spreadsheets of the last scene (tables with cells: AT-SPI keys), with
-        their display and box."""
-        if self.last is None:
-            return {}
-        with_cells = {e.key[1].partition("#")[0] for e in self.last.ax if e.source == "atspi" and e.role == "cell"
-                      and "#" in e.key[1]}
-        return {e.key[1]: (e.display_id, e.bbox) for e in self.last.ax
-                if e.source == "atspi" and e.role == "table" and e.key[1] in with_cells and e.bbox is not None}
-
-    def _sheet_bands(self, sheets: dict[str, tuple[int, Rect]]) -> dict[str, list[tuple[float, float]]]:
-        """Per sheet, the horizontal bands of it that changed since AT-SPI last read it,
-        as (top, height) fractions of its box (``[]``: none changed). The reader reads
-        again the rows a band crosses, whole (a cell's text may overflow into its
-        neighbours' boxes), and keeps the others' cells."""
-        out: dict[str, list[tuple[float, float]]] = {}
-        for key, (display_id, box) in sheets.items():
-            if box.h <= 0:
-                continue
-            crossed = (band_of((box.x, box.y, box.w, box.h), r) for r in self._unread.get(display_id, ()))
-            out[key] = [band for band in crossed if band is not None]
-        return out
 
     async def _pointer_for_popups(self, nodes: list[Any]) -> tuple[int, float, float] | None:
         """Where the pointer is, when a popup waits to be placed below the button under

@@ -11,6 +11,7 @@ from typing import Any
 from ..geometry import (
     GTK_MENU_INSET,
     Rect,
+    band_of,
     device_span_to_layout,
     native_to_display,
     offset_box,
@@ -23,7 +24,7 @@ from .elements import Element, page_elements
 from .sources import Tree, Window
 
 __all__ = ["region_of", "changed_pids", "window_for_tab", "windows_for_native", "place_popups_at_pointer",
-           "flip_submenus", "page_elements_in_windows"]
+           "flip_submenus", "page_elements_in_windows", "misfit_pages", "sheets_in", "sheet_bands"]
 
 _BUTTON_ROLES = frozenset({"push button", "toggle button"})
 _MENU_ITEM_ROLES = frozenset({"menu", "menu item", "check menu item", "radio menu item", "tearoff menu item"})
@@ -71,6 +72,57 @@ def page_elements_in_windows(tabs: list[dict], tree: Tree) -> tuple[list[Element
     # Tabs that exist but were not read (in the background, or failing) keep their
     # elements' ids alive; elements gone from a tab that was read are retired.
     return out, alive - read, errors
+
+
+def misfit_pages(tabs: list[dict], tree: Tree) -> dict[str, tuple[float, float]]:
+    """Browser windows whose front page is laid out for another width than the window
+    has: window id -> (the window's width, the page's viewport width), device px.
+    Chromium's viewport spans its window's width, so a difference means Sway resized the
+    window and the page has not been laid out again yet (a tiled neighbour opened or
+    closed: tens of ms on an idle machine, longer on a busy one), or the reverse. Placed
+    then, its elements would be where they are not drawn. A side panel beside the page
+    differs for good."""
+    windows = [w for w in tree.windows if w.app_id and "chrom" in w.app_id.lower()]
+    used: set[str] = set()
+    misfits: dict[str, tuple[float, float]] = {}
+    for tab in tabs:
+        metrics = (tab.get("layout") or {}).get("window") or {}
+        if not (tab.get("active") and not tab.get("error") and "innerWidth" in metrics):
+            continue
+        window = window_for_tab(tab, windows, used)
+        if window is None or window.bounds is None:
+            continue
+        used.add(window.id)
+        dpr = metrics.get("devicePixelRatio") or 1.0
+        width = metrics["innerWidth"] * dpr
+        if abs(width - window.bounds.w) > max(2.0, dpr):
+            misfits[window.id] = (window.bounds.w, width)
+    return misfits
+
+
+def sheets_in(ax: list[Element]) -> dict[str, tuple[int, Rect]]:
+    """The spreadsheets among a scene's elements (tables with cells: AT-SPI keys), with
+    their display and box."""
+    with_cells = {e.key[1].partition("#")[0] for e in ax if e.source == "atspi" and e.role == "cell"
+                  and "#" in e.key[1]}
+    return {e.key[1]: (e.display_id, e.bbox) for e in ax
+            if e.source == "atspi" and e.role == "table" and e.key[1] in with_cells and e.bbox is not None}
+
+
+def sheet_bands(sheets: dict[str, tuple[int, Rect]],
+                unread: dict[int, list[tuple[int, int, int, int]]]) -> dict[str, list[tuple[float, float]]]:
+    """Per sheet, the horizontal bands of it that changed since AT-SPI last read it
+    (``unread``: each display's changed regions since then), as (top, height) fractions
+    of its box (``[]``: none changed). The reader reads again the rows a band crosses,
+    whole (a cell's text may overflow into its neighbours' boxes), and keeps the others'
+    cells."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for key, (display_id, box) in sheets.items():
+        if box.h <= 0:
+            continue
+        crossed = (band_of((box.x, box.y, box.w, box.h), r) for r in unread.get(display_id, ()))
+        out[key] = [band for band in crossed if band is not None]
+    return out
 
 
 def region_of(box: Rect) -> tuple[int, int, int, int]:

@@ -197,25 +197,55 @@ def _atspi(key: str, role: str, bbox: Rect | None, display_id: int = 0):
 
 
 def test_a_sheets_changed_bands_are_the_changed_regions_across_its_box():
-    from types import SimpleNamespace
+    from deskbox.scene.placing import sheet_bands, sheets_in
 
-    from deskbox.scene.engine import SceneEngine
-
-    engine = SceneEngine(desktop=None, bridge=None)  # type: ignore[arg-type]
-    assert engine._sheets() == {}
-    engine.last = SimpleNamespace(ax=[
+    assert sheets_in([]) == {}
+    sheets = sheets_in([
         _atspi(":1.2/t1", "table", Rect(0, 100, 800, 600)),
         _atspi(":1.2/t1#0,0", "cell", Rect(0, 100, 60, 20)),
         _atspi(":1.2/t2", "table", Rect(900, 100, 300, 300)),  # a table without cells: not a sheet
         _atspi(":1.3/t3", "table", Rect(0, 0, 500, 500), display_id=1),
         _atspi(":1.3/t3#4,2", "cell", Rect(10, 10, 60, 20), display_id=1),
     ])
-    sheets = engine._sheets()
     assert set(sheets) == {":1.2/t1", ":1.3/t3"}
-    assert engine._sheet_bands(sheets) == {":1.2/t1": [], ":1.3/t3": []}
-    engine._unread = {0: [(850, 0, 100, 50)]}  # beside the sheet
-    assert engine._sheet_bands(sheets) == {":1.2/t1": [], ":1.3/t3": []}
-    engine._unread = {0: [(850, 0, 100, 50), (790, 640, 20, 120)]}  # its bottom-right corner
-    assert engine._sheet_bands(sheets) == {":1.2/t1": [(0.9, 0.1)], ":1.3/t3": []}
-    engine._unread = {1: [(0, 0, 1920, 1080)]}  # the whole of the other display
-    assert engine._sheet_bands(sheets) == {":1.2/t1": [], ":1.3/t3": [(0.0, 1.0)]}
+    assert sheet_bands(sheets, {}) == {":1.2/t1": [], ":1.3/t3": []}
+    beside = (850, 0, 100, 50)
+    assert sheet_bands(sheets, {0: [beside]}) == {":1.2/t1": [], ":1.3/t3": []}
+    corner = (790, 640, 20, 120)  # its bottom-right corner
+    assert sheet_bands(sheets, {0: [beside, corner]}) == {":1.2/t1": [(0.9, 0.1)], ":1.3/t3": []}
+    other_display = {1: [(0, 0, 1920, 1080)]}
+    assert sheet_bands(sheets, other_display) == {":1.2/t1": [], ":1.3/t3": [(0.0, 1.0)]}
+
+
+# -- a page behind its window's resize ---------------------------------------------------
+
+
+def _browser(width: float) -> Window:
+    return Window("w1", "chromium", 1, "Page - Chromium", Rect(0, 0, width, 800), 0, True)
+
+
+def _tab(inner_width: float, dpr: float = 1.0, **extra) -> dict:
+    return {"id": "t1", "title": "Page", "active": True, "error": None,
+            "layout": {"window": {"innerWidth": inner_width, "innerHeight": 700, "devicePixelRatio": dpr}}, **extra}
+
+
+def test_a_page_laid_out_for_another_width_than_its_window_is_a_misfit():
+    from deskbox.scene.placing import misfit_pages
+    from deskbox.scene.sources import Tree
+
+    display = Display(0, "HEADLESS-1", Rect(0, 0, 1280, 800), 1.0, (1280, 800))
+
+    def misfits(window_width: float, tab: dict) -> dict:
+        return misfit_pages([tab], Tree([display], [_browser(window_width)], "w1"))
+
+    # Sway gave the window its new width, the page still has the old one: and the reverse.
+    assert misfits(1280, _tab(640)) == {"w1": (1280, 640)}
+    assert misfits(640, _tab(1280)) == {"w1": (640, 1280)}
+    # Laid out for its window, fractional scales' rounding included.
+    assert misfits(1280, _tab(1280)) == {}
+    assert misfits(1281, _tab(1025, dpr=1.25)) == {}
+    assert misfits(2560, _tab(1279, dpr=2.0)) == {}
+    # Tabs not shown, failing, or without metrics are not judged.
+    assert misfits(1280, _tab(640, active=False)) == {}
+    assert misfits(1280, _tab(640, error="gone")) == {}
+    assert misfits(1280, {"id": "t1", "active": True, "layout": {}}) == {}
