@@ -13,10 +13,10 @@ desktop-env with what ``deskbox[osworld]`` installs (``deskbox.run.graders`` sta
 for easyocr and librosa, which only other functions of ``docs.py`` and ``vlc.py`` use):
 ``compare_table`` on the workbook Calc saved, ``compare_docx_files`` on Writer's
 document, ``compare_pptx_files`` on Impress's, ``check_config_status`` on GIMP's gimprc,
-``check_thunderbird_prefs`` on the profile's prefs.js (and, in tests/test_vscode.py,
-``check_json_settings`` on VS Code's settings). VLC's one-instance setting has no metric of its own in ``vlc.py``: it is
-graded by the line VLC writes to its vlcrc, read with a ``vm_command_line`` getter as
-OSWorld's os tasks read a command's output."""
+``check_thunderbird_prefs`` on the profile's prefs.js,
+``check_one_instance_when_started_from_file`` on the vlcrc VLC's own ``vlc_config``
+getter copies (and, in tests/test_vscode.py, ``check_json_settings`` on VS Code's
+settings)."""
 
 from __future__ import annotations
 
@@ -402,21 +402,25 @@ def close_x11_app(name: str) -> list[dict]:
 
 
 def vlc_task(ctx: Context) -> GradedTask:
-    line = "one-instance=1"
-    config = task("vlc", "Make VLC allow only one instance of itself.", [launch("vlc")], {
-        "postconfig": close_x11_app("vlc"),
-        "func": "compare_answer", "result": command_output(f"grep -x '{line}' ~/.config/vlc/vlcrc"),
-        "expected": rule(line + "\n")})
+    line = "one-instance-when-started-from-file=0"
+    config = task("vlc", "Stop VLC from reusing its running window for files opened from the file manager.",
+                  [launch("vlc")], {
+                      "postconfig": close_x11_app("vlc"),
+                      # VLC's own getter (~/.config/vlc/vlcrc, copied) and vlc.py's metric.
+                      "func": "check_one_instance_when_started_from_file",
+                      "result": {"type": "vlc_config", "dest": "vlcrc"},
+                      "expected": {"type": "rule", "rules": {"expected_one_instance_when_started_from_file": 0}}})
 
     def solve(agent: Agent) -> None:
         agent.window("VLC media player")
         agent.act("pyautogui.hotkey('ctrl', 'p')")
         x, y, _, _ = agent.window("Simple Preferences")["bounds"]
-        # The check box "Allow only one instance", where the screenshot shows it in the
-        # dialog (its label has no shortcut; Qt's widgets are in the accessibility tree
-        # only while Xwayland's root window names the accessibility bus, which the first
-        # reset ends: see close_x11_app).
-        agent.act(f"time.sleep(0.5); pyautogui.click({x + 100}, {y + 464})")
+        # The check box "Use only one instance when started from file manager" (on by
+        # default), where the screenshot shows it in the dialog: its label has no
+        # shortcut, and Qt's widgets are in the accessibility tree only while Xwayland's
+        # root window names the accessibility bus, which the first reset ends (see
+        # close_x11_app).
+        agent.act(f"time.sleep(0.5); pyautogui.click({x + 100}, {y + 491})")
         agent.act("time.sleep(0.3); pyautogui.hotkey('alt', 's')")  # Save
         agent.gone("Simple Preferences")
         agent.written(f"{HOME}/.config/vlc/vlcrc", line)
