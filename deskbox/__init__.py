@@ -2,7 +2,8 @@
 
 ``from deskbox import Client, AsyncClient, DeskboxError`` is the client of a running
 session: ``Client`` called plainly, ``AsyncClient`` with ``await``, the same methods in
-both (``deskbox.client``). They are imported on first use, so that the services and the
+both (``deskbox.client``), answering pydantic models of the services' JSON
+(``deskbox.answers``). They are imported on first use, so that the services and the
 ``deskbox`` command do not load them. ``SyncClient`` is ``Client``'s former name, kept
 for one release."""
 

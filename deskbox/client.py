@@ -1,5 +1,7 @@
 """The Python client of a deskbox session: one method per HTTP call of the scene
-aggregator, desktopd and the CDP bridge, answering their JSON as it comes.
+aggregator, desktopd and the CDP bridge, answering pydantic models of their JSON
+(``deskbox.answers``: ``Scene``, ``Receipt``, ``WindowTree`` ...; ``computer()`` answers the
+provider's own dict, which its SDK takes back).
 ``AsyncClient`` is the asyncio one; ``deskbox.Client`` (``client_sync``) has the same
 methods, called plainly:
 
@@ -8,7 +10,7 @@ methods, called plainly:
         await desk.act("a0-12")
 
     with Client.from_state_file("/tmp/deskbox.json") as desk:
-        desk.act(desk.find('button[name="Submit"]')["matches"][0]["id"])
+        desk.act(desk.find('button[name="Submit"]').matches[0].id)
 
 Every failure is a ``DeskboxError`` carrying the service's error body::
 
@@ -34,6 +36,7 @@ from typing import Any, Callable, Coroutine, Literal, Self, TypeVar, overload
 
 from aiohttp import ClientError, ClientSession, ClientTimeout
 
+from .answers import Answer, DisplayList, Matches, PointerPosition, Receipt, Scene, Tab, Window, WindowTree
 from .common.errors import error_body
 from .common.options import DEFAULT_URLS, VLM_TIMEOUT_S, client_env
 from .common.web import INTERFACE_HEADER
@@ -239,10 +242,10 @@ class AsyncClient:
     # -- the scene: observing ------------------------------------------------------------
 
     async def scene(self, mode: Mode = "active", *, interactive: bool = False, display: int | None = None,
-                    window: str | None = None) -> dict[str, Any]:
+                    window: str | None = None) -> Scene:
         """``GET /api/v1/scene``: the Scene JSON."""
-        return await self.request("scene", "GET", "/api/v1/scene", query=dict(
-            mode=mode, interactive=interactive, display=display, window=window))
+        return Scene.model_validate(await self.request("scene", "GET", "/api/v1/scene", query=dict(
+            mode=mode, interactive=interactive, display=display, window=window)))
 
     async def text(self, mode: Mode = "active", *, interactive: bool = False, display: int | None = None,
                    window: str | None = None, max_chars: int | None = None, max_tokens: int | None = None,
@@ -252,24 +255,24 @@ class AsyncClient:
             mode=mode, interactive=interactive, display=display, window=window, max_chars=max_chars,
             max_tokens=max_tokens, offscreen=offscreen))
 
-    async def find(self, selector: str, *, mode: str | None = None, limit: int | None = None) -> dict[str, Any]:
+    async def find(self, selector: str, *, mode: str | None = None, limit: int | None = None) -> Matches:
         """``GET /api/v1/find``: what a selector (``button[name="Submit"]``) matches."""
-        return await self.request("scene", "GET", "/api/v1/find", query=dict(
-            selector=selector, mode=mode, limit=limit))
+        return Matches.model_validate(await self.request("scene", "GET", "/api/v1/find", query=dict(
+            selector=selector, mode=mode, limit=limit)))
 
     async def observe(self, since: str | None = None, *, mode: str | None = None, interactive: bool | None = None,
                       display: int | None = None, window: str | None = None, format: DiffForm | None = None,
-                      text: bool | None = None, observation: bool | None = None) -> dict[str, Any]:
+                      text: bool | None = None, observation: bool | None = None) -> Answer:
         """``GET /api/v1/observe``: the state and a token; with ``since`` only what changed."""
-        return await self.request("scene", "GET", "/api/v1/observe", query=dict(
+        return Answer.model_validate(await self.request("scene", "GET", "/api/v1/observe", query=dict(
             since=since, mode=mode, interactive=interactive, display=display, window=window, format=format,
-            text=text, observation=observation))
+            text=text, observation=observation)))
 
     async def sketch(self, *, window: str | None = None, display: int | None = None, cols: int | None = None,
-                     rows: int | None = None, mode: str | None = None) -> dict[str, Any]:
+                     rows: int | None = None, mode: str | None = None) -> Answer:
         """``GET /api/v1/sketch``: a window or display as labelled boxes on a character grid."""
-        return await self.request("scene", "GET", "/api/v1/sketch", query=dict(
-            window=window, display=display, cols=cols, rows=rows, mode=mode))
+        return Answer.model_validate(await self.request("scene", "GET", "/api/v1/sketch", query=dict(
+            window=window, display=display, cols=cols, rows=rows, mode=mode)))
 
     @overload
     async def description(self, *, window: str | None = None, limit: int | None = None, mode: str | None = None,
@@ -291,17 +294,18 @@ class AsyncClient:
         return answer if vlm else answer["text"]
 
     async def wait_for(self, any_of: list[dict[str, Any]], *, timeout_ms: int | None = None,
-                       poll_ms: int | None = None) -> dict[str, Any]:
+                       poll_ms: int | None = None) -> Answer:
         """``POST /api/v1/wait_for``: until one condition holds (``matched``) or the timeout."""
         wait_s = (timeout_ms if timeout_ms is not None else 10_000) / 1000
-        return await self.request("scene", "POST", "/api/v1/wait_for",
-                                   body=_body(any_of=any_of, timeout_ms=timeout_ms, poll_ms=poll_ms),
-                                   timeout=self.timeout + wait_s)
+        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/wait_for",
+                                                        body=_body(any_of=any_of, timeout_ms=timeout_ms,
+                                                                   poll_ms=poll_ms),
+                                                        timeout=self.timeout + wait_s))
 
-    async def assert_state(self, predicates: list[dict[str, Any]], *, mode: str | None = None) -> dict[str, Any]:
+    async def assert_state(self, predicates: list[dict[str, Any]], *, mode: str | None = None) -> Answer:
         """``POST /api/v1/assert_state``: each predicate passed or not, and what was seen."""
-        return await self.request("scene", "POST", "/api/v1/assert_state",
-                                   body=_body(predicates=predicates, mode=mode))
+        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/assert_state",
+                                                        body=_body(predicates=predicates, mode=mode)))
 
     async def screenshot(self, display: int = 0, *, marks: bool = False, format: Literal["png", "jpeg"] = "png",
                          all_elements: bool = False) -> bytes:
@@ -315,63 +319,63 @@ class AsyncClient:
 
     async def act(self, target: str, action: str = "click", *, text: str | None = None,
                   option: str | None = None, option_index: int | None = None, keys: str | list[str] | None = None,
-                  to: dict[str, Any] | None = None, settle_ms: int | None = None) -> dict[str, Any]:
+                  to: dict[str, Any] | None = None, settle_ms: int | None = None) -> Receipt:
         """``POST /api/v1/act``: ``action`` on element ``target`` (click, type ``text``,
         select ``option``/``option_index``, key ``keys``, drag ``to`` ``{"target"}`` or
         ``{"point": [x, y]}``, invoke, clear_text ...); answers the receipt."""
-        return await self.request("scene", "POST", "/api/v1/act", body=_body(
+        return Receipt.model_validate(await self.request("scene", "POST", "/api/v1/act", body=_body(
             target=target, action=action, text=text, option=option, option_index=option_index, keys=keys, to=to,
-            settle_ms=settle_ms))
+            settle_ms=settle_ms)))
 
     async def act_and_observe(self, target: str, action: str = "click", *, text: str | None = None,
                               option: str | None = None, option_index: int | None = None,
                               keys: str | list[str] | None = None, to: dict[str, Any] | None = None,
                               settle_ms: int | None = None, since: str | None = None,
-                              format: DiffForm | None = None) -> dict[str, Any]:
+                              format: DiffForm | None = None) -> Answer:
         """``POST /api/v1/act_and_observe``: ``act``, then what changed (since ``since``,
         else since just before the action)."""
-        return await self.request("scene", "POST", "/api/v1/act_and_observe", body=_body(
+        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/act_and_observe", body=_body(
             target=target, action=action, text=text, option=option, option_index=option_index, keys=keys, to=to,
-            settle_ms=settle_ms, since=since, format=format))
+            settle_ms=settle_ms, since=since, format=format)))
 
     async def type_and_observe(self, text: str, *, settle_ms: int | None = None, since: str | None = None,
-                               format: DiffForm | None = None) -> dict[str, Any]:
+                               format: DiffForm | None = None) -> Answer:
         """``POST /api/v1/type_and_observe``: type where the focus is, then what changed."""
-        return await self.request("scene", "POST", "/api/v1/type_and_observe", body=_body(
-            text=text, settle_ms=settle_ms, since=since, format=format))
+        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/type_and_observe", body=_body(
+            text=text, settle_ms=settle_ms, since=since, format=format)))
 
     async def key_and_observe(self, keys: str | list[str], *, settle_ms: int | None = None,
-                              since: str | None = None, format: DiffForm | None = None) -> dict[str, Any]:
+                              since: str | None = None, format: DiffForm | None = None) -> Answer:
         """``POST /api/v1/key_and_observe``: press keys (``"ctrl+s"``), then what changed."""
-        return await self.request("scene", "POST", "/api/v1/key_and_observe", body=_body(
-            keys=keys, settle_ms=settle_ms, since=since, format=format))
+        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/key_and_observe", body=_body(
+            keys=keys, settle_ms=settle_ms, since=since, format=format)))
 
     # -- the scene: snapshots of the observed state ----------------------------------------
 
     async def snapshot_save(self, *, label: str | None = None, ttl_s: float | None = None,
                             screenshot: bool | None = None, mode: str | None = None,
                             interactive: bool | None = None, display: int | None = None,
-                            window: str | None = None) -> dict[str, Any]:
+                            window: str | None = None) -> Answer:
         """``POST /api/v1/snapshots``: keep the state now under an id (``s1`` ...)."""
-        return await self.request("scene", "POST", "/api/v1/snapshots", body=_body(
+        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/snapshots", body=_body(
             label=label, ttl_s=ttl_s, screenshot=screenshot, mode=mode, interactive=interactive, display=display,
-            window=window))
+            window=window)))
 
-    async def snapshots(self) -> dict[str, Any]:
+    async def snapshots(self) -> Answer:
         """``GET /api/v1/snapshots``: the snapshots kept."""
-        return await self.request("scene", "GET", "/api/v1/snapshots")
+        return Answer.model_validate(await self.request("scene", "GET", "/api/v1/snapshots"))
 
-    async def snapshot(self, snapshot_id: str) -> dict[str, Any]:
+    async def snapshot(self, snapshot_id: str) -> Answer:
         """``GET /api/v1/snapshots/{id}``: one snapshot with its observation."""
-        return await self.request("scene", "GET", f"/api/v1/snapshots/{snapshot_id}")
+        return Answer.model_validate(await self.request("scene", "GET", f"/api/v1/snapshots/{snapshot_id}"))
 
-    async def snapshot_delete(self, snapshot_id: str) -> dict[str, Any]:
+    async def snapshot_delete(self, snapshot_id: str) -> Answer:
         """``DELETE /api/v1/snapshots/{id}``."""
-        return await self.request("scene", "DELETE", f"/api/v1/snapshots/{snapshot_id}")
+        return Answer.model_validate(await self.request("scene", "DELETE", f"/api/v1/snapshots/{snapshot_id}"))
 
-    async def snapshot_diff(self, a: str, b: str = "now", *, format: DiffForm | None = None) -> dict[str, Any]:
+    async def snapshot_diff(self, a: str, b: str = "now", *, format: DiffForm | None = None) -> Answer:
         """``POST /api/v1/snapshots/diff``: what changed from snapshot ``a`` to ``b`` (or now)."""
-        return await self.request("scene", "POST", "/api/v1/snapshots/diff", body=_body(a=a, b=b, format=format))
+        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/snapshots/diff", body=_body(a=a, b=b, format=format)))
 
     # -- the scene: provider-shaped computer actions ---------------------------------------
 
@@ -389,68 +393,69 @@ class AsyncClient:
                       y: float | None = None, *, display: int | None = None, button: str | None = None,
                       count: int | None = None, path: list[tuple[float, float]] | None = None,
                       dx: float | None = None, dy: float | None = None, modifiers: list[str] | None = None,
-                      duration_ms: int | None = None) -> dict[str, Any]:
+                      duration_ms: int | None = None) -> Answer:
         """desktopd ``POST /api/v1/pointer``: at display-local device pixels (the screenshot's)."""
-        return await self.request("desktopd", "POST", "/api/v1/pointer", body=_body(
+        return Answer.model_validate(await self.request("desktopd", "POST", "/api/v1/pointer", body=_body(
             action=action, x=x, y=y, display=display, button=button, count=count, path=path, dx=dx, dy=dy,
-            modifiers=modifiers, duration_ms=duration_ms))
+            modifiers=modifiers, duration_ms=duration_ms)))
 
-    async def pointer_position(self) -> dict[str, Any]:
+    async def pointer_position(self) -> PointerPosition:
         """desktopd ``GET /api/v1/pointer``: where desktopd last put the pointer."""
-        return await self.request("desktopd", "GET", "/api/v1/pointer")
+        return PointerPosition.model_validate(await self.request("desktopd", "GET", "/api/v1/pointer"))
 
     async def keyboard(self, action: Literal["type", "key", "down", "up"], *, text: str | None = None,
                        keys: str | list[str] | None = None, key: str | None = None,
-                       interval_ms: int | None = None) -> dict[str, Any]:
+                       interval_ms: int | None = None) -> Answer:
         """desktopd ``POST /api/v1/keyboard``: type text, press combinations, hold keys."""
-        return await self.request("desktopd", "POST", "/api/v1/keyboard", body=_body(
-            action=action, text=text, keys=keys, key=key, interval_ms=interval_ms))
+        return Answer.model_validate(await self.request("desktopd", "POST", "/api/v1/keyboard", body=_body(
+            action=action, text=text, keys=keys, key=key, interval_ms=interval_ms)))
 
-    async def tree(self) -> dict[str, Any]:
+    async def tree(self) -> WindowTree:
         """desktopd ``GET /api/v1/tree``: displays and windows (display-local bounds)."""
-        return await self.request("desktopd", "GET", "/api/v1/tree")
+        return WindowTree.model_validate(await self.request("desktopd", "GET", "/api/v1/tree"))
 
-    async def windows(self) -> list[dict[str, Any]]:
+    async def windows(self) -> list[Window]:
         """The windows of ``tree()``."""
-        return (await self.tree())["windows"]
+        return (await self.tree()).windows
 
-    async def focus_window(self, window_id: str) -> dict[str, Any]:
-        return await self.request("desktopd", "POST", f"/api/v1/windows/{window_id}/focus")
+    async def focus_window(self, window_id: str) -> Answer:
+        return Answer.model_validate(await self.request("desktopd", "POST", f"/api/v1/windows/{window_id}/focus"))
 
-    async def close_window(self, window_id: str) -> dict[str, Any]:
-        return await self.request("desktopd", "POST", f"/api/v1/windows/{window_id}/close")
+    async def close_window(self, window_id: str) -> Answer:
+        return Answer.model_validate(await self.request("desktopd", "POST", f"/api/v1/windows/{window_id}/close"))
 
-    async def move_window(self, window_id: str, display: int) -> dict[str, Any]:
-        return await self.request("desktopd", "POST", f"/api/v1/windows/{window_id}/move",
-                                   body={"display": display})
+    async def move_window(self, window_id: str, display: int) -> Answer:
+        return Answer.model_validate(await self.request("desktopd", "POST", f"/api/v1/windows/{window_id}/move",
+                                                        body={"display": display}))
 
-    async def displays(self) -> dict[str, Any]:
+    async def displays(self) -> DisplayList:
         """desktopd ``GET /api/v1/displays``."""
-        return await self.request("desktopd", "GET", "/api/v1/displays")
+        return DisplayList.model_validate(await self.request("desktopd", "GET", "/api/v1/displays"))
 
     # -- the CDP bridge: tabs ------------------------------------------------------------
 
-    async def tabs(self) -> list[dict[str, Any]]:
+    async def tabs(self) -> list[Tab]:
         """Bridge ``GET /tabs``: the browser's page targets (``id``, ``title``, ``url`` ...)."""
-        return await self.request("bridge", "GET", "/tabs")
+        return [Tab.model_validate(t) for t in await self.request("bridge", "GET", "/tabs")]
 
-    async def new_tab(self, url: str = "about:blank") -> dict[str, Any]:
-        return await self.request("bridge", "POST", "/tabs", body={"action": "new", "url": url})
+    async def new_tab(self, url: str = "about:blank") -> Tab:
+        """Bridge ``POST /tabs``: a new tab showing ``url``."""
+        return Tab.model_validate(await self.request("bridge", "POST", "/tabs", body={"action": "new", "url": url}))
 
-    async def activate_tab(self, tab_id: str) -> dict[str, Any]:
-        return await self.request("bridge", "POST", "/tabs", body={"action": "activate", "id": tab_id})
+    async def activate_tab(self, tab_id: str) -> Answer:
+        return Answer.model_validate(await self.request("bridge", "POST", "/tabs", body={"action": "activate", "id": tab_id}))
 
-    async def close_tab(self, tab_id: str) -> dict[str, Any]:
-        return await self.request("bridge", "POST", "/tabs", body={"action": "close", "id": tab_id})
+    async def close_tab(self, tab_id: str) -> Answer:
+        return Answer.model_validate(await self.request("bridge", "POST", "/tabs", body={"action": "close", "id": tab_id}))
 
-    async def navigate(self, url: str, *, tab: str | None = None) -> dict[str, Any]:
+    async def navigate(self, url: str, *, tab: str | None = None) -> Answer:
         """Bridge ``POST /navigate``: a tab (default: the first) to ``url``."""
-        return await self.request("bridge", "POST", "/navigate", body=_body(url=url, tab=tab))
+        return Answer.model_validate(await self.request("bridge", "POST", "/navigate", body=_body(url=url, tab=tab)))
 
     # -- any service ------------------------------------------------------------------------
 
-    async def health(self, service: Service = "scene") -> dict[str, Any]:
-        return await self.request(service, "GET", "/health")
+    async def health(self, service: Service = "scene") -> Answer:
+        return Answer.model_validate(await self.request(service, "GET", "/health"))
 
 
 class SyncBase:

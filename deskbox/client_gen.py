@@ -19,7 +19,7 @@ _HEAD = '''"""The synchronous client of a deskbox session: ``deskbox.Client``. G
 ``client.AsyncClient`` by ``python -m deskbox.client_gen``; do not edit by hand.
 
     with Client.from_state_file("/tmp/deskbox.json") as desk:
-        desk.act(desk.find('button[name="Submit"]')["matches"][0]["id"])
+        desk.act(desk.find('button[name="Submit"]').matches[0].id)
 
 Its calls run on an event loop of its own, in a thread it starts and ``close()`` ends."""
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, overload
 
+from .answers import Answer, DisplayList, Matches, PointerPosition, Receipt, Scene, Tab, Window, WindowTree
 from .client import AsyncClient, DiffForm, Mode, Service, SyncBase
 from .common.options import DEFAULT_URLS
 

@@ -2,7 +2,7 @@
 ``client.AsyncClient`` by ``python -m deskbox.client_gen``; do not edit by hand.
 
     with Client.from_state_file("/tmp/deskbox.json") as desk:
-        desk.act(desk.find('button[name="Submit"]')["matches"][0]["id"])
+        desk.act(desk.find('button[name="Submit"]').matches[0].id)
 
 Its calls run on an event loop of its own, in a thread it starts and ``close()`` ends."""
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, overload
 
+from .answers import Answer, DisplayList, Matches, PointerPosition, Receipt, Scene, Tab, Window, WindowTree
 from .client import AsyncClient, DiffForm, Mode, Service, SyncBase
 from .common.options import DEFAULT_URLS
 
@@ -34,7 +35,7 @@ class Client(SyncBase):
         return self._run(self._client.request(service, method, path, query=query, body=body, raw=raw, timeout=timeout))
 
     def scene(self, mode: Mode = "active", *, interactive: bool = False, display: int | None = None,
-              window: str | None = None) -> dict[str, Any]:
+              window: str | None = None) -> Scene:
         """``GET /api/v1/scene``: the Scene JSON."""
         return self._run(self._client.scene(mode, interactive=interactive, display=display, window=window))
 
@@ -45,19 +46,19 @@ class Client(SyncBase):
         return self._run(self._client.text(mode, interactive=interactive, display=display, window=window,
                                            max_chars=max_chars, max_tokens=max_tokens, offscreen=offscreen))
 
-    def find(self, selector: str, *, mode: str | None = None, limit: int | None = None) -> dict[str, Any]:
+    def find(self, selector: str, *, mode: str | None = None, limit: int | None = None) -> Matches:
         """``GET /api/v1/find``: what a selector (``button[name="Submit"]``) matches."""
         return self._run(self._client.find(selector, mode=mode, limit=limit))
 
     def observe(self, since: str | None = None, *, mode: str | None = None, interactive: bool | None = None,
                 display: int | None = None, window: str | None = None, format: DiffForm | None = None,
-                text: bool | None = None, observation: bool | None = None) -> dict[str, Any]:
+                text: bool | None = None, observation: bool | None = None) -> Answer:
         """``GET /api/v1/observe``: the state and a token; with ``since`` only what changed."""
         return self._run(self._client.observe(since, mode=mode, interactive=interactive, display=display, window=window,
                                               format=format, text=text, observation=observation))
 
     def sketch(self, *, window: str | None = None, display: int | None = None, cols: int | None = None,
-               rows: int | None = None, mode: str | None = None) -> dict[str, Any]:
+               rows: int | None = None, mode: str | None = None) -> Answer:
         """``GET /api/v1/sketch``: a window or display as labelled boxes on a character grid."""
         return self._run(self._client.sketch(window=window, display=display, cols=cols, rows=rows, mode=mode))
 
@@ -78,11 +79,11 @@ class Client(SyncBase):
         return self._run(self._client.description(window=window, limit=limit, mode=mode, vlm=vlm))
 
     def wait_for(self, any_of: list[dict[str, Any]], *, timeout_ms: int | None = None,
-                 poll_ms: int | None = None) -> dict[str, Any]:
+                 poll_ms: int | None = None) -> Answer:
         """``POST /api/v1/wait_for``: until one condition holds (``matched``) or the timeout."""
         return self._run(self._client.wait_for(any_of, timeout_ms=timeout_ms, poll_ms=poll_ms))
 
-    def assert_state(self, predicates: list[dict[str, Any]], *, mode: str | None = None) -> dict[str, Any]:
+    def assert_state(self, predicates: list[dict[str, Any]], *, mode: str | None = None) -> Answer:
         """``POST /api/v1/assert_state``: each predicate passed or not, and what was seen."""
         return self._run(self._client.assert_state(predicates, mode=mode))
 
@@ -94,7 +95,7 @@ class Client(SyncBase):
 
     def act(self, target: str, action: str = "click", *, text: str | None = None,
             option: str | None = None, option_index: int | None = None, keys: str | list[str] | None = None,
-            to: dict[str, Any] | None = None, settle_ms: int | None = None) -> dict[str, Any]:
+            to: dict[str, Any] | None = None, settle_ms: int | None = None) -> Receipt:
         """``POST /api/v1/act``: ``action`` on element ``target`` (click, type ``text``,
         select ``option``/``option_index``, key ``keys``, drag ``to`` ``{"target"}`` or
         ``{"point": [x, y]}``, invoke, clear_text ...); answers the receipt."""
@@ -105,7 +106,7 @@ class Client(SyncBase):
                         option: str | None = None, option_index: int | None = None,
                         keys: str | list[str] | None = None, to: dict[str, Any] | None = None,
                         settle_ms: int | None = None, since: str | None = None,
-                        format: DiffForm | None = None) -> dict[str, Any]:
+                        format: DiffForm | None = None) -> Answer:
         """``POST /api/v1/act_and_observe``: ``act``, then what changed (since ``since``,
         else since just before the action)."""
         return self._run(self._client.act_and_observe(target, action, text=text, option=option,
@@ -113,36 +114,36 @@ class Client(SyncBase):
                                                       since=since, format=format))
 
     def type_and_observe(self, text: str, *, settle_ms: int | None = None, since: str | None = None,
-                         format: DiffForm | None = None) -> dict[str, Any]:
+                         format: DiffForm | None = None) -> Answer:
         """``POST /api/v1/type_and_observe``: type where the focus is, then what changed."""
         return self._run(self._client.type_and_observe(text, settle_ms=settle_ms, since=since, format=format))
 
     def key_and_observe(self, keys: str | list[str], *, settle_ms: int | None = None,
-                        since: str | None = None, format: DiffForm | None = None) -> dict[str, Any]:
+                        since: str | None = None, format: DiffForm | None = None) -> Answer:
         """``POST /api/v1/key_and_observe``: press keys (``"ctrl+s"``), then what changed."""
         return self._run(self._client.key_and_observe(keys, settle_ms=settle_ms, since=since, format=format))
 
     def snapshot_save(self, *, label: str | None = None, ttl_s: float | None = None,
                       screenshot: bool | None = None, mode: str | None = None,
                       interactive: bool | None = None, display: int | None = None,
-                      window: str | None = None) -> dict[str, Any]:
+                      window: str | None = None) -> Answer:
         """``POST /api/v1/snapshots``: keep the state now under an id (``s1`` ...)."""
         return self._run(self._client.snapshot_save(label=label, ttl_s=ttl_s, screenshot=screenshot, mode=mode,
                                                     interactive=interactive, display=display, window=window))
 
-    def snapshots(self) -> dict[str, Any]:
+    def snapshots(self) -> Answer:
         """``GET /api/v1/snapshots``: the snapshots kept."""
         return self._run(self._client.snapshots())
 
-    def snapshot(self, snapshot_id: str) -> dict[str, Any]:
+    def snapshot(self, snapshot_id: str) -> Answer:
         """``GET /api/v1/snapshots/{id}``: one snapshot with its observation."""
         return self._run(self._client.snapshot(snapshot_id))
 
-    def snapshot_delete(self, snapshot_id: str) -> dict[str, Any]:
+    def snapshot_delete(self, snapshot_id: str) -> Answer:
         """``DELETE /api/v1/snapshots/{id}``."""
         return self._run(self._client.snapshot_delete(snapshot_id))
 
-    def snapshot_diff(self, a: str, b: str = "now", *, format: DiffForm | None = None) -> dict[str, Any]:
+    def snapshot_diff(self, a: str, b: str = "now", *, format: DiffForm | None = None) -> Answer:
         """``POST /api/v1/snapshots/diff``: what changed from snapshot ``a`` to ``b`` (or now)."""
         return self._run(self._client.snapshot_diff(a, b, format=format))
 
@@ -157,58 +158,59 @@ class Client(SyncBase):
                 y: float | None = None, *, display: int | None = None, button: str | None = None,
                 count: int | None = None, path: list[tuple[float, float]] | None = None,
                 dx: float | None = None, dy: float | None = None, modifiers: list[str] | None = None,
-                duration_ms: int | None = None) -> dict[str, Any]:
+                duration_ms: int | None = None) -> Answer:
         """desktopd ``POST /api/v1/pointer``: at display-local device pixels (the screenshot's)."""
         return self._run(self._client.pointer(action, x, y, display=display, button=button, count=count, path=path,
                                               dx=dx, dy=dy, modifiers=modifiers, duration_ms=duration_ms))
 
-    def pointer_position(self) -> dict[str, Any]:
+    def pointer_position(self) -> PointerPosition:
         """desktopd ``GET /api/v1/pointer``: where desktopd last put the pointer."""
         return self._run(self._client.pointer_position())
 
     def keyboard(self, action: Literal["type", "key", "down", "up"], *, text: str | None = None,
                  keys: str | list[str] | None = None, key: str | None = None,
-                 interval_ms: int | None = None) -> dict[str, Any]:
+                 interval_ms: int | None = None) -> Answer:
         """desktopd ``POST /api/v1/keyboard``: type text, press combinations, hold keys."""
         return self._run(self._client.keyboard(action, text=text, keys=keys, key=key, interval_ms=interval_ms))
 
-    def tree(self) -> dict[str, Any]:
+    def tree(self) -> WindowTree:
         """desktopd ``GET /api/v1/tree``: displays and windows (display-local bounds)."""
         return self._run(self._client.tree())
 
-    def windows(self) -> list[dict[str, Any]]:
+    def windows(self) -> list[Window]:
         """The windows of ``tree()``."""
         return self._run(self._client.windows())
 
-    def focus_window(self, window_id: str) -> dict[str, Any]:
+    def focus_window(self, window_id: str) -> Answer:
         return self._run(self._client.focus_window(window_id))
 
-    def close_window(self, window_id: str) -> dict[str, Any]:
+    def close_window(self, window_id: str) -> Answer:
         return self._run(self._client.close_window(window_id))
 
-    def move_window(self, window_id: str, display: int) -> dict[str, Any]:
+    def move_window(self, window_id: str, display: int) -> Answer:
         return self._run(self._client.move_window(window_id, display))
 
-    def displays(self) -> dict[str, Any]:
+    def displays(self) -> DisplayList:
         """desktopd ``GET /api/v1/displays``."""
         return self._run(self._client.displays())
 
-    def tabs(self) -> list[dict[str, Any]]:
+    def tabs(self) -> list[Tab]:
         """Bridge ``GET /tabs``: the browser's page targets (``id``, ``title``, ``url`` ...)."""
         return self._run(self._client.tabs())
 
-    def new_tab(self, url: str = "about:blank") -> dict[str, Any]:
+    def new_tab(self, url: str = "about:blank") -> Tab:
+        """Bridge ``POST /tabs``: a new tab showing ``url``."""
         return self._run(self._client.new_tab(url))
 
-    def activate_tab(self, tab_id: str) -> dict[str, Any]:
+    def activate_tab(self, tab_id: str) -> Answer:
         return self._run(self._client.activate_tab(tab_id))
 
-    def close_tab(self, tab_id: str) -> dict[str, Any]:
+    def close_tab(self, tab_id: str) -> Answer:
         return self._run(self._client.close_tab(tab_id))
 
-    def navigate(self, url: str, *, tab: str | None = None) -> dict[str, Any]:
+    def navigate(self, url: str, *, tab: str | None = None) -> Answer:
         """Bridge ``POST /navigate``: a tab (default: the first) to ``url``."""
         return self._run(self._client.navigate(url, tab=tab))
 
-    def health(self, service: Service = "scene") -> dict[str, Any]:
+    def health(self, service: Service = "scene") -> Answer:
         return self._run(self._client.health(service))

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 import deskbox
-from deskbox import AsyncClient, Client
+from deskbox import AsyncClient, Client, answers
 from deskbox.client import SyncBase
 from tests.conftest import open_fixture
 from tests.support import Process, wait_until
@@ -29,18 +29,23 @@ async def test_the_client_reads_the_session_and_clicks_a_button(single, pages):
         text = await desk.text(interactive=True)
         assert "Submit" in text
         found = await desk.find('button[name="Submit"]')
-        assert found["count"] == 1
-        button = found["matches"][0]
-        assert button["id"] in text
-        receipt = await desk.act(button["id"])
-        assert receipt["ok"] is True
+        assert isinstance(found, answers.Matches) and found.count == 1
+        button = found.matches[0]
+        assert button.id in text and button.role == "button"
+        receipt = await desk.act(button.id)
+        assert isinstance(receipt, answers.Receipt) and receipt.ok is True and receipt.target.id == button.id
+        x, y, w, h = receipt.target.bbox
+        assert x <= receipt.point[0] < x + w and y <= receipt.point[1] < y + h
         await asyncio.to_thread(pages.wait_for, type="click", target="submit")
-        assert any(w["app_id"] == "chromium" for w in await desk.windows())
-        assert any(t["url"].endswith("/input.html") for t in await desk.tabs())
+        assert any(w.app_id == "chromium" for w in await desk.windows())
+        assert any(t.url.endswith("/input.html") for t in await desk.tabs())
+        scene = await desk.scene("agent-turn")
+        assert isinstance(scene, answers.Scene) and scene.element(button.id).name == "Submit"
+        assert scene.displays[0].size == [1280, 800] and scene.focused_window.app == "chromium"
         png = Image.open(io.BytesIO(await desk.screenshot(marks=True)))
         assert png.format == "PNG" and png.size == (1280, 800)
         observed = await desk.observe()
-        assert (await desk.observe(since=observed["token"]))["base_token"] == observed["token"]
+        assert (await desk.observe(since=observed.token)).base_token == observed.token
 
 
 async def test_http_errors_raise_deskbox_errors_with_the_services_codes(single, pages):
@@ -58,11 +63,11 @@ async def test_http_errors_raise_deskbox_errors_with_the_services_codes(single, 
             await desk.observe(since="o999999")
         assert never.value.code == "unknown_token"
         kept = await desk.snapshot_save(label="gone soon")
-        assert (await desk.snapshot_delete(kept["id"]))["dropped"] is True
+        assert (await desk.snapshot_delete(kept.id)).dropped is True
         with pytest.raises(deskbox.ExpiredError) as expired:
-            await desk.snapshot(kept["id"])
+            await desk.snapshot(kept.id)
         assert expired.value.status == 410 and expired.value.code == "snapshot_expired"
-        assert expired.value.context == {"snapshot": kept["id"]} and expired.value.suggested_next_tool
+        assert expired.value.context == {"snapshot": kept.id} and expired.value.suggested_next_tool
     async with AsyncClient("http://127.0.0.1:9", None, None) as nowhere:
         with pytest.raises(deskbox.ConnectError) as unreachable:
             await nowhere.scene()
@@ -79,7 +84,7 @@ async def test_the_token_goes_with_every_call(single):
                 await anonymous.scene()
             assert refused.value.status == 401 and refused.value.code == "unauthorized"
         async with AsyncClient(scene, single.desktopd, single.bridge, token="s3cret") as desk:
-            assert (await desk.scene())["displays"][0]["size"] == [1280, 800]
+            assert (await desk.scene()).displays[0].size == [1280, 800]
 
 
 def public_methods() -> set[str]:
@@ -97,54 +102,55 @@ async def every_method(call, session, pages) -> set[str]:
         return await call(name, *args, **kwargs)
 
     await asyncio.to_thread(open_fixture, session, pages, "toolset.html")
-    assert (await c("health"))["ok"] is True
-    assert (await c("request", "scene", "GET", "/api/v1/health"))["ok"] is True
-    assert (await c("scene", "agent-turn"))["displays"][0]["size"] == [1280, 800]
+    assert (await c("health")).ok is True
+    assert (await c("request", "scene", "GET", "/api/v1/health"))["ok"] is True  # (request: the JSON itself)
+    assert (await c("scene", "agent-turn")).displays[0].size == [1280, 800]
     assert "Add item" in await c("text")
-    add = (await c("find", 'button[name="Add item"]'))["matches"][0]
+    add = (await c("find", 'button[name="Add item"]')).matches[0]
     first = await c("observe")
-    assert first["format"] == "full"
-    assert (await c("act", add["id"], settle_ms=0))["ok"]
-    assert (await c("wait_for", [{"type": "element_appears", "selector": 'text[name="Item 1"]'}]))["matched"]
-    assert (await c("assert_state", [{"kind": "element_exists", "selector": 'text[name="Item 1"]'}]))["all_passed"]
+    assert first.format == "full"
+    assert (await c("act", add.id, settle_ms=0)).ok
+    assert (await c("wait_for", [{"type": "element_appears", "selector": 'text[name="Item 1"]'}])).matched
+    assert (await c("assert_state", [{"kind": "element_exists", "selector": 'text[name="Item 1"]'}])).all_passed
     png = Image.open(io.BytesIO(await c("screenshot")))
     assert png.size == (1280, 800)
-    assert add["window_id"] in [w["id"] for w in await c("windows")]
-    assert (await c("sketch", window=add["window_id"]))["elements"] > 3
-    assert "Add item" in await c("description", window=add["window_id"])
-    size = (await c("find", "combobox[name=Size]"))["matches"][0]["id"]
+    assert add.window_id in [w.id for w in await c("windows")]
+    assert (await c("sketch", window=add.window_id)).elements > 3
+    assert "Add item" in await c("description", window=add.window_id)
+    size = (await c("find", "combobox[name=Size]")).matches[0].id
     await c("act", size, "select", option="Large")
     await asyncio.to_thread(pages.wait_for, type="change", target="size", value="Large")
-    hide = (await c("find", 'button[name="Hide banner"]'))["matches"][0]["id"]
+    hide = (await c("find", 'button[name="Hide banner"]')).matches[0].id
     observed = await c("act_and_observe", hide)
-    assert "Welcome banner" in [e["name"] for e in observed["changes"]["removed"]]
-    email = (await c("find", "textbox[name=Email]"))["matches"][0]["id"]
+    assert "Welcome banner" in [e["name"] for e in observed.changes["removed"]]
+    email = (await c("find", "textbox[name=Email]")).matches[0].id
     await c("act", email, "clear_text")
     typed = await c("type_and_observe", "x@y.z")
-    assert typed["receipt"]["action"] == "type"
-    assert (await c("key_and_observe", "BackSpace"))["receipt"]["action"] == "key"
+    assert typed.receipt["action"] == "type"
+    assert (await c("key_and_observe", "BackSpace")).receipt["action"] == "key"
     await asyncio.to_thread(pages.wait_for, type="input", target="email", value="x@y.")
     saved = await c("snapshot_save", label="client")
-    assert saved["id"] in [s["id"] for s in (await c("snapshots"))["snapshots"]]
-    assert (await c("snapshot", saved["id"]))["label"] == "client"
-    assert "unchanged" in await c("snapshot_diff", saved["id"])
-    assert (await c("snapshot_delete", saved["id"]))["dropped"] is True
+    assert saved.id in [s["id"] for s in (await c("snapshots")).snapshots]
+    assert (await c("snapshot", saved.id)).label == "client"
+    assert "unchanged" in await c("snapshot_diff", saved.id)
+    assert (await c("snapshot_delete", saved.id)).dropped is True
+    # The provider's own reply, as its SDK takes it back: a dict.
     shot = await c("computer", "anthropic", {"action": "screenshot"})
     assert shot["content"][0]["type"] == "image"
     await c("pointer", "move", 10, 10)
-    assert (await c("pointer_position"))["x"] == 10
+    assert (await c("pointer_position")).x == 10
     await c("keyboard", "key", keys="Escape")
-    assert (await c("tree"))["windows"]
-    assert (await c("displays"))["displays"][0]["size"] == [1280, 800]
-    await c("focus_window", add["window_id"])
-    await c("move_window", add["window_id"], 0)
+    assert (await c("tree")).windows
+    assert (await c("displays")).displays[0].size == [1280, 800]
+    await c("focus_window", add.window_id)
+    await c("move_window", add.window_id, 0)
     tabs = await c("tabs")
     opened = await c("new_tab", pages.url("input.html"))
-    await c("activate_tab", opened["id"])
-    await c("navigate", pages.url("toolset.html"), tab=opened["id"])
+    await c("activate_tab", opened.id)
+    await c("navigate", pages.url("toolset.html"), tab=opened.id)
     await asyncio.to_thread(pages.wait_for, type="load", page="/toolset.html", timeout=20)
-    await c("close_tab", opened["id"])
-    await c("activate_tab", tabs[0]["id"])
+    await c("close_tab", opened.id)
+    await c("activate_tab", tabs[0].id)
     # The last: a window closed (the GTK fixture's, started for it).
     app = Process(session, [SYSTEM_PYTHON, str(GTK_APP), "--title", "closed by the client"])
     try:

@@ -42,8 +42,8 @@ async def serving(*apps: web.Application):
 
 async def the_id(desk: AsyncClient, selector: str) -> str:
     found = await desk.find(selector)
-    assert found["count"] == 1, found
-    return found["matches"][0]["id"]
+    assert found.count == 1, found
+    return found.matches[0].id
 
 
 async def test_an_agent_signs_in_after_a_wrong_password():
@@ -56,18 +56,18 @@ async def test_an_agent_signs_in_after_a_wrong_password():
         await desk.act(user, "type", text="ada")
         await desk.act(password, "type", text="wrong")
         seen = await desk.act_and_observe(submit)
-        assert "Wrong username or password" in [c["fields"]["name"]["to"] for c in seen["changes"]["changed"]
+        assert "Wrong username or password" in [c["fields"]["name"]["to"] for c in seen.changes["changed"]
                                                 if "name" in c["fields"]]
         oracle = await desk.request("scene", "GET", "/api/v1/oracle")
         assert oracle["failure"] is True and oracle["success"] is False and oracle["state"] == "form"
         # A password field's value is never shown.
-        assert (await desk.find("textbox[name=Password]"))["matches"][0]["value"] == "\u2022" * 8
+        assert (await desk.find("textbox[name=Password]")).matches[0].value == "\u2022" * 8
         await desk.act(password, "clear_text")
         await desk.act(password, "type", text="lovelace")
         await desk.act(submit)
         came = await desk.wait_for([{"type": "element_appears", "selector": 'heading[name="Welcome, ada"]'}],
                                    timeout_ms=2000)
-        assert came["matched"]
+        assert came.matched
         oracle = await desk.request("scene", "GET", "/api/v1/oracle")
         assert oracle["success"] is True and oracle["state"] == "welcome" and oracle["steps"] == 6
         with pytest.raises(ActionFailedError) as gone:

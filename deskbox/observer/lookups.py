@@ -33,8 +33,17 @@ class Observer:
         self.step_count += 1
         return next(self.steps)
 
+    # The Observer turns the scene's JSON into OS Screen Observer's shapes: it reads the
+    # JSON itself, not the client's models of it (as the MCP tools do).
+
     async def scene(self, mode: str = "active") -> dict[str, Any]:
-        return await self.client.scene(mode)
+        return await self.client.request("scene", "GET", "/api/v1/scene", query={"mode": mode})
+
+    async def find(self, selector: str, limit: int | None = None) -> dict[str, Any]:
+        return await self.client.request("scene", "GET", "/api/v1/find", query={"selector": selector, "limit": limit})
+
+    async def observe(self, since: str | None = None, **query: Any) -> dict[str, Any]:
+        return await self.client.request("scene", "GET", "/api/v1/observe", query={"since": since, **query})
 
     async def window(self, q: Any, scene: dict[str, Any] | None = None) -> tuple[dict, dict]:
         """(the scene, the window ``window_uid`` or ``window_index`` names, else the focused
@@ -60,7 +69,7 @@ class Observer:
         if req.element_id is not None:
             element = next((e for e in scene.get("ax") or () if e["id"] == req.element_id), None)
         else:
-            found = await self.client.find(req.selector)
+            found = await self.find(req.selector)
             matches = [m for m in found["matches"] if m["kind"] == "element"
                        and (window is None or m["window_id"] == window["window_uid"])]
             element = matches[0] if matches else None

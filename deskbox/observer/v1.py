@@ -45,7 +45,7 @@ async def get_structure(request: web.Request) -> web.Response:
             max_nodes=q.max_nodes)
     except Exception as exc:  # (a bad name_regex)
         raise InvalidRequest(f"name_regex: {exc}", code="invalid_regex") from None
-    observed = await obs.client.observe(window=window["window_uid"])
+    observed = await obs.observe(window=window["window_uid"])
     return as_json({"ok": True, "window": window["title"], "window_uid": window["window_uid"],
                    "element_count": elements, "node_count": nodes, "tree": tree, "tree_hash": observed["tree_hash"],
                    "tree_token": observed["token"], "truncated": truncated, "next_cursor": None})

@@ -52,7 +52,7 @@ async def _has_model(request: web.Request) -> bool:
         health = await request.app[OBSERVER].client.health("scene")
     except DeskboxError:
         return False
-    return bool((health.get("vlm") or {}).get("configured"))
+    return bool((getattr(health, "vlm", None) or {}).get("configured"))
 
 
 async def monitors(request: web.Request) -> web.Response:
@@ -76,7 +76,7 @@ async def find_element(request: web.Request) -> web.Response:
     q = read_query(request, FindQuery)
     obs = request.app[OBSERVER]
     scene, window = await obs.window(q) if (q.window_uid or q.window_index is not None) else (await obs.scene(), None)
-    found = await obs.client.find(q.selector, limit=1000)
+    found = await obs.find(q.selector, limit=1000)
     matches = [m for m in found["matches"] if window is None or m.get("window_id") == window["window_uid"]]
     if not matches:
         raise NotFoundError(f"no element matches selector {q.selector!r}", code="element_not_found",
@@ -214,7 +214,7 @@ async def observe(request: web.Request) -> web.Response:
     obs = request.app[OBSERVER]
     scene, window = await obs.window(q)
     form = "json-patch" if q.format == "json-patch" else "compact"
-    seen = await obs.client.observe(q.since, window=window["window_uid"], format=form)
+    seen = await obs.observe(q.since, window=window["window_uid"], format=form)
     if seen["format"] == "full":
         tree, *_ = shapes.structure(scene, window)
         return ok(format="full", tree=tree, tree_token=seen["token"], base_token=None, tree_hash=seen["tree_hash"],

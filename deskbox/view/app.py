@@ -200,8 +200,8 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def displays(request: web.Request) -> web.Response:
-    listed = (await request.app[VIEW].client.displays())["displays"]
-    return json_ok({"displays": [{"id": d["id"], "name": d["name"], "size": d["size"]} for d in listed]})
+    listed = (await request.app[VIEW].client.displays()).displays
+    return json_ok({"displays": [{"id": d.id, "name": d.name, "size": d.size} for d in listed]})
 
 
 async def status(request: web.Request) -> web.Response:
@@ -218,10 +218,10 @@ async def relay(request: web.Request) -> web.StreamResponse:
     except ValueError:
         raise InvalidRequest("display is a number") from None
     control = request.query.get("control", "0") in ("1", "true")
-    listed = {d["id"]: d for d in (await view.client.displays())["displays"]}
+    listed = {d.id: d for d in (await view.client.displays()).displays}
     if display not in listed:
         raise NotFoundError(f"no display {display}; the session has {sorted(listed)}", code="unknown_display")
-    reader, writer = await view.servers.connect(display, listed[display]["name"])
+    reader, writer = await view.servers.connect(display, listed[display].name)
     ws = web.WebSocketResponse(protocols=("binary",), max_msg_size=0)
     await ws.prepare(request)
     stream = ClientStream(control=control)
