@@ -234,6 +234,13 @@ class Environment:
 
     def request(self, method: str, service: str, path: str, body: Any = None, *, timeout: float = 30,
                 token: bool = True) -> tuple[int, bytes]:
+        with self.open(method, service, path, body, timeout=timeout, token=token) as resp:
+            return resp.status, resp.read()
+
+    def open(self, method: str, service: str, path: str, body: Any = None, *, timeout: float = 30,
+             token: bool = True) -> Any:
+        """One call of a service, its answer not read yet: a response to use in ``with``,
+        with ``status`` and ``read()`` (an error status too, rather than an exception)."""
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url(service) + path, data=data, method=method)
         if data is not None:
@@ -241,10 +248,9 @@ class Environment:
         if token and self.spec.token:
             req.add_header("Authorization", f"Bearer {self.spec.token}")
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
-                return resp.status, resp.read()
+            return urllib.request.urlopen(req, timeout=timeout)
         except urllib.error.HTTPError as err:
-            return err.code, err.read()
+            return err  # (a response too: status, read(), and a context manager)
 
     def call(self, method: str, path: str, body: Any = None, *, timeout: float = 30) -> Any:
         """The session API on the scene aggregator; its JSON errors raise ProviderError."""
@@ -379,12 +385,14 @@ class Environment:
         HTTP, whatever the back end (a pod in a cluster, a session of a pool); False
         when the scene does not have it or it could not be read whole."""
         try:
-            status, raw = self.request("GET", "scene", f"/api/v1/traces/{urllib.parse.quote(trace_id)}",
-                                       timeout=timeout)
-            if status != 200:
-                return False
-            archive.unpack(raw, dest)
-        except (OSError, http.client.HTTPException, archive.ArchiveError):  # (a stream cut short)
+            # Unpacked as it arrives: a trace with its screenshots and video is never held
+            # in memory whole (a runner fetches one per task, from many sessions at once).
+            with self.open("GET", "scene", f"/api/v1/traces/{urllib.parse.quote(trace_id)}",
+                           timeout=timeout) as resp:
+                if resp.status != 200:
+                    return False
+                archive.unpack(resp, dest)
+        except (OSError, http.client.HTTPException, archive.ArchiveError, EOFError):  # (a stream cut short)
             return False
         return True
 

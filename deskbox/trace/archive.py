@@ -44,13 +44,15 @@ def pack(folder: Path) -> IO[bytes]:
 
 def unpack(data: bytes | IO[bytes], dest: Path) -> int:
     """A stream :func:`pack` made, written under ``dest`` (created); the number of files.
-    Anything but plain files and folders, or a name that would land outside ``dest``, is
-    an ArchiveError and nothing of the stream is kept."""
+    ``data`` may be a stream that only reads forward (an HTTP answer): it is read once,
+    a member at a time, and never held whole. Anything but plain files and folders, or
+    a name that would land outside ``dest``, is an ArchiveError and nothing of the
+    stream is kept."""
     stream = io.BytesIO(data) if isinstance(data, bytes) else data
     staging = Path(tempfile.mkdtemp(prefix=".unpacking-", dir=_made(dest.parent)))
     try:
         count = 0
-        with tarfile.open(fileobj=stream, mode="r:") as tar:
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
             for member in tar:
                 rel = PurePosixPath(member.name)
                 if rel.is_absolute() or ".." in rel.parts or not rel.parts:

@@ -66,3 +66,41 @@ def test_a_stream_that_would_write_outside_its_folder_is_refused_and_leaves_noth
 def test_what_is_not_a_tar_stream_is_an_archive_error(tmp_path):
     with pytest.raises(ArchiveError, match="not a tar"):
         unpack(b"<html>a proxy's page</html>" * 30, tmp_path / "trace")
+
+
+class _Forward(io.RawIOBase):
+    """A stream that only reads forward, as an HTTP answer does: no seek, no tell, and
+    reads of at most a few KB, so that nothing is had whole."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at, self.largest = data, 0, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = min(len(buffer), 4096, len(self.data) - self.at)
+        buffer[:n] = self.data[self.at:self.at + n]
+        self.at += n
+        self.largest = max(self.largest, n)
+        return n
+
+
+def test_a_trace_unpacks_from_a_stream_read_once_forward(tmp_path):
+    source = _trace(tmp_path / "in")
+    with pack(source) as stream:
+        data = stream.read()
+    forward = _Forward(data)
+    assert unpack(forward, tmp_path / "out" / "trace") == 3
+    assert forward.largest <= 4096  # (the zero blocks that end a tar are not read)
+    assert (tmp_path / "out" / "trace" / "shots" / "00001-before.jpg").read_bytes() == \
+        (source / "shots" / "00001-before.jpg").read_bytes()
+
+
+def test_a_stream_cut_short_is_an_archive_error_and_leaves_nothing(tmp_path):
+    source = _trace(tmp_path / "in")
+    with pack(source) as stream:
+        data = stream.read()
+    with pytest.raises(ArchiveError):
+        unpack(_Forward(data[:len(data) // 2]), tmp_path / "out" / "trace")
+    assert not (tmp_path / "out" / "trace").exists()
