@@ -39,7 +39,7 @@ from .control import ControlServer
 from .cursor import THEME_NAME, write_invisible_theme
 from .errors import SessionError
 from .home import MARKER, Home, HomeError
-from .layout import Environments, Layout, Live, url_host
+from .layout import Environments, Layout, Live
 from .outputs import OutputSpec, sway_output_lines
 from .state import SessionState, StateConfig
 from .supervisor import Supervisor
@@ -126,9 +126,6 @@ class Session:
         that is a link to it (``login_dir``), else the folder itself."""
         assert self.runtime is not None
         return self.login.path if self.login is not None else self.runtime
-
-    def url(self, port: int) -> str:
-        return f"http://{url_host(self.args.host)}:{port}"
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -333,7 +330,7 @@ class Session:
             user_name=self.user_name, uid=self.uid, gid=self.gid, runtime=self.runtime,
             profile_dir=self.layout.profile_dir,
             outputs=[str(o) for o in self.outputs], start_urls=list(self.urls), osworld=bool(a.osworld),
-            cdp_port=a.cdp_port, desktopd_url=self.url(a.desktopd_port), token=self.token, ttl=a.ttl,
+            cdp_port=a.cdp_port, desktopd_url=self.layout.url(a.desktopd_port), token=self.token, ttl=a.ttl,
             context=a.context, context_persist=a.context_persist, contexts_dir=a.contexts_dir,
             default_wallpaper=self.default_wallpaper)
 
@@ -427,13 +424,13 @@ class Session:
         args, lay = self.args, self.layout
         assert self.supervisor is not None and lay is not None and self.envs is not None
         return {
-            "desktopd": self.url(args.desktopd_port),
-            "bridge": None if args.no_browser else self.url(args.bridge_port),
+            "desktopd": lay.url(args.desktopd_port),
+            "bridge": None if args.no_browser else lay.url(args.bridge_port),
             "cdp": None if args.no_browser else f"http://127.0.0.1:{args.cdp_port}",
-            "scene": self.url(args.scene_port),
-            "osworld": self.url(args.osworld_port) if args.osworld else None,
-            "observer": self.url(args.observer_port) if args.observer else None,
-            "view": self.url(args.view_port) if args.view else None,
+            "scene": lay.url(args.scene_port),
+            "osworld": lay.url(args.osworld_port) if args.osworld else None,
+            "observer": lay.url(args.observer_port) if args.observer else None,
+            "view": lay.url(args.view_port) if args.view else None,
             "runtime_dir": str(self.runtime),
             "home": str(lay.home),
             "control_socket": str(lay.control_socket),
