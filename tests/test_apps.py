@@ -222,6 +222,19 @@ def test_open_file_of_a_spreadsheet_opens_calc_focused_with_its_menus_in_the_sce
     cp = "{https://accessibility.ubuntu.example.org/ns/component}"
     x, y = (int(v) for v in found[0].get(cp + "screencoord").strip("()").split(","))
     assert abs(x - cells["B2"]["bbox"][0]) <= 2 and abs(y - cells["B2"]["bbox"][1]) <= 2, (x, y, cells["B2"])
+    # A cell's Value bounds are asked once while it lives: the next read, with only the
+    # cells' values asked, gives the same tree, bounds included.
+    val = "{https://accessibility.ubuntu.example.org/ns/value}"
+    assert {found[0].get(val + k) is not None for k in ("min", "max")} == {True}, found[0].attrib
+    again = http("GET", session.osworld + "/accessibility", timeout=60)
+    assert again.status == 200
+
+    def cells_of(xml: str) -> list:
+        return [(c.get("name"), dict(c.attrib), c.text) for c in
+                CSSSelector('application[name="soffice"] table-cell')(lxml.etree.fromstring(xml.encode()))]
+
+    first, second = cells_of(resp.json()["AT"]), cells_of(again.json()["AT"])
+    assert len(first) > 20 and first == second, [(a, b) for a, b in zip(first, second) if a != b][:3]
     # Every element's box lies in its window (display-local pixels).
     wx, wy, ww, wh = window["bounds"]
     for e in elements:

@@ -129,7 +129,11 @@ class _FullRead:
         # Four Gets, never one GetAll: Properties.GetAll on the Value interface aborts
         # Chromium (at-spi2-atk writes a variant it has no type for; libdbus aborts the
         # process: measured with Debian's Chromium, and the session lost its browser).
-        values = ([r.send(bus, path, _PROPERTIES, "Get", "ss", [_A11Y + "Value", name]) for _, name in _VALUE_KEYS]
+        # A sheet cell's bounds never change while it lives (and a sheet shows hundreds of
+        # cells, re-read at every step): asked once per cell, then only its value.
+        bounds = r.value_bounds.get(bus + path) if in_sheet and out["role"] == "table cell" else None
+        values = ([r.send(bus, path, _PROPERTIES, "Get", "ss", [_A11Y + "Value", name])
+                   for _, name in (_VALUE_KEYS[:1] if bounds is not None else _VALUE_KEYS)]
                   if "Value" in obj.interfaces else [])
         actions: Any = None
         if "Action" in obj.interfaces:
@@ -166,6 +170,11 @@ class _FullRead:
                 found = await _result(future)
                 if found is not None:
                     out["value"][key] = str(found[0].value)
+            if bounds is not None:
+                out["value"].update((k, v) for k, v in zip(("min", "max", "step"), bounds) if v is not None)
+            elif in_sheet and out["role"] == "table cell" and len(r.value_bounds) < MAX_NODES:
+                v = out["value"]
+                r.value_bounds[bus + path] = (v.get("min"), v.get("max"), v.get("step"))
         if isinstance(actions, asyncio.Future):
             actions = await _result(actions)
         if actions:

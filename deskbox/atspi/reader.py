@@ -80,6 +80,8 @@ class AtspiReader:
         # The full read's: key -> (name, description, key binding) per action.
         self.action_details: dict[str, tuple[tuple[str, str, str], ...]] = {}
         self.kinds: dict[str, tuple[int, frozenset[str]]] = {}  # key -> role, interfaces
+        # The full read's: a sheet cell's Value bounds, key -> (min, max, step) as text.
+        self.value_bounds: dict[str, tuple[str | None, str | None, str | None]] = {}
         self._toolkits: dict[str, str] = {}  # key -> the toolkit its attributes name
         self._hidden: set[str] = set()  # keys of objects neither showing nor visible last time
         # What the last walk of each app read level by level: asked at once next time.
@@ -267,7 +269,7 @@ class AtspiReader:
         for bus in [b for b in self._direct if b not in live]:
             self._drop_direct(bus)
         self._shapes = {b: v for b, v in self._shapes.items() if b in live}
-        for name in ("_actions", "action_details", "kinds", "_toolkits"):
+        for name in ("_actions", "action_details", "kinds", "_toolkits", "value_bounds"):
             setattr(self, name, {k: v for k, v in getattr(self, name).items() if k.split("/", 1)[0] in live})
         self.sheets.forget_gone_apps(live)
         self._hidden = {k for k in self._hidden if k.split("/", 1)[0] in live}
