@@ -167,7 +167,12 @@ def validate(model: type[ModelT], data: Any, *, context: dict[str, Any] | None =
 
 
 async def read_body(request: web.Request, model: type[ModelT], *, context: dict[str, Any] | None = None) -> ModelT:
-    """Parse the JSON body into ``model`` or raise a 400 that says what is wrong."""
+    """Parse the JSON body into ``model`` or raise a 400 that says what is wrong. Parsed
+    once per request and model (a route whose time bound depends on the body reads it
+    before its handler does)."""
+    parsed: dict[type, Any] = request.setdefault(_PARSED_BODIES, {})
+    if context is None and model in parsed:
+        return parsed[model]
     raw = await request.read()
     if not raw:
         raise InvalidRequest("request body is empty; send a JSON object", code="invalid_json")
@@ -179,7 +184,13 @@ async def read_body(request: web.Request, model: type[ModelT], *, context: dict[
         raise InvalidRequest("request body is nested too deeply", code="invalid_json") from exc
     if not isinstance(data, dict):
         raise InvalidRequest("request body must be a JSON object", code="invalid_json")
-    return validate(model, data, context=context)
+    body = validate(model, data, context=context)
+    if context is None:
+        parsed[model] = body
+    return body
+
+
+_PARSED_BODIES = web.RequestKey("deskbox_parsed_bodies", dict)  # model -> its validated body
 
 
 def read_query(request: web.Request, model: type[ModelT], *, context: dict[str, Any] | None = None) -> ModelT:

@@ -14,7 +14,7 @@ import time
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from deskbox.common.openapi import QUICK_S, Longest, Route, add_routes, openapi_document
 from deskbox.common.web import error_middleware, json_ok, read_body
@@ -22,6 +22,14 @@ from deskbox.common.web import error_middleware, json_ok, read_body
 
 class Hold(BaseModel):
     seconds: float = Field(ge=0, le=10)
+
+    @model_validator(mode="after")
+    def _counted(self) -> "Hold":
+        VALIDATED.append(self.seconds)
+        return self
+
+
+VALIDATED: list[float] = []  # each Hold validated
 
 
 def _routes(log: list[str]) -> list[Route]:
@@ -98,8 +106,11 @@ async def test_a_per_request_bound_comes_from_the_validated_body():
         assert 0.75 < took < 3, took  # its own 0.8 s, not the route's 8 s
         assert log == ["pressed", "released"]
         log.clear()
+        VALIDATED.clear()
         status, data, _ = await _post(client, "/hold", {"seconds": 0.05})
         assert status == 200 and data == {"held": 0.05}
+        # The bound came from the body the handler got: validated once, not twice.
+        assert VALIDATED == [0.05]
 
 
 async def test_an_invalid_body_is_still_a_400_under_the_routes_bound():
