@@ -172,12 +172,7 @@ def test_sway_and_the_services_share_the_session_bus(session):
     # The children as they are now: a test may have killed one and the supervisor
     # started it again, so the pids the session started with can be gone.
     names = ("atspi", "sway", "desktopd", "bridge", "scene")
-
-    def children_up() -> dict | None:
-        children = http("GET", session.scene + "/api/v1/session").json()["children"]
-        return children if all(children[n]["state"] == "up" for n in names) else None
-
-    pids = {name: child["pid"] for name, child in wait_until(children_up, 30, what="the children up").items()}
+    pids = {name: child["pid"] for name, child in session.children_up().items()}
     for name in names:
         env = Path(f"/proc/{pids[name]}/environ").read_bytes().split(b"\0")
         assert f"DBUS_SESSION_BUS_ADDRESS={address}".encode() in env, name
@@ -211,24 +206,41 @@ def test_fixture_buttons_are_listed_with_names_roles_actions_and_boxes(session, 
     assert not [n for n in nodes if n.role in ("panel", "filler") and not n.name]
 
 
-def test_a_click_at_a_buttons_mapped_centre_is_received_by_that_button(session, probe, gtk_app):
-    nodes = probe.snapshot()
-    for role, name in [("push button", "Alpha"), ("push button", "Gamma"), ("toggle button", "Delta"),
-                       ("push button", "Beta")]:
-        x, y = centre(to_device(session, nodes, find(nodes_of(nodes, gtk_app.pid), role, name)))
+def test_a_click_at_a_buttons_mapped_centre_is_received_by_that_button(session, probe):
+    # An app of its own: the toggle and the text it leaves would be the module fixture's
+    # state for the tests after it.
+    app = Process(session, [SYSTEM_PYTHON, str(FIXTURE_APP), "--title", "Clicking fixture"])
+    try:
+        app.wait_for(event="ready", timeout=30)
+        window_of(session, app.pid)
+        # Once its widgets hold still: the windows tiled beside it moved when it came.
+        seen: list[dict] = []
+
+        def laid_out(ns: list[NativeNode]) -> bool:
+            mine = {(n.role, n.name): n.extents for n in ns if n.pid == app.pid}
+            settled = bool(seen) and seen[0] == mine and ("toggle button", "Delta") in mine
+            seen[:] = [mine]
+            return settled
+
+        nodes = snapshot_until(probe, laid_out, "the clicking fixture on AT-SPI, laid out")
+        for role, name in [("push button", "Alpha"), ("push button", "Gamma"), ("toggle button", "Delta"),
+                           ("push button", "Beta")]:
+            x, y = centre(to_device(session, nodes, find(nodes_of(nodes, app.pid), role, name)))
+            session.pointer(action="click", x=x, y=y)
+            if role == "toggle button":
+                assert app.wait_for(event="toggle", widget=name)["active"] is True
+            else:
+                app.wait_for(event="click", widget=name)
+        # The entry too: a click there gives it the keyboard.
+        x, y = centre(to_device(session, nodes, find(nodes_of(nodes, app.pid), "text", "Name")))
         session.pointer(action="click", x=x, y=y)
-        if role == "toggle button":
-            assert gtk_app.wait_for(event="toggle", widget=name)["active"] is True
-        else:
-            gtk_app.wait_for(event="click", widget=name)
-    # The entry too: a click there gives it the keyboard.
-    x, y = centre(to_device(session, nodes, find(nodes_of(nodes, gtk_app.pid), "text", "Name")))
-    session.pointer(action="click", x=x, y=y)
-    session.keyboard(action="type", text="hi")
-    gtk_app.wait_for(event="text", widget="Name", text="hi")
-    nodes = snapshot_until(probe, lambda ns: find(nodes_of(ns, gtk_app.pid), "text", "Name").value == "hi",
-                           "the entry's new text")
-    assert "checked" in find(nodes_of(nodes, gtk_app.pid), "toggle button", "Delta").states
+        session.keyboard(action="type", text="hi")
+        app.wait_for(event="text", widget="Name", text="hi")
+        nodes = snapshot_until(probe, lambda ns: find(nodes_of(ns, app.pid), "text", "Name").value == "hi",
+                               "the entry's new text")
+        assert "checked" in find(nodes_of(nodes, app.pid), "toggle button", "Delta").states
+    finally:
+        app.stop()
 
 
 def test_reader_act_clicks_a_fixture_button(probe, gtk_app):
@@ -401,7 +413,7 @@ def test_a_snapshot_of_some_processes_walks_only_their_apps_and_keeps_the_others
 
 
 def test_a_bridge_that_dies_leaves_the_browser_as_it_is_and_the_new_bridge_reads_it(session, probe):
-    old_bridge, old_browser = session.state["pids"]["bridge"], session.chromium_pid()
+    old_bridge, old_browser = session.children_up()["bridge"]["pid"], session.chromium_pid()
     os.kill(old_bridge, signal.SIGKILL)
 
     def bridge_back():

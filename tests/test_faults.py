@@ -27,6 +27,12 @@ def session(pages: PageServer):
     s.stop()
 
 
+@pytest.fixture(autouse=True)
+def every_service_up(session):
+    """Each test starts with the whole session up, whatever the one before killed."""
+    session.children_up()
+
+
 def pid_of(session: Session, service: str) -> int | None:
     base = {"scene": session.scene + "/api/v1/health", "desktopd": session.desktopd + "/api/v1/health",
             "bridge": session.bridge + "/health"}[service]
@@ -166,7 +172,7 @@ def test_a_background_child_does_not_hold_an_execute_and_a_timeout_ends_the_comm
 def test_while_the_compositor_is_gone_no_screenshot_shows_its_old_pixels(session):
     desktopd = pid_of(session, "desktopd")
     assert session.get("/api/v1/screenshot").status == 200  # cached now
-    sway = session.state["pids"]["sway"]
+    sway = session.children_up()["sway"]["pid"]
     os.kill(sway, signal.SIGKILL)
     wait_until(lambda: not _alive(sway), 10, what="Sway gone")
     answers = []

@@ -24,6 +24,7 @@ from PIL import Image
 
 from bench.accessibility import parity
 from deskbox.osworld import accessibility
+from tests.conftest import open_fixture
 from tests.support import ROOT, PageServer, Process, Response, Session, free_port, http, mp4_video_size, wait_until
 
 pytestmark = pytest.mark.desktop
@@ -108,12 +109,8 @@ def osworld(session) -> OsworldClient:
 
 @pytest.fixture
 def fixture_page(session, pages: PageServer) -> dict:
-    pages.clear()
-    session.open_page(pages.url("osworld.html"))
-    load = pages.wait_for(type="load", page="/osworld.html", timeout=20)
-    pages.settle(0.2)
-    pages.clear()
-    return load
+    # (Loaded again if it loaded while a window beside the browser was closing: see open_fixture.)
+    return open_fixture(session, pages, "osworld.html")
 
 
 def _screen_point(session: Session, load: dict, element: str) -> tuple[float, float]:

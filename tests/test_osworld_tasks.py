@@ -195,13 +195,32 @@ def bring_chrome_back(session: Session, setup) -> None:
 
 
 def visible(session: Session, role: str, name: str, *, interactive: bool = True) -> dict:
-    """The scene's element, once it is on screen."""
+    """The scene's element, once it is on screen (failing, says what the screen had)."""
+    seen: list = []
+
     def find():
         scene = http("GET", session.scene + "/api/v1/scene" + ("?interactive=1" if interactive else "")).json()
+        seen[:] = [(scene["focused_window"] or {}).get("title"),
+                   [(e["role"], e["name"]) for e in scene["ax"] if e["visibility"] == "visible" and e["name"]][:60]]
         return next((e for e in scene["ax"] if e["role"] == role and e["name"] == name
                      and e["visibility"] == "visible"), None)
 
-    return wait_until(find, 20, 0.3, what=f"{role} {name!r} on screen")
+    try:
+        return wait_until(find, 20, 0.3, what=f"{role} {name!r} on screen")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the focused window and what was on screen last: {seen}") from None
+
+
+def held_still(session: Session, role: str, name: str, *, interactive: bool = True) -> dict:
+    """The scene's element once it is on screen at the same box in two reads in a row."""
+    last: list[dict] = []
+
+    def same_box() -> dict | None:
+        now = visible(session, role, name, interactive=interactive)
+        before, last[:] = (last[0] if last else None), [now]
+        return now if before is not None and before["bbox"] == now["bbox"] else None
+
+    return wait_until(same_box, 20, 0.3, what=f"{role} {name!r} holding still")
 
 
 def act(session: Session, element: dict, action: str, **body: Any) -> None:
@@ -274,7 +293,26 @@ def test_a_bookmark_added_with_ctrl_d_is_in_the_profile_after_pkill_chrome(sessi
     assert GET.get_open_tabs_info(env, {})
 
 
+def test_chrome_tasks_one_after_another_across_a_reset_each_relay_devtools(session, setup, env, pages):
+    """As `deskbox run` serves tasks: a Chrome task, its getters over the task's socat
+    relay, the reset, and the next Chrome task at once. Each DevTools request the browser
+    answered and closed left a socket in TIME_WAIT on the relay's port; the next task's
+    socat must bind it all the same (the session's socat gives listeners reuseaddr)."""
+    for turn in range(2):
+        url = pages.url(f"osworld.html?turn={turn}-{secrets.token_hex(3)}")
+        assert setup.setup(chrome_task(url))
+        assert url in [t["url"] for t in GET.get_open_tabs_info(env, {})]
+        resp = http("POST", session.scene + "/api/v1/session/reset", timeout=120)
+        assert resp.status == 200 and resp.json()["healthy"], resp.body[:300]
+
+
 def test_settings_changed_in_chrome_settings_are_read_from_the_preferences(session, setup, env):
+    # A task starts from the session's snapshot, as OSWorld's start from the VM's: after
+    # an earlier test's `pkill chrome` and a new start, Chromium's search engine dialog
+    # listed DuckDuckGo alone, and the engine chosen there was not written to the
+    # preferences (noted, not solved: a browser's first start lists five and writes it).
+    resp = http("POST", session.scene + "/api/v1/session/reset", timeout=120)
+    assert resp.status == 200 and resp.json()["healthy"], resp.body[:300]
     # Font size: the slider, clicked, then End (its largest size, 72).
     assert setup.setup([launch("google-chrome", "chrome://settings/fonts")])
     slider = visible(session, "slider", "Font size")
@@ -297,18 +335,12 @@ def test_settings_changed_in_chrome_settings_are_read_from_the_preferences(sessi
 
     # The default search engine, picked in its dialog.
     assert setup.setup([launch("google-chrome", "chrome://settings/search")])
-    act(session, visible(session, "button", "Change"), "click")
-    # The choice is clicked once the dialog holds still (a click while it still opened
-    # landed where the name had been, nothing was chosen, and Google stayed), and
-    # confirmed once its radio button is checked.
-    last: list[dict] = []
-
-    def held_still() -> dict | None:
-        now = visible(session, "text", "Microsoft Bing", interactive=False)
-        before, last[:] = (last[0] if last else None), [now]
-        return now if before is not None and before["bbox"] == now["bbox"] else None
-
-    click(session, wait_until(held_still, 20, 0.3, what="the search engine dialog holding still"))
+    # Its button, and then the choice in its dialog, are clicked once they hold still:
+    # the settings page lays its sections out as they load, and the dialog opens with an
+    # animation (a click while it still opened landed where the name had been, nothing
+    # was chosen, and Google stayed). It is confirmed once its radio is checked.
+    act(session, held_still(session, "button", "Change"), "click")
+    click(session, held_still(session, "text", "Microsoft Bing", interactive=False))
     wait_until(lambda: any(e["role"] == "radio" and "checked" in e["states"] for e in
                            http("GET", session.scene + "/api/v1/scene").json()["ax"]), 10, 0.3,
                what="a search engine chosen in the dialog")
@@ -361,6 +393,11 @@ def test_open_returns_once_the_files_window_is_there_and_focused(session, setup,
     tree = session.ok("/api/v1/tree")
     focused = next(w for w in tree["windows"] if w["id"] == tree["focused"])
     assert name in focused["title"]
+    # Closed as a task's postconfig closes what it opened: tiled beside the browser, it
+    # would leave the next test a browser half as wide.
+    assert setup.setup([{"type": "close_window", "parameters": {"window_name": name}}])
+    wait_until(lambda: not any(name in (w["title"] or "") for w in session.windows()), 15, 0.3,
+               what=f"the window of {name} closed")
 
 
 def test_python_controller_reads_the_screen_the_files_and_the_background(session, setup, env, tmp_path):

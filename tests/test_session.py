@@ -68,6 +68,14 @@ def supervised():
 AUTH = {"Authorization": "Bearer s3cret"}
 
 
+@pytest.fixture(autouse=True)
+def every_child_up(request):
+    """The supervised session's tests start with all of it up, whatever the one before
+    killed (the compositor takes every service with it)."""
+    if "supervised" in request.fixturenames:
+        request.getfixturevalue("supervised").children_up(token="s3cret")
+
+
 def health_pid(session: Session) -> int | None:
     resp = http("GET", session.desktopd + "/api/v1/health", timeout=2)
     return resp.json()["pid"] if resp.status == 200 else None
@@ -102,7 +110,7 @@ def test_a_killed_browser_is_restarted(supervised):
 
 
 def test_a_killed_compositor_brings_the_whole_session_back(supervised):
-    sway = supervised.state["pids"]["sway"]
+    sway = supervised.children_up(token="s3cret")["sway"]["pid"]
     old_desktopd = health_pid(supervised)
     os.kill(sway, signal.SIGKILL)
     new = wait_until(lambda: (p := _safe(health_pid, supervised)) and p != old_desktopd and p, 60,

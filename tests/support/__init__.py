@@ -310,6 +310,21 @@ class Session(SpawnedSession):
     def chromium_pid(self) -> int:
         return http("GET", self.bridge + "/health").json()["chromium_pid"]
 
+    def children_up(self, token: str | None = None, timeout: float = 90) -> dict[str, dict]:
+        """The session's children (name -> state, pid ...) once every one it wants is up:
+        a test before may have killed one (or the compositor, which takes the others
+        with it) and ended while the supervisor was starting them again."""
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+
+        def up() -> dict | None:
+            try:
+                children = http("GET", self.scene + "/api/v1/session", headers=headers, timeout=5).json()["children"]
+            except (OSError, ValueError, KeyError):
+                return None
+            return children if all(c["state"] in ("up", "stopped") for c in children.values()) else None
+
+        return wait_until(up, timeout, 0.2, what="every child of the session up")
+
     @property
     def cdp(self) -> str:
         return f"http://127.0.0.1:{self.cdp_port}"

@@ -190,7 +190,8 @@ def test_with_osworld_the_server_runs_as_the_session_user_and_cdp_moves(tmp_path
     assert env["DESKBOX_OSWORLD"] == "http://127.0.0.1:5055"
     assert env["PATH"].startswith(str(tmp_path / "bin") + ":")
     users.write_osworld_bin(tmp_path / "bin", IMPORT_ROOT)
-    assert {p.name for p in (tmp_path / "bin").iterdir()} == {"python", "google-chrome", "google-chrome-stable", "code"}
+    assert {p.name for p in (tmp_path / "bin").iterdir()} == {"python", "google-chrome", "google-chrome-stable", "code",
+                                                             "socat"}  # (socat: installed by make test)
     assert os.access(tmp_path / "bin" / "google-chrome", os.X_OK)
 
 
@@ -200,3 +201,17 @@ def test_an_attached_sessions_repr_names_its_host_and_ports():
     # (it has no vnc port: building OSWorld's address for the repr raised KeyError('vnc'))
     env = AttachedEnvironment("a", "http://127.0.0.1:5000", "http://127.0.0.1:8000")
     assert repr(env) == "<AttachedEnvironment a 127.0.0.1 chromium=9222,osworld=5000,scene=8000,vlc=8080>"
+
+
+def test_the_sessions_socat_gives_its_tcp_listeners_reuseaddr():
+    from deskbox.osworld.socat import with_reuseaddr
+
+    assert with_reuseaddr(["tcp-listen:9222,fork", "tcp:localhost:1337"]) == \
+        ["tcp-listen:9222,fork,reuseaddr", "tcp:localhost:1337"]
+    assert with_reuseaddr(["-d", "-d", "TCP4-LISTEN:9222", "TCP:127.0.0.1:1337"]) == \
+        ["-d", "-d", "TCP4-LISTEN:9222,reuseaddr", "TCP:127.0.0.1:1337"]
+    assert with_reuseaddr(["tcp-l:80,fork,reuseaddr", "-"]) == ["tcp-l:80,fork,reuseaddr", "-"]
+    assert with_reuseaddr(["tcp6-listen:80,so-reuseaddr=1", "stdio"]) == ["tcp6-listen:80,so-reuseaddr=1", "stdio"]
+    # Not a TCP listener: as given.
+    assert with_reuseaddr(["udp-listen:53", "unix-listen:/tmp/s", "exec:cat"]) == \
+        ["udp-listen:53", "unix-listen:/tmp/s", "exec:cat"]
