@@ -375,7 +375,8 @@ class AsyncClient:
 
     async def snapshot_diff(self, a: str, b: str = "now", *, format: DiffForm | None = None) -> Answer:
         """``POST /api/v1/snapshots/diff``: what changed from snapshot ``a`` to ``b`` (or now)."""
-        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/snapshots/diff", body=_body(a=a, b=b, format=format)))
+        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/snapshots/diff",
+                                                        body=_body(a=a, b=b, format=format)))
 
     # -- the scene: provider-shaped computer actions ---------------------------------------
 
@@ -443,10 +444,12 @@ class AsyncClient:
         return Tab.model_validate(await self.request("bridge", "POST", "/tabs", body={"action": "new", "url": url}))
 
     async def activate_tab(self, tab_id: str) -> Answer:
-        return Answer.model_validate(await self.request("bridge", "POST", "/tabs", body={"action": "activate", "id": tab_id}))
+        return Answer.model_validate(await self.request("bridge", "POST", "/tabs",
+                                                        body={"action": "activate", "id": tab_id}))
 
     async def close_tab(self, tab_id: str) -> Answer:
-        return Answer.model_validate(await self.request("bridge", "POST", "/tabs", body={"action": "close", "id": tab_id}))
+        return Answer.model_validate(await self.request("bridge", "POST", "/tabs",
+                                                        body={"action": "close", "id": tab_id}))
 
     async def navigate(self, url: str, *, tab: str | None = None) -> Answer:
         """Bridge ``POST /navigate``: a tab (default: the first) to ``url``."""
