@@ -326,8 +326,9 @@ class SceneEngine:
             # again the last walk of one whose AT-SPI events say it did not change.
             still = frozenset(w.pid for w in tree.windows if w.pid is not None) - changed_pids(tree, self._unread)
             if b.native_pids is None or b.native_pids:
+                bands = sheet_bands(sheets_in(self.last.ax if self.last else []), self._unread)
                 b.native_task = asyncio.ensure_future(b.timed("atspi", self.atspi.snapshot(
-                    b.native_pids, sheet_bands(sheets_in(self.last.ax if self.last else []), self._unread), still=still)))
+                    b.native_pids, bands, still=still)))
         if self.ocr is not None and self.ocr.enabled:
             b.ocr_task = asyncio.ensure_future(b.timed("ocr", self._ocr(b.frames, b.changed)))
 
