@@ -184,8 +184,18 @@ def test_sway_and_the_services_share_the_session_bus(session):
 
 
 def test_fixture_buttons_are_listed_with_names_roles_actions_and_boxes(session, probe, gtk_app):
-    nodes = nodes_of(snapshot_until(probe, lambda ns: any(n.pid == gtk_app.pid for n in ns),
-                                    "the fixture app on AT-SPI"), gtk_app.pid)
+    # Read once the app holds still: windows a test before opened or closed beside it
+    # resized it, and GTK lays it out again (and reports it) a moment after Sway does.
+    seen: list = []
+
+    def settled(ns: list[NativeNode]) -> bool:
+        mine = sorted((n.role, n.name, n.extents) for n in ns if n.pid == gtk_app.pid)
+        size = window_of(session, gtk_app.pid)["layout_bounds"][2:]
+        still = bool(mine) and seen == [mine, size]
+        seen[:] = [mine, size]
+        return still
+
+    nodes = nodes_of(snapshot_until(probe, settled, "the fixture app on AT-SPI, holding still"), gtk_app.pid)
     frame = find(nodes, "frame", "deskbox GTK3 fixture")
     assert frame.depth == 1 and frame.app == FIXTURE_APP.name
     for name in ("Alpha", "Beta", "Gamma", "Grow", "Rename"):
