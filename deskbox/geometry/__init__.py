@@ -70,6 +70,7 @@ __all__ = [
     "viewport_to_document",
     "PagePlacement",
     "page_placement",
+    "viewport_width_gap",
     "css_to_display",
     "display_to_css",
     "native_to_display",
@@ -351,6 +352,15 @@ def page_placement(window: Rect, inner_css: tuple[float, float], device_pixel_ra
     w = inner_css[0] * device_pixel_ratio
     h = inner_css[1] * device_pixel_ratio
     return PagePlacement(Rect(window.x + window.w - w, window.y + window.h - h, w, h), device_pixel_ratio)
+
+
+def viewport_width_gap(window: Rect, inner_css_width: float, device_pixel_ratio: float) -> float | None:
+    """How far a page's viewport (``innerWidth`` CSS px) is from spanning its browser
+    window's width, in device px; None within rounding (a fractional scale rounds
+    ``innerWidth`` to whole CSS px). The viewport spans the window's width when the page
+    is laid out for it (see ``page_placement``)."""
+    gap = inner_css_width * device_pixel_ratio - window.w
+    return None if abs(gap) <= max(2.0, device_pixel_ratio) else gap
 
 
 def css_to_display(placement: PagePlacement, box: Box) -> Rect:

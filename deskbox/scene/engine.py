@@ -339,14 +339,15 @@ class SceneEngine:
             return
         try:
             tabs = await b.layouts_task
+            misfits = misfit_pages(tabs, b.tree)
             for _ in range(RESIZE_READS):
-                # A page not yet laid out for its window's new size: read both again.
-                misfits = misfit_pages(tabs, b.tree)
                 if not misfits or misfits == self._misfits:  # none, or one that lasts (a side panel)
                     break
+                # A page not yet laid out for its window's new size: read both again.
                 await asyncio.sleep(RESIZE_WAIT_S)
                 b.tree, tabs = await asyncio.gather(self.desktop.tree(), self.bridge.layouts())
-            self._misfits = misfit_pages(tabs, b.tree)
+                misfits = misfit_pages(tabs, b.tree)
+            self._misfits = misfits
         except Unavailable as exc:
             tabs, b.cdp_failed = [], True
             b.sources["cdp"] = exc.message

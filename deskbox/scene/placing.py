@@ -18,6 +18,7 @@ from ..geometry import (
     page_placement,
     popup_origin,
     submenu_flip_shift,
+    viewport_width_gap,
     visible_part,
 )
 from .elements import Element, page_elements
@@ -30,10 +31,14 @@ _BUTTON_ROLES = frozenset({"push button", "toggle button"})
 _MENU_ITEM_ROLES = frozenset({"menu", "menu item", "check menu item", "radio menu item", "tearoff menu item"})
 
 
+def _browser_windows(tree: Tree) -> list[Window]:
+    return [w for w in tree.windows if w.app_id and "chrom" in w.app_id.lower()]
+
+
 def page_elements_in_windows(tabs: list[dict], tree: Tree) -> tuple[list[Element], set[str], list[str]]:
     """Elements of each browser window's front tab, in display pixels. Returns them, the ids of tabs that
     exist but were not read, and per-tab errors."""
-    browser_windows = [w for w in tree.windows if w.app_id and "chrom" in w.app_id.lower()]
+    browser_windows = _browser_windows(tree)
     displays = {d.id: d for d in tree.displays}
     out: list[Element] = []
     alive: set[str] = set()
@@ -82,7 +87,7 @@ def misfit_pages(tabs: list[dict], tree: Tree) -> dict[str, tuple[float, float]]
     closed: tens of ms on an idle machine, longer on a busy one), or the reverse. Placed
     then, its elements would be where they are not drawn. A side panel beside the page
     differs for good."""
-    windows = [w for w in tree.windows if w.app_id and "chrom" in w.app_id.lower()]
+    windows = _browser_windows(tree)
     used: set[str] = set()
     misfits: dict[str, tuple[float, float]] = {}
     for tab in tabs:
@@ -94,9 +99,8 @@ def misfit_pages(tabs: list[dict], tree: Tree) -> dict[str, tuple[float, float]]
             continue
         used.add(window.id)
         dpr = metrics.get("devicePixelRatio") or 1.0
-        width = metrics["innerWidth"] * dpr
-        if abs(width - window.bounds.w) > max(2.0, dpr):
-            misfits[window.id] = (window.bounds.w, width)
+        if viewport_width_gap(window.bounds, metrics["innerWidth"], dpr) is not None:
+            misfits[window.id] = (window.bounds.w, metrics["innerWidth"] * dpr)
     return misfits
 
 

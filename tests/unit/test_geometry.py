@@ -290,3 +290,12 @@ def test_pixel_regions_touching_is_not_meeting_and_merging_leaves_none_overlappi
     merged = merge_regions([(0, 0, 10, 10), (30, 0, 10, 10), (8, 0, 24, 4), (0, 40, 5, 5)])
     assert merged == [(0, 0, 40, 10), (0, 40, 5, 5)]
     assert all(not regions_intersect(a, b) for i, a in enumerate(merged) for b in merged[i + 1:])
+
+
+def test_a_viewport_spans_its_window_within_rounding_or_says_by_how_much_it_does_not():
+    from deskbox.geometry import Rect, viewport_width_gap
+
+    assert viewport_width_gap(Rect(0, 0, 1280, 800), 1280, 1.0) is None
+    assert viewport_width_gap(Rect(0, 0, 1281, 800), 1025, 1.25) is None  # 1281.25: rounding
+    assert viewport_width_gap(Rect(0, 0, 1280, 800), 640, 1.0) == -640
+    assert viewport_width_gap(Rect(0, 0, 640, 800), 1280, 1.0) == 640
