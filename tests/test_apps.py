@@ -88,7 +88,10 @@ def app_window(session: Session, title_part: str = "", *, app_id: str | None = N
 
 
 def close_app(session: Session, name: str) -> None:
+    """The app ended, and gone once this returns: one still exiting keeps what it holds
+    (VLC its HTTP port, and the next VLC then starts without its HTTP interface)."""
     http("POST", session.osworld + "/setup/execute", {"command": ["pkill", "-x", name], "shell": False})
+    wait_until(lambda: not session_pids(session, name), 30, 0.2, what=f"this session's {name} gone")
 
 
 def close_discarding_changes(session: Session) -> None:
@@ -110,19 +113,24 @@ def close_discarding_changes(session: Session) -> None:
     wait_until(lambda: not office_running(session), 30, 0.5, what="this session's soffice.bin gone")
 
 
-def office_running(session: Session) -> bool:
-    """Whether this session's LibreOffice still runs (another session's may, on a
-    developer's machine: told apart by the runtime folder in its environment)."""
+def session_pids(session: Session, name: str) -> set[int]:
+    """This session's processes named ``name`` (another session's may run on a
+    developer's machine: told apart by the runtime folder in their environment)."""
     runtime = f"XDG_RUNTIME_DIR={session.state['env']['XDG_RUNTIME_DIR']}".encode()
-    found = subprocess.run(["pgrep", "-x", "soffice.bin"], capture_output=True, text=True).stdout.split()
-    for pid in found:
+    found = set()
+    for pid in subprocess.run(["pgrep", "-x", name], capture_output=True, text=True).stdout.split():
         try:
             with open(f"/proc/{pid}/environ", "rb") as f:
                 if runtime in f.read().split(b"\0"):
-                    return True
+                    found.add(int(pid))
         except OSError:
             continue
-    return False
+    return found
+
+
+def office_running(session: Session) -> bool:
+    """Whether this session's LibreOffice still runs."""
+    return bool(session_pids(session, "soffice.bin"))
 
 
 def xlsx() -> bytes:
@@ -455,17 +463,8 @@ def test_pyautogui_acts_at_once_after_an_app_is_opened_or_launched(session):
 
 
 def xwayland_pids(session: Session) -> set[int]:
-    """This session's Xwayland (told apart by the runtime folder in its environment)."""
-    runtime = f"XDG_RUNTIME_DIR={session.state['env']['XDG_RUNTIME_DIR']}".encode()
-    found = set()
-    for pid in subprocess.run(["pgrep", "-x", "Xwayland"], capture_output=True, text=True).stdout.split():
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if runtime in f.read().split(b"\0"):
-                    found.add(int(pid))
-        except OSError:
-            continue
-    return found
+    """This session's Xwayland."""
+    return session_pids(session, "Xwayland")
 
 
 def test_a_reset_keeps_sways_xwayland_and_the_bus_it_announces(session):

@@ -361,12 +361,26 @@ class Session(SpawnedSession):
         return [t for t in http("GET", self.cdp + "/json/list").json() if t["type"] == "page"]
 
     def open_page(self, url: str) -> dict:
-        """Open ``url`` in a new tab, close the others, and wait until it is shown."""
+        """Open ``url`` in a new tab, close the others, and wait until it is shown: the
+        others gone and the new one visible. Chromium closes a tab a while after it was
+        asked to, a busy one later still (one that was just typed 8 KiB into): a click
+        sent in between lands on the old page, and the new one never sees it."""
         old = self.tabs()
         tab = http("PUT", self.cdp + "/json/new?" + urllib.parse.quote(url, safe=":/?=&")).json()
         for t in old:
             http("GET", self.cdp + f"/json/close/{t['id']}")
         http("GET", self.cdp + f"/json/activate/{tab['id']}")
+        gone = {t["id"] for t in old}
+
+        def shown() -> bool:
+            if any(t["id"] in gone for t in self.tabs()):
+                return False
+            try:
+                return run_js(self, tab["id"], "document.visibilityState") == "visible"
+            except (KeyError, StopIteration, AssertionError, OSError):
+                return False  # (a navigation under way replaced the context asked)
+
+        wait_until(shown, 20, 0.1, what=f"the new tab of {url} shown and the others closed")
         return tab
 
 
