@@ -64,6 +64,18 @@ def test_deeply_nested_json_is_a_400(session):
     assert http("POST", session.desktopd + "/api/v1/pointer", raw=b"\xff\xfe not utf-8").status == 400
 
 
+def test_json_a_scene_cannot_write_is_refused_and_later_scenes_are_served(session):
+    # Found by make flakes' fuzzing (schemathesis seed 21548): an integer past 64 bits in
+    # vlm_elements was taken, and every scene after it answered 500. A lone surrogate
+    # (valid JSON, not UTF-8) is the other value orjson cannot write.
+    for raw in (b'{"vlm_elements": [{"x": -6430947869344184955721170569658368}]}',
+                b'{"vlm_scene": "\\ud800 alone"}'):
+        resp = http("POST", session.scene + "/api/v1/scene/vlm", raw=raw)
+        assert resp.status == 400 and error_code(resp) == "validation_error", resp.body[:300]
+        assert "vlm_scene and vlm_elements" in resp.json()["error"]["message"]
+    assert http("GET", session.scene + "/api/v1/scene").status == 200
+
+
 def test_navigating_to_javascript_is_refused(session):
     resp = http("POST", session.scene + "/api/v1/computer/gemini",
                 {"name": "navigate", "args": {"url": "javascript:alert(1)"}})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import orjson
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 __all__ = [
@@ -147,9 +148,17 @@ class VlmRequest(_Strict):
     vlm_elements: list[Any] | None = Field(None, max_length=10_000)
 
     @model_validator(mode="after")
-    def _not_too_deep(self) -> "VlmRequest":
-        if _depth([self.vlm_scene, self.vlm_elements], MAX_VLM_DEPTH) > MAX_VLM_DEPTH:
+    def _writable(self) -> "VlmRequest":
+        both = [self.vlm_scene, self.vlm_elements]
+        if _depth(both, MAX_VLM_DEPTH) > MAX_VLM_DEPTH:
             raise ValueError(f"vlm_scene and vlm_elements nest at most {MAX_VLM_DEPTH} levels deep")
+        # Carried into every later scene: what the scene cannot write (an integer past
+        # 64 bits, a lone surrogate in a string) is refused here, not taken and then
+        # failing every scene after it.
+        try:
+            orjson.dumps(both)
+        except orjson.JSONEncodeError as exc:
+            raise ValueError(f"vlm_scene and vlm_elements must be JSON a scene can carry: {exc}") from None
         return self
 
 
