@@ -26,6 +26,7 @@ class Setting:
 
 
 _UP, _CLIENT, _PROVIDER, _IMAGE, _SERVICES = "deskbox up", "clients", "providers", "the image", "every service"
+_TESTS = "the test suite"
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in [
     # -- deskbox up (each is also a flag: the flag wins) ----------------------------------
@@ -121,6 +122,16 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("DESKBOX_DEBIAN_MIRROR", None, "build argument: the Debian mirror", "building the image"),
     Setting("DESKBOX_DEBIAN_SECURITY_MIRROR", None, "build argument: the Debian security mirror",
             "building the image"),
+    # -- the test suite (make test, make fuzz, make flakes) ------------------------------------
+    Setting("DESKBOX_FUZZ_SEED", None, "the fuzz tests' schemathesis seed (default: taken from the commit; "
+            "make flakes gives each run its own)", _TESTS),
+    Setting("DESKBOX_FUZZ_EXAMPLES", "8", "examples per operation in the fuzz tests (make fuzz: 100)", _TESTS),
+    Setting("DESKBOX_FUZZ_PHASES", "examples,fuzzing", "schemathesis phases the fuzz tests run (make fuzz: "
+            "all)", _TESTS),
+    Setting("DESKBOX_CHAOS_ROUNDS", "20", "rounds of random kills in the chaos test (make fuzz: 100)", _TESTS),
+    Setting("DESKBOX_CHAOS_SEED", "7", "the chaos test's seed", _TESTS),
+    Setting("DESKBOX_DOCS_SHOTS", None, "a folder: the inspector test writes the docs' picture there (make "
+            "docs-shots)", _TESTS),
 ]}
 
 _OLD = {old: s.name for s in SETTINGS.values() for old in s.old}
