@@ -14,7 +14,17 @@ measurable CPU: its processes used 0.225 s a second without listeners, 0.229 wit
 What LibreOffice sends for one value typed into a Calc cell and Return: 883 events, most
 from objects no walk has seen, because it rebuilds its sidebar's Properties panel
 (children removed and added, the old ones defunct) and swaps the formula bar's buttons;
-so an edit costs a whole walk of it, not of the cell's row alone."""
+so an edit costs a whole walk of it, not of the cell's row alone.
+
+Two readers of the events keep their own account, each told apart by name:
+``SNAPSHOT`` (the scene's snapshot: any event of the four kinds it always listened to
+makes the app walked again) and ``FULL`` (OSWorld's full read, which keeps the object
+paths: only an event from an object its last read of that app listed makes it read
+again). The full read can be that precise because it lists every object of the app:
+an object that joins the tree is announced by its parent's ``children-changed``, and
+one measured reading showed the rest are objects of no tree (Calc, a mouse moved over
+its toolbar: five events, none from an object the read lists; a scroll: the sheet's
+``visible-data-changed`` and its scroll bar's value)."""
 
 from __future__ import annotations
 
@@ -28,13 +38,25 @@ from .tree import _A11Y, _REGISTRY, _DBusError
 # LibreOffice, the costliest app to walk, is measured to send events for what it
 # changes (a chart it lists after drawing it included).
 _EVENT_APPS = frozenset({"soffice"})
+# The four the snapshot always listened to, and what else changes a full read: a box
+# (a window resized, a panel dragged wider), what a sheet shows (scrolled), which of
+# a table's descendants is active or selected, an object's attributes.
 _EVENTS = ("object:children-changed", "object:state-changed", "object:property-change", "object:text-changed")
+_FULL_EVENTS = _EVENTS + ("object:bounds-changed", "object:visible-data-changed",
+                          "object:active-descendant-changed", "object:selection-changed",
+                          "object:attributes-changed")
+_SNAPSHOT_MEMBERS = frozenset({"ChildrenChanged", "StateChanged", "PropertyChange", "TextChanged"})
+SNAPSHOT, FULL = "snapshot", "full"
+# Paths kept per app and reader between its walks; past this, "something changed".
+_MAX_PATHS = 4096
 
 
 class _Events:
     def __init__(self) -> None:
         self._heard: set[str] = set()  # bus names listened to
-        self._stirred: set[str] = set()  # of those, the ones that sent an event since their last walk
+        # Per reader: bus name -> paths of the objects that sent an event since that
+        # reader's last walk of the app (None: not known, walked again whatever it lists).
+        self._stirred: dict[str, dict[str, set[str] | None]] = {SNAPSHOT: {}, FULL: {}}
         self._registered = False
 
     async def listen_to(self, bus: Any, call: Callable[..., Awaitable[list[Any]]], names: list[str]) -> None:
@@ -45,7 +67,7 @@ class _Events:
         try:
             if not self._registered:
                 bus.add_message_handler(self._on_message)
-                for event in _EVENTS:
+                for event in _FULL_EVENTS:
                     await call(_REGISTRY, "/org/a11y/atspi/registry", _A11Y + "Registry", "RegisterEvent", "sass",
                                [event, [], ""])
                 self._registered = True
@@ -53,24 +75,42 @@ class _Events:
                 await call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "AddMatch", "s",
                            [f"type='signal',sender='{name}',interface='{_A11Y}Event.Object'"])
                 self._heard.add(name)
-                self._stirred.add(name)  # (what came before is not known)
+                for stirred in self._stirred.values():
+                    stirred[name] = None  # (what came before is not known)
         except _DBusError:
             pass  # (a registry that cannot: those apps are walked every time)
 
     def heard(self, name: str) -> bool:
         return name in self._heard
 
-    def still(self, name: str) -> bool:
-        """Listened to, and no event since its last walk."""
-        return name in self._heard and name not in self._stirred
+    def still(self, reader: str, name: str, paths: Collection[str] | None = None) -> bool:
+        """Listened to, and since ``reader``'s last walk of it no event came from it
+        (with ``paths``: from none of those objects)."""
+        if name not in self._heard:
+            return False
+        stirred = self._stirred[reader].get(name)
+        if stirred is None:
+            return False
+        return not stirred if paths is None else stirred.isdisjoint(paths)
 
-    def walked(self, name: str) -> None:
-        self._stirred.discard(name)
+    def walked(self, reader: str, name: str) -> None:
+        """``reader`` walks the app now: what it sends from now on is news to it."""
+        if name in self._heard:
+            self._stirred[reader][name] = set()
 
     def forget_gone_apps(self, live: Collection[str]) -> None:
         self._heard &= set(live)
-        self._stirred &= set(live)
+        for reader, stirred in self._stirred.items():
+            self._stirred[reader] = {k: v for k, v in stirred.items() if k in self._heard}
 
     def _on_message(self, msg: Any) -> None:
-        if msg.message_type == MessageType.SIGNAL and msg.sender in self._heard:
-            self._stirred.add(msg.sender)
+        if msg.message_type != MessageType.SIGNAL or msg.sender not in self._heard:
+            return
+        for reader, stirred in self._stirred.items():
+            if reader == SNAPSHOT and msg.member not in _SNAPSHOT_MEMBERS:
+                continue
+            paths = stirred.get(msg.sender)
+            if paths is not None:
+                paths.add(msg.path)
+                if len(paths) > _MAX_PATHS:
+                    stirred[msg.sender] = None

@@ -73,6 +73,7 @@ class _FullRead:
         self.r = reader
         self.count = 0
         self.ms: dict[str, float] = {}
+        self.paths: dict[str, set[str]] = {}  # bus name -> the objects read of that app
 
     async def app(self, app: _App) -> dict[str, Any]:
         t0 = time.perf_counter()
@@ -83,6 +84,7 @@ class _FullRead:
             except _DBusError:
                 pass  # no cache (yet): every object is asked
         tree = _Tree({o.path: o for o in map(_obj_from_item, items)})
+        self.paths[app.bus] = set()
         node = await self.node(app, tree, _ROOT, 1, in_sheet=False, origin=None)
         node["pid"] = app.pid
         self.ms[app.bus] = round((time.perf_counter() - t0) * 1000, 2)
@@ -91,6 +93,7 @@ class _FullRead:
     async def node(self, app: _App, tree: _Tree, path: str, depth: int, *, in_sheet: bool,
                    origin: tuple[int, int] | None) -> dict[str, Any]:
         self.count += 1
+        self.paths[app.bus].add(path)
         out: dict[str, Any] = {"role": "", "name": "", "states": [], "children": []}
         r, bus = self.r, app.bus
         obj = tree.objects.get(path)

@@ -12,7 +12,7 @@ from typing import Any
 
 from dbus_fast import Message, MessageType
 
-from .events import _EVENT_APPS, _Events
+from .events import _EVENT_APPS, FULL, SNAPSHOT, _Events
 from .full import FULL_APP_TIMEOUT_S, _FullRead
 from .selection import _reads_text, _Selection
 from .sheets import _Sheets
@@ -100,6 +100,8 @@ class AtspiReader:
         # _keepable): bus name -> that walk's nodes and objects visited. Which of them
         # sent AT-SPI events since is _events' to say.
         self._last: dict[str, tuple[list[NativeNode], int]] = {}
+        # The same for the full read: bus name -> its last tree and the objects it listed.
+        self._full_last: dict[str, tuple[dict[str, Any], frozenset[str]]] = {}
         self._events = _Events()
 
     async def open(self) -> None:
@@ -225,29 +227,53 @@ class AtspiReader:
     async def full_tree(self, *, app_timeout: float = FULL_APP_TIMEOUT_S) -> dict[str, Any]:
         """Every application's whole tree, every node with all it has: what OSWorld's
         accessibility tree is made of (``deskbox.atspi.full``). An app that does not
-        answer within ``app_timeout`` is left out and named in ``left_out``."""
+        answer within ``app_timeout`` is left out and named in ``left_out``.
+
+        An app whose AT-SPI events are listened to (``_EVENT_APPS``) gives its last read
+        again while none of the objects that read listed sent an event since it began
+        (``events``): named in ``walk["kept"]``. Its app's ``pid`` is as it was then."""
         started = time.perf_counter()
         apps = await self._list_apps()
+        if self._bus is not None:
+            await self._events.listen_to(self._bus, self.call, [a.bus for a in apps if a.name in _EVENT_APPS])
+        kept = {a.bus: self._full_last[a.bus] for a in apps
+                if a.bus in self._full_last and self._events.still(FULL, a.bus, self._full_last[a.bus][1])}
         read = _FullRead(self)
-        trees = await asyncio.gather(*(self._within(read.app(a), a.name, app_timeout) for a in apps),
+        trees = await asyncio.gather(*(_given_tree(kept[a.bus][0]) if a.bus in kept
+                                       else self._within(self._full_app(read, a), a.name, app_timeout) for a in apps),
                                      return_exceptions=True)
-        out, left_out, ms = [], [], {}
+        out, left_out, ms, kept_names = [], [], {}, []
+        nodes = read.count
         for app, tree in zip(apps, trees):
+            name = f"{app.name or '?'}:{app.pid}"
             if isinstance(tree, BaseException):
                 if not isinstance(tree, (_AppUnresponsive, _DBusError)):
                     raise tree
                 left_out.append(f"{app.name or '?'} (pid {app.pid}): {tree}")
                 continue
             out.append(tree)
-            ms[f"{app.name or '?'}:{app.pid}"] = read.ms.get(app.bus, 0.0)
+            if app.bus in kept:
+                kept_names.append(name)
+                nodes += len(kept[app.bus][1])
+            else:
+                ms[name] = read.ms.get(app.bus, 0.0)
         self._forget_gone_apps()
-        return {"apps": out, "nodes": read.count, "left_out": left_out,
-                "walk": {"seconds": time.perf_counter() - started, "app_ms": ms}}
+        return {"apps": out, "nodes": nodes, "left_out": left_out,
+                "walk": {"seconds": time.perf_counter() - started, "app_ms": ms, "kept": kept_names}}
+
+    async def _full_app(self, read: _FullRead, app: _App) -> dict[str, Any]:
+        # (An event while it is read marks it again: the next read walks it.)
+        self._events.walked(FULL, app.bus)
+        self._full_last.pop(app.bus, None)
+        tree = await read.app(app)
+        if self._events.heard(app.bus):
+            self._full_last[app.bus] = (tree, frozenset(read.paths.get(app.bus, ())))
+        return tree
 
     # -- internals ----------------------------------------------------------------------
 
     def _keepable(self, app: _App) -> bool:
-        if not self._events.still(app.bus) or app.bus not in self._last:
+        if not self._events.still(SNAPSHOT, app.bus) or app.bus not in self._last:
             return False
         # Each of its sheets named, with nothing changed in it.
         return all(len(self._sheet_bands.get(key, (None,))) == 0 for key in self.sheets.keys_of(app.bus))
@@ -274,6 +300,7 @@ class AtspiReader:
         self.sheets.forget_gone_apps(live)
         self._hidden = {k for k in self._hidden if k.split("/", 1)[0] in live}
         self._last = {b: v for b, v in self._last.items() if b in live}
+        self._full_last = {b: v for b, v in self._full_last.items() if b in live}
         self._events.forget_gone_apps(live)
 
     async def _app(self, bus: str) -> _App:
@@ -304,7 +331,7 @@ class AtspiReader:
     async def _walk(self, app: _App, prune_documents: bool) -> tuple[list[NativeNode], int, float]:
         t0 = time.perf_counter()
         # (An event while it is read marks it again: the next snapshot walks it.)
-        self._events.walked(app.bus)
+        self._events.walked(SNAPSHOT, app.bus)
         self._last.pop(app.bus, None)
         items: list[Any] = []
         if app.cache:
@@ -559,6 +586,10 @@ class AtspiReader:
         if reply.message_type == MessageType.ERROR:
             raise _DBusError(f"{reply.error_name}: {reply.body[0] if reply.body else ''}")
         return reply.body
+
+
+async def _given_tree(tree: dict[str, Any]) -> dict[str, Any]:
+    return tree
 
 
 async def _given(walk: tuple[list[NativeNode], int]) -> tuple[list[NativeNode], int, float]:

@@ -22,6 +22,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from aiohttp import ClientError, ClientTimeout, web
 
@@ -146,7 +147,9 @@ async def screenshot(request: web.Request) -> web.Response:
     return web.Response(body=body, content_type="image/png", headers={"Cache-Control": "no-store"})
 
 
-async def _accessibility_xml(request: web.Request) -> str:
+async def _accessibility_xml(request: web.Request) -> tuple[str, dict[str, Any]]:
+    """The XML, and the AT-SPI read's figures (``walk``: seconds, and which apps gave
+    their last read again)."""
     # desktopd's windows and the AT-SPI read do not wait for each other.
     windows, tree = await asyncio.gather(window_tree(request), accessibility.walk(request.app[ATSPI]),
                                          return_exceptions=True)
@@ -155,16 +158,24 @@ async def _accessibility_xml(request: web.Request) -> str:
     for result in (windows, tree):
         if isinstance(result, BaseException):
             raise result
-    return accessibility.build_xml(tree, accessibility.placed_windows(*windows), request.app[CONFIG].browser_name)
+    xml = accessibility.build_xml(tree, accessibility.placed_windows(*windows), request.app[CONFIG].browser_name)
+    return xml, tree.get("walk") or {}
 
 
 async def accessibility_tree(request: web.Request) -> web.Response:
-    return json_ok({"AT": await _accessibility_xml(request)})
+    xml, walk = await _accessibility_xml(request)
+    response = json_ok({"AT": xml})
+    # How the tree was read, in the standard header for it: the walk's time, and each
+    # app that gave its last read again (nothing it listed changed since).
+    timings = [f"atspi;dur={walk.get('seconds', 0) * 1000:.1f}"]
+    timings += [f'kept;desc="{name}"' for name in walk.get("kept") or ()]
+    response.headers["Server-Timing"] = ", ".join(timings)
+    return response
 
 
 async def terminal(request: web.Request) -> web.Response:
-    return json_ok({"output": accessibility.terminal_output(await _accessibility_xml(request)),
-                    "status": "success"})
+    xml, _ = await _accessibility_xml(request)
+    return json_ok({"output": accessibility.terminal_output(xml), "status": "success"})
 
 
 async def screen_size(request: web.Request) -> web.Response:
