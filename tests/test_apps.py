@@ -14,6 +14,7 @@ import io
 import os
 import signal
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import pytest
 from PIL import Image
 
 from tests.container.documents import pptx
-from tests.support import Session, free_port, http, osworld_upload, require_apps, wait_until
+from tests.support import ROOT, Process, Session, free_port, http, osworld_upload, require_apps, wait_until
 
 pytestmark = pytest.mark.desktop
 
@@ -275,6 +276,57 @@ def test_open_file_of_a_spreadsheet_opens_calc_focused_with_its_menus_in_the_sce
     for e in elements:
         x, y, w, h = e["bbox"]
         assert wx - 1 <= x and x + w <= wx + ww + 1 and wy - 1 <= y and y + h <= wy + wh + 1, e
+    close_discarding_changes(session)
+
+
+def test_a_calc_read_taking_what_did_not_change_is_the_read_from_scratch(session):
+    """OSWorld's server reads LibreOffice again taking its closed menus from its last read
+    while they send no AT-SPI event (deskbox.atspi.full). After each of the actions an
+    agent takes, that read is the one a reader made for the occasion gives, node for
+    node, once the desktop holds still (tests/apps/full_reads.py)."""
+    upload(session, f"{HOME}/Desktop/reads.xlsx", xlsx())
+    resp = http("POST", session.osworld + "/setup/open_file", {"path": "~/Desktop/reads.xlsx"}, timeout=120)
+    assert resp.status == 200, resp.body[:300]
+    _, elements = app_window(session, "reads.xlsx - LibreOffice Calc", role="cell", name="B2")
+    c3 = next(e for e in elements if e["role"] == "cell" and e["name"] == "C3")
+    reads = Process(session, [sys.executable, str(ROOT / "tests" / "apps" / "full_reads.py")], stdin=subprocess.PIPE,
+                    cwd=str(ROOT), env=session.app_env(PYTHONPATH=str(ROOT)))
+
+    def agreed(what: str) -> dict:
+        last: dict = {}
+
+        def compared() -> dict | None:
+            assert reads.proc.stdin is not None
+            reads.proc.stdin.write(b"read\n")
+            reads.proc.stdin.flush()
+            last.update(reads.next(120))
+            return dict(last) if last["still"] and not last["count"] else None
+        try:
+            return wait_until(compared, 60, 0.5, what=f"the two reads agreeing after {what}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {last.get('count')} differences (where, what, taking, from scratch), "
+                                 f"held still: {last.get('still')}:\n"
+                                 + "\n".join(map(str, last.get("differences") or ()))) from None
+
+    x, y = c3["bbox"][0] + 5, c3["bbox"][1] + 5
+    try:
+        agreed("Calc opened")
+        taken = 0
+        for what, act in (("a click on C3", lambda: session.pointer(action="click", x=x, y=y)),
+                          ("a value typed", lambda: session.keyboard(action="type", text="5\n")),
+                          ("an undo", lambda: session.keyboard(action="key", keys="ctrl+z")),
+                          ("a scroll", lambda: session.pointer(action="scroll", x=x, y=y, dy=3)),
+                          ("the menu bar entered", lambda: session.keyboard(action="key", keys="F10")),
+                          ("the File menu opened", lambda: session.keyboard(action="key", keys="Down")),
+                          ("the menus closed", lambda: session.keyboard(action="key", keys="Escape")),
+                          ("the menus closed", lambda: session.keyboard(action="key", keys="Escape")),
+                          ("a text typed and kept", lambda: session.keyboard(action="type", text="words\n"))):
+            act()
+            taken += sum(agreed(what)["walk"].get("taken", {}).values())
+        # (The reads that agreed did take closed menus: what is compared is the taking.)
+        assert taken > 0
+    finally:
+        reads.stop()
     close_discarding_changes(session)
 
 

@@ -47,6 +47,10 @@ _FULL_EVENTS = _EVENTS + ("object:bounds-changed", "object:visible-data-changed"
                           "object:attributes-changed")
 _SNAPSHOT_MEMBERS = frozenset({"ChildrenChanged", "StateChanged", "PropertyChange", "TextChanged"})
 SNAPSHOT, FULL = "snapshot", "full"
+# An object that gains or loses one of these may have changed what lies below it (a
+# menu shown, a panel hidden, a window made an icon) without an event from each
+# descendant.
+_SUBTREE_STATES = frozenset({"showing", "visible", "iconified", "defunct"})
 # Paths kept per app and reader between its walks; past this, "something changed".
 _MAX_PATHS = 4096
 
@@ -54,9 +58,10 @@ _MAX_PATHS = 4096
 class _Events:
     def __init__(self) -> None:
         self._heard: set[str] = set()  # bus names listened to
-        # Per reader: bus name -> paths of the objects that sent an event since that
-        # reader's last walk of the app (None: not known, walked again whatever it lists).
-        self._stirred: dict[str, dict[str, set[str] | None]] = {SNAPSHOT: {}, FULL: {}}
+        # Per reader: bus name -> the objects that sent an event since that reader's
+        # last walk of the app (None: not known, walked again whatever it lists), each
+        # with whether what lies below it may have changed too (``_SUBTREE_STATES``).
+        self._stirred: dict[str, dict[str, dict[str, bool] | None]] = {SNAPSHOT: {}, FULL: {}}
         self._registered = False
 
     async def listen_to(self, bus: Any, call: Callable[..., Awaitable[list[Any]]], names: list[str]) -> None:
@@ -91,12 +96,19 @@ class _Events:
         stirred = self._stirred[reader].get(name)
         if stirred is None:
             return False
-        return not stirred if paths is None else stirred.isdisjoint(paths)
+        return not stirred if paths is None else stirred.keys().isdisjoint(paths)
+
+    def stirred(self, reader: str, name: str) -> dict[str, bool] | None:
+        """The objects of that app that sent an event since ``reader``'s last walk of
+        it, each with whether what lies below it may have changed too (it was shown or
+        hidden: ``_SUBTREE_STATES``); None: not known."""
+        found = self._stirred[reader].get(name) if name in self._heard else None
+        return dict(found) if found is not None else None
 
     def walked(self, reader: str, name: str) -> None:
         """``reader`` walks the app now: what it sends from now on is news to it."""
         if name in self._heard:
-            self._stirred[reader][name] = set()
+            self._stirred[reader][name] = {}
 
     def forget_gone_apps(self, live: Collection[str]) -> None:
         self._heard &= set(live)
@@ -111,6 +123,7 @@ class _Events:
                 continue
             paths = stirred.get(msg.sender)
             if paths is not None:
-                paths.add(msg.path)
+                paths[msg.path] = paths.get(msg.path, False) or (
+                    msg.member == "StateChanged" and bool(msg.body) and msg.body[0] in _SUBTREE_STATES)
                 if len(paths) > _MAX_PATHS:
                     stirred[msg.sender] = None

@@ -13,7 +13,7 @@ from typing import Any
 from dbus_fast import Message, MessageType
 
 from .events import _EVENT_APPS, FULL, SNAPSHOT, _Events
-from .full import FULL_APP_TIMEOUT_S, _FullRead
+from .full import FULL_APP_TIMEOUT_S, Listing, _FullRead
 from .selection import _reads_text, _Selection
 from .sheets import _Sheets
 from .tree import (
@@ -101,7 +101,7 @@ class AtspiReader:
         # sent AT-SPI events since is _events' to say.
         self._last: dict[str, tuple[list[NativeNode], int]] = {}
         # The same for the full read: bus name -> its last tree and the objects it listed.
-        self._full_last: dict[str, tuple[dict[str, Any], frozenset[str]]] = {}
+        self._full_last: dict[str, Listing] = {}
         self._events = _Events()
 
     async def open(self) -> None:
@@ -231,18 +231,20 @@ class AtspiReader:
 
         An app whose AT-SPI events are listened to (``_EVENT_APPS``) gives its last read
         again while none of the objects that read listed sent an event since it began
-        (``events``): named in ``walk["kept"]``. Its app's ``pid`` is as it was then."""
+        (``events``): named in ``walk["kept"]``. Its app's ``pid`` is as it was then.
+        Read again, such an app takes the subtrees of its last read that neither showed
+        nor changed (``deskbox.atspi.full``): ``walk["taken"]`` counts them per app."""
         started = time.perf_counter()
         apps = await self._list_apps()
         if self._bus is not None:
             await self._events.listen_to(self._bus, self.call, [a.bus for a in apps if a.name in _EVENT_APPS])
         kept = {a.bus: self._full_last[a.bus] for a in apps
-                if a.bus in self._full_last and self._events.still(FULL, a.bus, self._full_last[a.bus][1])}
+                if a.bus in self._full_last and self._events.still(FULL, a.bus, self._full_last[a.bus].nodes.keys())}
         read = _FullRead(self)
-        trees = await asyncio.gather(*(_given_tree(kept[a.bus][0]) if a.bus in kept
+        trees = await asyncio.gather(*(_given_tree(kept[a.bus].tree) if a.bus in kept
                                        else self._within(self._full_app(read, a), a.name, app_timeout) for a in apps),
                                      return_exceptions=True)
-        out, left_out, ms, kept_names = [], [], {}, []
+        out, left_out, ms, kept_names, taken = [], [], {}, [], {}
         nodes = read.count
         for app, tree in zip(apps, trees):
             name = f"{app.name or '?'}:{app.pid}"
@@ -254,20 +256,26 @@ class AtspiReader:
             out.append(tree)
             if app.bus in kept:
                 kept_names.append(name)
-                nodes += len(kept[app.bus][1])
+                nodes += len(kept[app.bus].nodes)
             else:
                 ms[name] = read.ms.get(app.bus, 0.0)
+                if read.taken.get(app.bus):
+                    taken[name] = read.taken[app.bus]
         self._forget_gone_apps()
         return {"apps": out, "nodes": nodes, "left_out": left_out,
-                "walk": {"seconds": time.perf_counter() - started, "app_ms": ms, "kept": kept_names}}
+                "walk": {"seconds": time.perf_counter() - started, "app_ms": ms, "kept": kept_names,
+                         "taken": taken}}
 
     async def _full_app(self, read: _FullRead, app: _App) -> dict[str, Any]:
-        # (An event while it is read marks it again: the next read walks it.)
+        # What its objects sent since its last read says what of it may be taken (and
+        # an event while it is read marks it again: the next read walks it).
+        last, stirred = self._full_last.pop(app.bus, None), self._events.stirred(FULL, app.bus)
         self._events.walked(FULL, app.bus)
-        self._full_last.pop(app.bus, None)
+        if last is not None and stirred is not None:
+            read.may_take(app.bus, last, stirred)
         tree = await read.app(app)
         if self._events.heard(app.bus):
-            self._full_last[app.bus] = (tree, frozenset(read.paths.get(app.bus, ())))
+            self._full_last[app.bus] = read.listings[app.bus]
         return tree
 
     # -- internals ----------------------------------------------------------------------

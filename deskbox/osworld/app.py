@@ -165,10 +165,13 @@ async def _accessibility_xml(request: web.Request) -> tuple[str, dict[str, Any]]
 async def accessibility_tree(request: web.Request) -> web.Response:
     xml, walk = await _accessibility_xml(request)
     response = json_ok({"AT": xml})
-    # How the tree was read, in the standard header for it: the walk's time, and each
-    # app that gave its last read again (nothing it listed changed since).
+    # How the tree was read, in the standard header for it: the walk's time, each app
+    # that gave its last read again (nothing it listed changed since), and how many
+    # nodes of an app read again were taken from its last read (subtrees that did not
+    # show and did not change).
     timings = [f"atspi;dur={walk.get('seconds', 0) * 1000:.1f}"]
     timings += [f'kept;desc="{name}"' for name in walk.get("kept") or ()]
+    timings += [f'taken;desc="{name} {count}"' for name, count in (walk.get("taken") or {}).items()]
     response.headers["Server-Timing"] = ", ".join(timings)
     return response
 

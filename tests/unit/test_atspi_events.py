@@ -21,9 +21,10 @@ class Bus:
     def add_message_handler(self, handler) -> None:
         self.handlers.append(handler)
 
-    def signal(self, member: str, path: str, sender: str = APP) -> None:
+    def signal(self, member: str, path: str, detail: str = "", sender: str = APP) -> None:
         for handler in self.handlers:
-            handler(SimpleNamespace(message_type=MessageType.SIGNAL, sender=sender, member=member, path=path))
+            handler(SimpleNamespace(message_type=MessageType.SIGNAL, sender=sender, member=member, path=path,
+                                    body=[detail, 0, 0, 0, {}]))
 
 
 def listening() -> tuple[_Events, Bus, list]:
@@ -69,7 +70,7 @@ def test_the_full_read_ignores_objects_it_did_not_list_and_the_snapshot_other_ki
     events.walked(SNAPSHOT, APP)
     bus.signal("VisibleDataChanged", "/root/1")  # a sheet scrolled: the full read's alone
     assert events.still(SNAPSHOT, APP) and not events.still(FULL, APP, {"/root", "/root/1"})
-    bus.signal("StateChanged", "/root", sender=":1.99")  # another app, not listened to
+    bus.signal("StateChanged", "/root", "focused", sender=":1.99")  # another app, not listened to
     assert events.still(SNAPSHOT, APP)
 
 
@@ -83,3 +84,16 @@ def test_too_many_objects_stirred_count_as_everything_and_gone_apps_are_forgotte
     assert not events.heard(APP)
     events.walked(FULL, APP)  # (not listened to any more: nothing is kept)
     assert not events.still(FULL, APP, {"/root"})
+
+
+def test_an_object_shown_or_hidden_has_its_subtree_read_again_any_other_only_itself():
+    events, bus, _ = listening()
+    events.walked(FULL, APP)
+    bus.signal("StateChanged", "/frame", "active")
+    bus.signal("ChildrenChanged", "/root", "add")
+    bus.signal("StateChanged", "/menu", "showing")
+    bus.signal("PropertyChange", "/menu", "accessible-name")  # (a later event keeps what was known)
+    bus.signal("BoundsChanged", "/cell")
+    assert events.stirred(FULL, APP) == {"/frame": False, "/root": False, "/menu": True, "/cell": False}
+    events.walked(FULL, APP)
+    assert events.stirred(FULL, APP) == {}
