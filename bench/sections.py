@@ -374,6 +374,25 @@ def _accessibility(d: dict, plots: Plots) -> list[str]:
     return out
 
 
+def _full_read(d: dict, plots: Plots) -> list[str]:
+    rows = d.get("rows") or []
+    rounds = (d.get("meta") or {}).get("rounds", "?")
+    out = [f"{d.get('setup', '?')}. One process as the session user holds two readers: the one OSWorld's server "
+           "runs (it gives LibreOffice's last read again while nothing it listed sent an AT-SPI event, and takes "
+           "its closed menus otherwise) and the same reader reading everything (the baseline); before each of "
+           f"{rounds} rounds per row one thing is done to Calc, then both read, in alternating order. **CPU**: the "
+           "reader's process and LibreOffice's, per read. **Trees differ**: nodes that differ between the two "
+           "readers' trees once Calc holds still (0: the keeping read missed nothing).", ""]
+    out += _table(["row", "n", "median ms", "p95 ms", "CPU ms", "nodes taken", "x baseline", "trees differ"],
+                  ["l", "r", "r", "r", "r", "r", "r", "r"],
+                  [[r.get("row", "?"), _int(r.get("n")), _ms(r.get("median_ms")), _ms(r.get("p95_ms")),
+                    _ms(r.get("cpu_median_ms")),
+                    "" if r.get("baseline") else (f"kept {r.get('kept')}x" if r.get("kept") else _int(r.get("taken_median"))),
+                    "" if r.get("x_baseline") is None else f"{r['x_baseline']:.2f}x",
+                    "?" if r.get("differences") is None else str(r["differences"])] for r in rows])
+    return out + [""]
+
+
 def _view(d: dict, plots: Plots) -> list[str]:
     rows = d.get("rows") or []
     out = ["From a click's request (it flips the page's colour) to the new colour: polled in desktopd's screenshot "

@@ -38,7 +38,8 @@ changed its text with no event from it: measured, against a read from scratch af
 each of 17 actions). Below an object shown or hidden since, everything is read again;
 any other object that sent an event (LibreOffice's app root at a click, for a window it
 made and dropped; the frame, made active) is read again, and each of its children may
-still be taken. Its role, interfaces and actions are asked again too."""
+still be taken. (The reader asks again the role, interfaces and actions of an object
+that sent an event.)"""
 
 from __future__ import annotations
 
@@ -124,11 +125,6 @@ class _FullRead:
         event since ``last`` began, each with whether what lies below it may have
         changed too (True: its subtree is read again whole; False: it is read again,
         and each of its children may still be taken)."""
-        # What is asked once of an object (role, interfaces, actions) is asked again of
-        # one that sent an event: a menu item renamed has a new key binding.
-        for path in stirred:
-            self.r.kinds.pop(bus + path, None)
-            self.r.action_details.pop(bus + path, None)
         tainted: set[str] = set()
         for path in stirred:
             while path in last.nodes and path not in tainted:

@@ -59,7 +59,8 @@ class AtspiReader:
 
     ``await reader.open()`` first; one snapshot or action at a time."""
 
-    def __init__(self, *, bus_address: str | None = None, app_timeout: float = APP_TIMEOUT_S) -> None:
+    def __init__(self, *, bus_address: str | None = None, app_timeout: float = APP_TIMEOUT_S,
+                 keep: bool = True) -> None:
         self._session_address = bus_address or os.environ.get("DBUS_SESSION_BUS_ADDRESS")
         if not self._session_address:
             raise AtspiError("DBUS_SESSION_BUS_ADDRESS is not set: AT-SPI needs the session's D-Bus bus")
@@ -100,8 +101,10 @@ class AtspiReader:
         # _keepable): bus name -> that walk's nodes and objects visited. Which of them
         # sent AT-SPI events since is _events' to say.
         self._last: dict[str, tuple[list[NativeNode], int]] = {}
-        # The same for the full read: bus name -> its last tree and the objects it listed.
+        # The same for the full read: bus name -> its last read, by object. ``keep``
+        # False: none is kept, every full read reads each app whole (a bench's baseline).
         self._full_last: dict[str, Listing] = {}
+        self._keep = keep
         self._events = _Events()
 
     async def open(self) -> None:
@@ -232,8 +235,8 @@ class AtspiReader:
         An app whose AT-SPI events are listened to (``_EVENT_APPS``) gives its last read
         again while none of the objects that read listed sent an event since it began
         (``events``): named in ``walk["kept"]``. Its app's ``pid`` is as it was then.
-        Read again, such an app takes the subtrees of its last read that neither showed
-        nor changed (``deskbox.atspi.full``): ``walk["taken"]`` counts them per app."""
+        Read again, such an app takes its closed menus from its last read while they
+        sent no event (``deskbox.atspi.full``): ``walk["taken"]`` counts those nodes."""
         started = time.perf_counter()
         apps = await self._list_apps()
         if self._bus is not None:
@@ -271,10 +274,16 @@ class AtspiReader:
         # an event while it is read marks it again: the next read walks it).
         last, stirred = self._full_last.pop(app.bus, None), self._events.stirred(FULL, app.bus)
         self._events.walked(FULL, app.bus)
-        if last is not None and stirred is not None:
-            read.may_take(app.bus, last, stirred)
+        if stirred is not None:
+            # What is asked once of an object (role, interfaces, actions) is asked again
+            # of one that sent an event: a menu item renamed has a new key binding.
+            for path in stirred:
+                self.kinds.pop(app.bus + path, None)
+                self.action_details.pop(app.bus + path, None)
+            if last is not None:
+                read.may_take(app.bus, last, stirred)
         tree = await read.app(app)
-        if self._events.heard(app.bus):
+        if self._keep and self._events.heard(app.bus):
             self._full_last[app.bus] = read.listings[app.bus]
         return tree
 
