@@ -24,7 +24,9 @@ level rather than per call. An app's cache (``Cache.GetItems``) gives the name, 
 states and child count of every object it lists in one call, read when asked; a
 node it lists then costs its attributes, box, text, value and actions, and its
 children (asked, but of GTK 4, whose cache is whole). An object's role, interfaces and
-actions are asked once while it lives.
+actions are asked once while it lives (an action's key binding may change with no event
+from it: LibreOffice's menus change some as the document's mode does, and a reader
+that lives long then shows the one it first read).
 
 What it takes from the app's last read (``Listing``, for an app whose AT-SPI events are
 listened to, ``deskbox.atspi.events``): given the objects that sent an event since that
@@ -38,7 +40,9 @@ changed its text with no event from it: measured, against a read from scratch af
 each of 17 actions). Below an object shown or hidden since, everything is read again;
 any other object that sent an event (LibreOffice's app root at a click, for a window it
 made and dropped; the frame, made active) is read again, and each of its children may
-still be taken. (The reader asks again the role, interfaces and actions of an object
+still be taken. A read in which some call failed is not kept: LibreOffice, making a
+sheet's cells anew, answers their states and not their boxes or texts for a moment,
+and no later event would mend such a read. (The reader asks again the role, interfaces and actions of an object
 that sent an event.)"""
 
 from __future__ import annotations
@@ -118,6 +122,9 @@ class _FullRead:
         self.ms: dict[str, float] = {}
         self.listings: dict[str, Listing] = {}
         self.taken: dict[str, int] = {}
+        # Apps of which some call failed (an object gone, or answering half its calls
+        # while LibreOffice makes its cells anew): their read is not kept.
+        self.incomplete: set[str] = set()
         self._takeable: dict[str, _Takeable] = {}
 
     def may_take(self, bus: str, last: Listing, stirred: Mapping[str, bool]) -> None:
@@ -201,6 +208,7 @@ class _FullRead:
                 obj = _obj_from_replies(bus, path, found[1], found[0], static)
         except _DBusError:
             attrs.cancel()
+            self.incomplete.add(bus)
             return out  # gone while it was read
         names = r.names
         out["role"] = names.role(obj.role)
@@ -229,13 +237,13 @@ class _FullRead:
         if app.desktop_coords and depth == 2:
             # A frame of an app whose boxes are DESKTOP coordinates (Qt): its box is the
             # origin of its descendants' (as in the snapshot), so it is read first.
-            frame = _box(await _result(box))
+            frame = _box(await self._got(bus, box))
             origin = frame[:2] if frame else None
         if depth < MAX_DEPTH:
             sheet = in_sheet and out["role"] == "table" and obj.has(_MANAGES_DESCENDANTS)
             places: list[tuple[int, int]] = []
             if sheet:
-                places, paths = await self._cells(app, path, _box(await _result(box)))
+                places, paths = await self._cells(app, path, _box(await self._got(bus, box)))
             else:
                 paths = await self._children(app, tree, obj)
             paths = paths[:max(0, MAX_NODES - self.count)]
@@ -247,21 +255,21 @@ class _FullRead:
                 await self._cells_gone(app, tree, path, depth, places, paths, out["children"])
         # Awaited one by one: by now most have their answer, and a future that has costs
         # nothing to await (a gather would schedule a callback for each).
-        found = await _result(attrs)
+        found = await self._got(bus, attrs)
         if found is not None and found[0]:
             out["attrs"] = {str(k): str(v) for k, v in found[0].items() if k}
-        extents = _box(await _result(box))
+        extents = _box(await self._got(bus, box))
         if extents is not None:
             if origin is not None:
                 extents = frame_relative(extents, origin)
             out["extents"] = list(extents)
-        found = await _result(text)
+        found = await self._got(bus, text)
         if found is not None and found[0]:
             out["text"] = found[0]
         if values:
             out["value"] = {}
             for (key, _), future in zip(_VALUE_KEYS, values):
-                found = await _result(future)
+                found = await self._got(bus, future)
                 if found is not None:
                     out["value"][key] = str(found[0].value)
             if bounds is not None:
@@ -270,10 +278,21 @@ class _FullRead:
                 v = out["value"]
                 r.value_bounds[bus + path] = (v.get("min"), v.get("max"), v.get("step"))
         if isinstance(actions, asyncio.Future):
-            actions = await _result(actions)
+            actions = await self._got(bus, actions)
         if actions:
             out["actions"] = {name: [desc, kb] for name, desc, kb in actions}
         return out
+
+    async def _got(self, bus: str, future: asyncio.Future | None) -> Any:
+        """A call's reply, or None when it was not made or the object answered an error
+        (the app's read is then ``incomplete``: not one to keep)."""
+        if future is None:
+            return None
+        try:
+            return await future
+        except _DBusError:
+            self.incomplete.add(bus)
+            return None
 
     async def _children(self, app: _App, tree: _Tree, obj: _Obj) -> list[str]:
         # An object's children are asked of it: a cache's lists are not the truth.
@@ -340,14 +359,6 @@ class _FullRead:
         return found
 
 
-async def _result(future: asyncio.Future | None) -> Any:
-    """A call's reply, or None when it was not made or the object answered an error."""
-    if future is None:
-        return None
-    try:
-        return await future
-    except _DBusError:
-        return None
 
 
 def _box(reply: Any) -> tuple[int, int, int, int] | None:

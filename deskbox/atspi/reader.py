@@ -283,7 +283,7 @@ class AtspiReader:
             if last is not None:
                 read.may_take(app.bus, last, stirred)
         tree = await read.app(app)
-        if self._keep and self._events.heard(app.bus):
+        if self._keep and self._events.heard(app.bus) and app.bus not in read.incomplete:
             self._full_last[app.bus] = read.listings[app.bus]
         return tree
 
