@@ -64,6 +64,29 @@ def _sheet(path: Path) -> None:
     book.save(path)
 
 
+def start_calc(state: dict) -> subprocess.Popen:
+    """Calc on a new sheet of 10,000 filled cells (``_sheet``), as the session's user, in
+    a process group of its own (``stop_calc`` ends it)."""
+    folder = Path(tempfile.mkdtemp(prefix="deskbox-bench-sheet-"))
+    sheet = folder / "sheet.xlsx"
+    _sheet(sheet)
+    user = state["user"]
+    os.chown(folder, user["uid"], user["gid"])
+    os.chown(sheet, user["uid"], user["gid"])
+    extra = {"user": user["uid"], "group": user["gid"], "extra_groups": []} if os.getuid() == 0 else {}
+    return subprocess.Popen(["soffice", "--calc", str(sheet)], env=state["env"], cwd=str(folder),
+                            start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, **extra)
+
+
+def stop_calc(calc: subprocess.Popen | None) -> None:
+    if calc is not None:
+        try:
+            os.killpg(calc.pid, 9)
+        except ProcessLookupError:
+            pass
+
+
 async def _agent_turns(http: ClientSession, scene: str, n: int, between=None) -> tuple[dict, dict]:
     """``n`` agent-turn scenes, timed; ``between(i)`` (untimed) runs before each."""
     times, stages = [], {}
@@ -105,16 +128,7 @@ async def scene_rows(iterations: int, *, env: dict[str, str] | None = None, suff
             alone, alone_stages = await _agent_turns(http, scene, iterations)
             rows.append({"row": "scene agent-turn, Chromium alone (baseline)", **alone, "stages_ms": alone_stages})
 
-            folder = Path(tempfile.mkdtemp(prefix="deskbox-bench-sheet-"))
-            sheet = folder / "sheet.xlsx"
-            _sheet(sheet)
-            user = state["user"]
-            os.chown(folder, user["uid"], user["gid"])
-            os.chown(sheet, user["uid"], user["gid"])
-            extra = {"user": user["uid"], "group": user["gid"], "extra_groups": []} if os.getuid() == 0 else {}
-            calc = subprocess.Popen(["soffice", "--calc", str(sheet)], env=state["env"], cwd=str(folder),
-                                    start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, **extra)
+            calc = start_calc(state)
 
             async def cells_there():
                 async with http.get(scene + "/api/v1/scene?mode=agent-turn") as resp:
@@ -152,11 +166,7 @@ async def scene_rows(iterations: int, *, env: dict[str, str] | None = None, suff
                          "stages_ms": moved_stages,
                          "x_baseline": moved["median_ms"] / alone["median_ms"] if alone["median_ms"] else None})
     finally:
-        if calc is not None:
-            try:
-                os.killpg(calc.pid, 9)
-            except ProcessLookupError:
-                pass
+        stop_calc(calc)
         await asyncio.to_thread(session.stop)
         await runner.cleanup()
     if suffix:

@@ -28,7 +28,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import Any
 
 from deskbox.session.spawn import SessionFailed, SpawnedSession
 
-from .apps import _sheet
+from .apps import start_calc, stop_calc
 from .report import write_results
 from .stats import summarize
 
@@ -168,14 +167,7 @@ def measure(rounds: int) -> dict:
         state = session.state
         user = state["user"]
         as_user = {"user": user["uid"], "group": user["gid"], "extra_groups": []} if os.getuid() == 0 else {}
-        folder = Path(tempfile.mkdtemp(prefix="deskbox-bench-sheet-"))
-        sheet = folder / "sheet.xlsx"
-        _sheet(sheet)
-        os.chown(folder, user["uid"], user["gid"])
-        os.chown(sheet, user["uid"], user["gid"])
-        calc = subprocess.Popen(["soffice", "--calc", str(sheet)], env=state["env"], cwd=str(folder),
-                                start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, **as_user)
+        calc = start_calc(state)
         office, window = _calc_window(state["desktopd"])
         time.sleep(5)  # Calc settles after loading
         x, y, w, h = window["bounds"]
@@ -189,11 +181,7 @@ def measure(rounds: int) -> dict:
             raise RuntimeError(f"the driver failed: {driver.stderr[-3000:]}")
         found = json.loads(driver.stdout)
     finally:
-        if calc is not None:
-            try:
-                os.killpg(calc.pid, 9)
-            except ProcessLookupError:
-                pass
+        stop_calc(calc)
         session.stop()
     return {"meta": {"when": time.strftime("%Y-%m-%d %H:%M:%S %z"), "rounds": rounds},
             "setup": "1920x1080, LibreOffice Calc on a sheet of 10,000 filled cells, no browser",
