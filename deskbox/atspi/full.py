@@ -40,9 +40,10 @@ changed its text with no event from it: measured, against a read from scratch af
 each of 17 actions). Below an object shown or hidden since, everything is read again;
 any other object that sent an event (LibreOffice's app root at a click, for a window it
 made and dropped; the frame, made active) is read again, and each of its children may
-still be taken. A read in which some call failed is not kept: LibreOffice, making a
-sheet's cells anew, answers their states and not their boxes or texts for a moment,
-and no later event would mend such a read. (The reader asks again the role, interfaces and actions of an object
+still be taken. An object of which some call failed is read again whole next time,
+and its app's read is not given again whole: LibreOffice, making a sheet's cells anew,
+answers their states and not their boxes or texts for a moment, and no later event
+would mend such a read. (The reader asks again the role, interfaces and actions of an object
 that sent an event.)"""
 
 from __future__ import annotations
@@ -99,6 +100,9 @@ class Listing:
     tree: dict[str, Any]
     nodes: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = field(default_factory=dict)
     parents: dict[str, str] = field(default_factory=dict)
+    # Objects of which some call failed: the read is not given again whole, and they
+    # are read again whole, as if they had been shown or hidden.
+    failed: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -122,9 +126,9 @@ class _FullRead:
         self.ms: dict[str, float] = {}
         self.listings: dict[str, Listing] = {}
         self.taken: dict[str, int] = {}
-        # Apps of which some call failed (an object gone, or answering half its calls
-        # while LibreOffice makes its cells anew): their read is not kept.
-        self.incomplete: set[str] = set()
+        # Per app bus, the objects of which some call failed (gone, or answering half
+        # their calls while LibreOffice makes its cells anew): ``Listing.failed``.
+        self.failed: dict[str, set[str]] = {}
         self._takeable: dict[str, _Takeable] = {}
 
     def may_take(self, bus: str, last: Listing, stirred: Mapping[str, bool]) -> None:
@@ -132,6 +136,7 @@ class _FullRead:
         event since ``last`` began, each with whether what lies below it may have
         changed too (True: its subtree is read again whole; False: it is read again,
         and each of its children may still be taken)."""
+        stirred = {**stirred, **dict.fromkeys(last.failed, True)}
         tainted: set[str] = set()
         for path in stirred:
             while path in last.nodes and path not in tainted:
@@ -151,6 +156,7 @@ class _FullRead:
         listing = self.listings[app.bus] = Listing(tree={})
         self.taken[app.bus] = 0
         node = listing.tree = await self.node(app, tree, _ROOT, 1, in_sheet=False, origin=None)
+        listing.failed = frozenset(self.failed.get(app.bus, ()))
         node["pid"] = app.pid
         self.ms[app.bus] = round((time.perf_counter() - t0) * 1000, 2)
         return node
@@ -208,7 +214,7 @@ class _FullRead:
                 obj = _obj_from_replies(bus, path, found[1], found[0], static)
         except _DBusError:
             attrs.cancel()
-            self.incomplete.add(bus)
+            self.failed.setdefault(bus, set()).add(path)
             return out  # gone while it was read
         names = r.names
         out["role"] = names.role(obj.role)
@@ -237,13 +243,13 @@ class _FullRead:
         if app.desktop_coords and depth == 2:
             # A frame of an app whose boxes are DESKTOP coordinates (Qt): its box is the
             # origin of its descendants' (as in the snapshot), so it is read first.
-            frame = _box(await self._got(bus, box))
+            frame = _box(await self._got(bus, path, box))
             origin = frame[:2] if frame else None
         if depth < MAX_DEPTH:
             sheet = in_sheet and out["role"] == "table" and obj.has(_MANAGES_DESCENDANTS)
             places: list[tuple[int, int]] = []
             if sheet:
-                places, paths = await self._cells(app, path, _box(await self._got(bus, box)))
+                places, paths = await self._cells(app, path, _box(await self._got(bus, path, box)))
             else:
                 paths = await self._children(app, tree, obj)
             paths = paths[:max(0, MAX_NODES - self.count)]
@@ -255,21 +261,21 @@ class _FullRead:
                 await self._cells_gone(app, tree, path, depth, places, paths, out["children"])
         # Awaited one by one: by now most have their answer, and a future that has costs
         # nothing to await (a gather would schedule a callback for each).
-        found = await self._got(bus, attrs)
+        found = await self._got(bus, path, attrs)
         if found is not None and found[0]:
             out["attrs"] = {str(k): str(v) for k, v in found[0].items() if k}
-        extents = _box(await self._got(bus, box))
+        extents = _box(await self._got(bus, path, box))
         if extents is not None:
             if origin is not None:
                 extents = frame_relative(extents, origin)
             out["extents"] = list(extents)
-        found = await self._got(bus, text)
+        found = await self._got(bus, path, text)
         if found is not None and found[0]:
             out["text"] = found[0]
         if values:
             out["value"] = {}
             for (key, _), future in zip(_VALUE_KEYS, values):
-                found = await self._got(bus, future)
+                found = await self._got(bus, path, future)
                 if found is not None:
                     out["value"][key] = str(found[0].value)
             if bounds is not None:
@@ -278,20 +284,20 @@ class _FullRead:
                 v = out["value"]
                 r.value_bounds[bus + path] = (v.get("min"), v.get("max"), v.get("step"))
         if isinstance(actions, asyncio.Future):
-            actions = await self._got(bus, actions)
+            actions = await self._got(bus, path, actions)
         if actions:
             out["actions"] = {name: [desc, kb] for name, desc, kb in actions}
         return out
 
-    async def _got(self, bus: str, future: asyncio.Future | None) -> Any:
+    async def _got(self, bus: str, path: str, future: asyncio.Future | None) -> Any:
         """A call's reply, or None when it was not made or the object answered an error
-        (the app's read is then ``incomplete``: not one to keep)."""
+        (then named in ``failed``)."""
         if future is None:
             return None
         try:
             return await future
         except _DBusError:
-            self.incomplete.add(bus)
+            self.failed.setdefault(bus, set()).add(path)
             return None
 
     async def _children(self, app: _App, tree: _Tree, obj: _Obj) -> list[str]:
@@ -329,11 +335,15 @@ class _FullRead:
 
     async def _cells_gone(self, app: _App, tree: _Tree, path: str, depth: int, places: list[tuple[int, int]],
                           paths: list[str], cells: list[dict[str, Any]]) -> None:
-        """A cell whose object, kept from an earlier read, was gone (the sheet's objects
-        made anew) is asked for afresh and read again, in place."""
-        gone = [i for i, cell in enumerate(cells) if not cell["role"]]
+        """A cell whose object, kept from an earlier read, was gone or half gone (the
+        sheet's objects made anew: it answers its states and fails its box and text, or
+        is ``defunct``) is asked for afresh and read again, in place."""
+        failed = self.failed.get(app.bus, set())
+        gone = [i for i, cell in enumerate(cells)
+                if not cell["role"] or paths[i] in failed or "defunct" in cell["states"]]
         if not gone:
             return
+        failed.difference_update(paths[i] for i in gone)  # (each is read again below)
         refs = await asyncio.gather(*(self.r.sheets.cell_ref(app.bus, path, *places[i], fresh=True) for i in gone),
                                     return_exceptions=True)
         again = [(i, ref) for i, ref in zip(gone, refs) if isinstance(ref, str)]

@@ -241,8 +241,8 @@ class AtspiReader:
         apps = await self._list_apps()
         if self._bus is not None:
             await self._events.listen_to(self._bus, self.call, [a.bus for a in apps if a.name in _EVENT_APPS])
-        kept = {a.bus: self._full_last[a.bus] for a in apps
-                if a.bus in self._full_last and self._events.still(FULL, a.bus, self._full_last[a.bus].nodes.keys())}
+        kept = {a.bus: last for a in apps if (last := self._full_last.get(a.bus)) is not None and not last.failed
+                and self._events.still(FULL, a.bus, last.nodes.keys())}
         read = _FullRead(self)
         trees = await asyncio.gather(*(_given_tree(kept[a.bus].tree) if a.bus in kept
                                        else self._within(self._full_app(read, a), a.name, app_timeout) for a in apps),
@@ -283,7 +283,7 @@ class AtspiReader:
             if last is not None:
                 read.may_take(app.bus, last, stirred)
         tree = await read.app(app)
-        if self._keep and self._events.heard(app.bus) and app.bus not in read.incomplete:
+        if self._keep and self._events.heard(app.bus):
             self._full_last[app.bus] = read.listings[app.bus]
         return tree
 
