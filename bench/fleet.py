@@ -19,7 +19,11 @@ over 90 % of the level), memory (under 10 % available) or neither (latency alone
 Per level: tasks per hour, observation and action p50/p95, reset and setup p50/p95, the
 machine's CPU seconds per step and per task, the memory of all sessions (their cgroups)
 and the load average. Beside the levels, **one idle session**: its CPU over a minute and
-its memory, after it has settled. Reported, not asserted."""
+its memory, after it has settled. Reported, not asserted.
+
+``--cold-python-too`` runs each level twice: as sessions run by default (OSWorld's
+``python -c`` forked from a warm interpreter) and with ``DESKBOX_OSWORLD_WARM_PYTHON=0``
+(each one started afresh), the baseline, side by side."""
 
 from __future__ import annotations
 
@@ -117,7 +121,7 @@ def _pct(values: list[float], q: float) -> float | None:
 
 
 def level(n: int, image: str, steps: int, think_s: float, work: Path, per_session: int = 2,
-          stagger_s: float | None = None) -> dict:
+          stagger_s: float | None = None, warm_python: bool = True) -> dict:
     from deskbox.run import Pool, Runner, RunOptions, load_tasks, session_factory
 
     folder = work / f"tasks{n}"
@@ -129,7 +133,8 @@ def level(n: int, image: str, steps: int, think_s: float, work: Path, per_sessio
         (domain / f"{config['id']}.json").write_text(json.dumps(config))
     tasks = load_tasks([str(folder)])
     started = time.monotonic()
-    with Pool(session_factory("podman", image=image, outputs=["1920x1080"]), n, spare=0) as pool:
+    settings = {} if warm_python else {"DESKBOX_OSWORLD_WARM_PYTHON": "0"}
+    with Pool(session_factory("podman", image=image, outputs=["1920x1080"], settings=settings), n, spare=0) as pool:
         envs = [pool.take(timeout=900) for _ in range(n)]
         start_s = time.monotonic() - started
         names = [e.name for e in envs]
@@ -167,7 +172,7 @@ def level(n: int, image: str, steps: int, think_s: float, work: Path, per_sessio
     busy_share = busy / max(1e-9, (total1 - total0)) if total1 > total0 else None
     n_steps = len(observe)
     row = {
-        "sessions": n, "tasks": len(records), "stagger_s": runner.options.stagger_s, "wall_s": round(wall, 1), "start_s": round(start_s, 1),
+        "sessions": n, "python": "warm" if warm_python else "cold", "tasks": len(records), "stagger_s": runner.options.stagger_s, "wall_s": round(wall, 1), "start_s": round(start_s, 1),
         "tasks_per_hour": round(len(records) / wall * 3600, 1) if wall else None,
         "observe_p50_s": _pct(observe, 50), "observe_p95_s": _pct(observe, 95),
         "action_p50_s": _pct(action, 50), "action_p95_s": _pct(action, 95),
@@ -230,22 +235,25 @@ def markdown(result: dict) -> str:
              f"(screenshot + accessibility tree, one pyautogui move, {a['think_s']} s think time), first tasks "
              f"staggered: {a.get('stagger', 0)}. A level holds with observation p95 <= "
              f"{OBSERVE_P95_S} s, action p95 <= {ACTION_P95_S} s and no infrastructure failure.", "",
-             "| sessions | tasks/hour | observe p50/p95 s | action p50/p95 s | reset p50/p95 s | setup p50/p95 s | "
-             "CPU s/step | CPU s/task | CPU busy | memory peak MB | load | held | ran out |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             "`python -c`: forked from the session's warm interpreter (the default), or cold: started afresh "
+             "(`DESKBOX_OSWORLD_WARM_PYTHON=0`, the baseline).", "",
+             "| sessions | python -c | tasks/hour | observe p50/p95 s | action p50/p95 s | reset p50/p95 s | "
+             "setup p50/p95 s | CPU s/step | CPU s/task | CPU busy | memory peak MB | load | held | ran out |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in result["levels"]:
         lines.append(
-            f"| {r['sessions']} | {r['tasks_per_hour']} | {r['observe_p50_s']} / {r['observe_p95_s']} | "
+            f"| {r['sessions']} | {r.get('python', 'cold')} | {r['tasks_per_hour']} | {r['observe_p50_s']} / {r['observe_p95_s']} | "
             f"{r['action_p50_s']} / {r['action_p95_s']} | {r['reset_p50_s']} / {r['reset_p95_s']} | "
             f"{r['setup_p50_s']} / {r['setup_p95_s']} | {r['cpu_s_per_step']} | {r['cpu_s_per_task']} | "
             f"{r['cpu_busy_share']} | {r['memory_peak_mb']:.0f} | {r['load1']} | {'yes' if r['held'] else '**no**'} | "
             f"{r['ran_out'] or '-'} |")
-    last = result["levels"][-1] if result["levels"] else None
+    warm = [r for r in result["levels"] if r.get("python", "warm") == "warm"]
+    last = warm[-1] if warm else None
     if last and last.get("observe_by_app"):
         lines += ["", f"Observations at {last['sessions']} sessions, by the app observed (p50 / p95 s): "
                   + ", ".join(f"{app} {v['p50_s']} / {v['p95_s']}" for app, v in last["observe_by_app"].items())
                   + "."]
-    held = [r["sessions"] for r in result["levels"] if r["held"]]
+    held = [r["sessions"] for r in result["levels"] if r["held"] and r.get("python", "warm") == "warm"]
     lines += ["", f"**Held: {max(held) if held else 0} sessions.**"]
     if result.get("idle"):
         i = result["idle"]
@@ -274,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="seconds between the sessions' first tasks, or 'spread' (one task's length over N)")
     p.add_argument("--idle-s", type=float, default=60.0, help="how long the idle session is measured (0: not)")
     p.add_argument("--keep-going", action="store_true", help="measure every level, past the first that fails")
+    p.add_argument("--cold-python-too", action="store_true",
+                   help="run each level a second time with `python -c` started afresh (the baseline of the warm "
+                        "interpreter)")
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     if not container_bench_ready("bench.fleet", args.image, not args.no_build):
@@ -283,15 +294,20 @@ def main(argv: list[str] | None = None) -> int:
                              "cpus": os.cpu_count(), "memory_gb": round(_total_mb() / 1024, 1)},
                     "args": {"image": args.image, "levels": args.levels, "steps": args.steps,
                              "think_s": args.think_s, "tasks_per_session": args.tasks_per_session,
-                             "stagger": args.stagger}, "levels": []}
+                             "stagger": args.stagger, "cold_python_too": args.cold_python_too}, "levels": []}
     started = time.time()
     if args.idle_s > 0:
         result["idle"] = idle_session(args.image, args.idle_s)
     for n in (int(v) for v in args.levels.split(",") if v.strip()):
-        row = level(n, args.image, args.steps, args.think_s, work, args.tasks_per_session,
-                    None if args.stagger == "spread" else float(args.stagger))
+        stagger = None if args.stagger == "spread" else float(args.stagger)
+        row = level(n, args.image, args.steps, args.think_s, work, args.tasks_per_session, stagger)
         result["levels"].append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
+        if args.cold_python_too:
+            cold = level(n, args.image, args.steps, args.think_s, work / "cold", args.tasks_per_session, stagger,
+                         warm_python=False)
+            result["levels"].append(cold)
+            print(json.dumps(cold), file=sys.stderr, flush=True)
         if not row["held"] and not args.keep_going:
             break
     result["meta"]["duration_s"] = round(time.time() - started, 1)

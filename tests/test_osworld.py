@@ -24,6 +24,7 @@ from PIL import Image
 
 from bench.accessibility import parity
 from deskbox.osworld import accessibility
+from deskbox.osworld.warm import PROCESS_NAME
 from tests.conftest import open_fixture
 from tests.support import ROOT, PageServer, Process, Response, Session, free_port, http, mp4_video_size, wait_until
 
@@ -293,6 +294,47 @@ def test_execute_with_pyautogui_clicks_the_fixture_button(session, osworld, fixt
     result = osworld.execute_python_command(f"pyautogui.click({round(x)}, {round(y)})")
     assert result["status"] == "success" and result["returncode"] == 0, result
     pages.wait_for(type="click", target="press")
+
+
+def test_execute_forks_python_c_from_a_warm_interpreter_that_a_reset_keeps_and_its_commands_do_not(session, osworld):
+    parent = "import os; print(os.getppid(), open(f'/proc/{os.getppid()}/comm').read().strip())"
+
+    def warm_parent() -> int | None:
+        pid, name = osworld.execute(["python", "-c", parent])["output"].split()
+        return int(pid) if name == PROCESS_NAME else None
+
+    # (The first command after the server started starts the interpreter, and is spawned.)
+    zygote = wait_until(warm_parent, 20, what="a python -c forked from the warm interpreter")
+    assert warm_parent() == zygote
+    moved = osworld.execute_python_command("pyautogui.moveTo(21, 34); print(pyautogui.position())")
+    assert moved["returncode"] == 0 and moved["output"].strip() == "Point(x=21, y=34)", moved
+
+    # A command forked warm is the task's: a reset ends it. The interpreter is deskbox's: it stays.
+    long_one: dict = {}
+    code = "import os, time; print(os.getpid(), flush=True); time.sleep(120)"
+    runner = threading.Thread(target=lambda: long_one.update(osworld.execute(["python", "-c", code])))
+    runner.start()
+    try:
+        def command_pid() -> int | None:
+            for pid in Path("/proc").iterdir():
+                if pid.name.isdigit() and _ppid(int(pid.name)) == zygote:
+                    return int(pid.name)
+            return None
+        pid = wait_until(command_pid, 10, what="the long command forked")
+        resp = http("POST", session.scene + "/api/v1/session/reset", timeout=120)
+        assert resp.status == 200 and resp.json()["healthy"], resp.body[:300]
+        runner.join(30)
+        assert not runner.is_alive() and long_one["returncode"] in (-9, -15) and long_one["output"] == f"{pid}\n", long_one
+        assert warm_parent() == zygote
+    finally:
+        runner.join(150)
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def test_execute_runs_lists_splits_strings_expands_home_and_uses_the_shell_when_asked(osworld):

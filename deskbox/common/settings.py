@@ -40,6 +40,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("DESKBOX_OSWORLD_PORT", "5000", "the OSWorld server's port (--osworld-port)", _UP, ("OSWORLD_PORT",)),
     Setting("DESKBOX_OSWORLD_BROWSER_NAME", "Google Chrome", "Chromium's application name in OSWorld's "
             "accessibility tree (--osworld-browser-name)", _UP, ("OSWORLD_BROWSER_NAME",)),
+    Setting("DESKBOX_OSWORLD_WARM_PYTHON", "1", "0: /execute starts every `python -c` afresh, instead of "
+            "forking it from a warm interpreter that has the pyautogui shim imported (--no-osworld-warm-python)", _UP),
     Setting("DESKBOX_VLC_PORT", "8090", "VLC's HTTP interface with --osworld (--vlc-port)", _UP, ("VLC_PORT",)),
     Setting("DESKBOX_OBSERVER", "0", "1: serve OS Screen Observer's API (--observer)", _UP),
     Setting("DESKBOX_OBSERVER_PORT", "5001", "the Observer API's port (--observer-port)", _UP),

@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work-dir", default=None, help="where scripts and recordings are written")
     parser.add_argument("--control", default=env("DESKBOX_CONTROL"),
                         help="deskbox up's control socket (starts the browser for google-chrome, sets the background)")
+    parser.add_argument("--cold-python", action="store_true",
+                        help="start every `python -c` of /execute afresh (default: fork it from a warm "
+                             "interpreter with the pyautogui shim imported)")
     parser.add_argument("--log-level", default=env("DESKBOX_LOG_LEVEL"))
     args = parser.parse_args(argv)
     configure_logging("osworld", args.log_level)
@@ -44,6 +47,7 @@ def main(argv: list[str] | None = None) -> None:
         work_dir=args.work_dir,
         control=args.control,
         recording_max_s=float(env("DESKBOX_RECORDING_MAX_S") or 0) or None,
+        warm_python=not args.cold_python,
     )
     log = get_logger("deskbox.osworld")
     try:

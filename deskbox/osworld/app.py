@@ -46,6 +46,7 @@ from .base import (
     OUTSIDE,
     RECORDER,
     STARTED,
+    WARM,
     WORK,
     OsworldConfig,
     desktopd,
@@ -71,6 +72,7 @@ from .models import (
     WindowRequest,
     WindowSizeForm,
 )
+from .warm import WarmPython
 
 __all__ = ["create_app", "OsworldConfig", "__version__"]
 
@@ -129,7 +131,14 @@ def create_app(config: OsworldConfig) -> web.Application:
         yield
         await app[ATSPI].close()
 
-    app.cleanup_ctx.extend([http_ctx, recorder_ctx, relays_ctx, atspi_ctx])
+    async def warm_ctx(app: web.Application):
+        yield
+        if WARM in app:
+            await app[WARM].close()
+
+    if config.warm_python:
+        app[WARM] = WarmPython()
+    app.cleanup_ctx.extend([http_ctx, recorder_ctx, relays_ctx, atspi_ctx, warm_ctx])
     add_routes(app, ROUTES)
     return app
 
@@ -230,7 +239,7 @@ async def _execute(request: web.Request, req: CommandRequest) -> tuple[dict | No
         argv = commands.prepare_argv(req.command, req.shell)
         if (missing := _missing_program(argv, env)) is not None:
             return None, missing
-        done = await commands.run(argv, timeout=req.timeout, env=env)
+        done = await commands.run(argv, timeout=req.timeout, env=env, warm=request.app.get(WARM))
     except commands.CommandTimeout as exc:
         # OSWorld's reply for a timeout, with what the command had said so far.
         return None, osworld_error(str(exc), output=exc.stdout, error=exc.stderr)

@@ -18,6 +18,7 @@ from ..common.recording import Recorder
 from ..common.service_client import BridgeClient, DesktopdClient
 from ..common.session_api import SessionControl
 from ..common.web import read_form, validate
+from .warm import WarmPython
 
 __all__ = [
     "OsworldConfig", "CONFIG", "DESKTOPD", "BRIDGE", "OUTSIDE", "RECORDER", "WORK", "STARTED", "ATSPI", "CONTROL",
@@ -35,6 +36,7 @@ class OsworldConfig:
     work_dir: str | None = None  # scripts and recordings (default: a private temp folder)
     control: str | None = None  # deskbox up's control socket (start the browser, set the background)
     recording_max_s: float | None = None  # default: recording.MAX_DURATION_S
+    warm_python: bool = True  # /execute forks `python -c` from a warm interpreter (deskbox.osworld.warm)
 
 
 CONFIG = web.AppKey("config", OsworldConfig)
@@ -48,6 +50,7 @@ WORK = web.AppKey("work", Path)
 STARTED = web.AppKey("started", float)
 ATSPI = web.AppKey("atspi", NativeSource)
 CONTROL = web.AppKey("control", SessionControl)
+WARM = web.AppKey("warm", WarmPython)  # absent with --cold-python
 
 
 def osworld_error(message: str, status: int = 500, **extra: Any) -> web.Response:

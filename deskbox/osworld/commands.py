@@ -12,6 +12,8 @@ import shlex
 import signal
 from dataclasses import dataclass
 
+from .warm import WarmProcess, WarmPython
+
 __all__ = ["Finished", "CommandTimeout", "prepare_argv", "expand_home", "run", "start", "launch"]
 
 # What a command may print into one reply; the rest is cut (a runaway `cat` must not
@@ -120,17 +122,22 @@ DRAIN_S = 0.3
 
 
 async def run(argv: list[str], *, timeout: float, cwd: str | None = None, env: dict[str, str] | None = None,
-              merge_stderr: bool = False) -> Finished:
+              merge_stderr: bool = False, warm: WarmPython | None = None) -> Finished:
     """Run until the command exits (not until every holder of its pipes closes them:
     a background child it started keeps running without holding the reply); on timeout
     its whole process group is killed and CommandTimeout raised, with the output so far.
-    OSError (no such program) comes through as is."""
+    OSError (no such program) comes through as is. With ``warm``, a ``python -c`` it
+    takes is forked from the warm interpreter instead of spawned."""
     out = _Capture()
     err = out if merge_stderr else _Capture()
     captures = [out] if merge_stderr else [out, err]
     try:
         try:
-            proc = await _spawn(argv, cwd=cwd, env=env, stdout=out.write_fd, stderr=err.write_fd)
+            proc: asyncio.subprocess.Process | WarmProcess | None = None
+            if warm is not None and env is not None and warm.takes(argv, env):
+                proc = await warm.start(argv, env, cwd or os.path.expanduser("~"), out.write_fd, err.write_fd)
+            if proc is None:
+                proc = await _spawn(argv, cwd=cwd, env=env, stdout=out.write_fd, stderr=err.write_fd)
         except OSError:
             for c in captures:
                 os.close(c.write_fd)

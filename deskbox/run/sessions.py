@@ -142,16 +142,18 @@ class _FromPool:
 
 
 def session_factory(provider: str, *, image: str = "deskbox", outputs: list[str] | None = None,
-                    attach: list[str] | None = None, pool: str | None = None) -> Callable[[int], Environment]:
+                    attach: list[str] | None = None, pool: str | None = None,
+                    settings: dict[str, str] | None = None) -> Callable[[int], Environment]:
     """``make(n)`` starting (or, for ``attach`` and a ``pool``, naming or claiming) the
-    n-th session of a run."""
+    n-th session of a run; ``settings``: DESKBOX_ variables the sessions it starts get."""
     if pool is not None:
         if provider != "kubernetes":
             raise ProviderError("--pool names running session pods: it goes with --provider kubernetes")
         return _FromPool(pool)
     # Each session of a run asks for a token of its own: the runner sends it, OSWorld's
     # controllers' requests included (deskbox.run.credentials).
-    spec = EnvironmentSpec(image=image, outputs=outputs or ["1920x1080"], osworld=True, token=new_token())
+    spec = EnvironmentSpec(image=image, outputs=outputs or ["1920x1080"], osworld=True, token=new_token(),
+                           env=dict(settings or {}))
     if provider == "local":
         return lambda n: LocalEnvironment(f"local{n}", spec, f"deskbox-run{n}").start()
     if provider == "attach":

@@ -16,6 +16,7 @@ from ..common.logging import get_logger
 from ..common.options import BUDGET_FLAGS
 from ..common.paths import IMPORT_ROOT
 from ..common.settings import env
+from ..osworld import warm
 from . import processes, readiness, xwayland
 from .layout import Environments, Layout, Live
 from .readiness import until_ready
@@ -218,6 +219,8 @@ class SessionChildren:
                     # each time), and a restart would drop the debugging-port relays it keeps.
                     user=lay.service_uid, group=gid, cwd=str(IMPORT_ROOT),
                     log_path=str(logs / "osworld.log"), ports=(args.osworld_port,), hosts_apps=True,
+                    # (its warm interpreter is its own: the commands it forks are the apps)
+                    helpers=(warm.PROCESS_NAME,),
                 )
             )
         if args.observer:
@@ -256,6 +259,8 @@ class SessionChildren:
                 "--work-dir", str(self.layout.runtime / "osworld"), "--control", str(self.layout.control_socket)]
         if bridge_url is not None:
             argv += ["--bridge", bridge_url, "--cdp-port", str(self.args.cdp_port)]
+        if not self.args.osworld_warm_python:
+            argv.append("--cold-python")
         return [*argv, "--log-level", self.args.log_level]
 
     @property

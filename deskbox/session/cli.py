@@ -104,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "graders read it; password \"password\")")
     up.add_argument("--osworld-browser-name", default=env("DESKBOX_OSWORLD_BROWSER_NAME"),
                     help="the application name Chromium has in the OSWorld accessibility tree")
+    up.add_argument("--osworld-warm-python", action=argparse.BooleanOptionalAction,
+                    default=env_flag("DESKBOX_OSWORLD_WARM_PYTHON"),
+                    help="with --osworld, /execute forks each `python -c` from a warm interpreter with the "
+                         "pyautogui shim imported (default), instead of starting one afresh")
     up.add_argument("--user", default=env("DESKBOX_USER"),
                     help=f"when started as root: the user that runs the session, created if missing. Default: "
                          f"{SESSION_USER!r} (a system user), or {OSWORLD_USER!r} with home /home/{OSWORLD_USER} "
