@@ -214,6 +214,28 @@ def test_reset_puts_the_session_back_as_it_was_at_start(session, pages):
     assert resp.status == 409 and resp.json()["error"]["code"] == "stale_element"
 
 
+def test_right_after_each_reset_a_click_lands_where_it_was_sent(session, pages):
+    # The browser is started again by each reset. Opened smaller than its tile, its clicks
+    # after some resets landed 125 px left and 31 px up of where they were sent (Sway 1.7
+    # placing pointer events by the smaller surface): 2 to 5 resets in 40. (Some still
+    # land 6 px to the right, as before: the field is hit all the same.)
+    reset(session)
+    for round_ in range(8):
+        pages.clear()
+        reset(session)
+        pages.wait_for(type="load", page="/input.html", timeout=20)
+        scene = http("GET", session.scene + "/api/v1/scene?mode=agent-turn").json()
+        field = next(e for e in scene["ax"] if e["role"] == "textbox")
+        resp = http("POST", session.scene + "/api/v1/act", {"target": field["id"], "action": "click"})
+        assert resp.status == 200, resp.body
+        x, y = resp.json()["point"]
+        down = pages.wait_for(type="mousedown", timeout=10)
+        # (Where the page says it was pressed: the field is at (100, 260) in it, input.html.)
+        left, top = field["bbox"][0] - 100, field["bbox"][1] - 260
+        assert down["target"] == "text", \
+            f"reset {round_}: sent to {(x, y)}, the page's viewport at {(left, top)}, pressed {down}"
+
+
 def test_reset_to_a_named_snapshot_brings_it_back_exactly(session):
     notes = home(session) / "Documents" / "notes.txt"
     notes.write_text("snapshot contents \u2713")

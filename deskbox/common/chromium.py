@@ -84,12 +84,23 @@ def named_as(binary: str, name: str) -> tuple[str, str | None]:
 
 
 def chromium_argv(executable: str, *, cdp_port: int, user_data_dir: str, wayland: bool,
-                  extra_flags: list[str] | tuple[str, ...] = (), urls: list[str] | tuple[str, ...] = ()) -> list[str]:
+                  extra_flags: list[str] | tuple[str, ...] = (), urls: list[str] | tuple[str, ...] = (),
+                  window_size: tuple[int, int] | None = None) -> list[str]:
     """Native Wayland when the session has a Wayland display, X11 otherwise; DevTools on
-    loopback only."""
+    loopback only.
+
+    ``window_size``: the size (logical px) the window opens at, the display's. Sway tiles
+    the window to fill it anyway; opened at Chromium's own default size (1018x738 on a
+    1280x800 display) the window was first drawn smaller than its tile, and Sway 1.7 then
+    sometimes kept sending pointer events placed as if the smaller surface were still
+    centred in the tile: a click after a restart landed 125 px left and 31 px up of where
+    it was sent (2 to 5 restarts in 40), and others 6 px to the right. Opened at the
+    display's size, none did in 120."""
     argv = [executable, f"--ozone-platform={'wayland' if wayland else 'x11'}", *BASE_FLAGS,
             "--remote-debugging-address=127.0.0.1", f"--remote-debugging-port={cdp_port}",
             f"--user-data-dir={user_data_dir}"]
+    if window_size is not None:
+        argv.append(f"--window-size={window_size[0]},{window_size[1]}")
     if os.geteuid() == 0:
         # Chromium's sandbox refuses root; deskbox up runs it as the session user.
         argv.append("--no-sandbox")

@@ -62,6 +62,7 @@ class Layout:
     start_urls: tuple[str, ...]
     internal_secret: str  # between desktopd and the scene only
     traces_dir: Path | None = None
+    browser_window_size: tuple[int, int] | None = None  # the first display's logical size: the browser opens at it
 
     @property
     def profile_dir(self) -> Path:

@@ -22,6 +22,11 @@ class OutputSpec:
     def __str__(self) -> str:
         return f"{self.width}x{self.height}@{self.scale:g}"
 
+    @property
+    def logical_size(self) -> tuple[int, int]:
+        """The size in layout (logical) pixels: what a window filling it asks for."""
+        return round(self.width / self.scale), round(self.height / self.scale)
+
 
 def parse_output(text: str) -> OutputSpec:
     """"1920x1080" or "2560x1440@2": size in device pixels, then the scale."""

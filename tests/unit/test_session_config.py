@@ -12,6 +12,7 @@ from deskbox.session.outputs import OutputSpec, parse_output, sway_output_lines
 def test_output_specs():
     assert parse_output("1920x1080") == OutputSpec(1920, 1080, 1.0)
     assert parse_output("2560x1440@2") == OutputSpec(2560, 1440, 2.0)
+    assert OutputSpec(2560, 1440, 2.0).logical_size == (1280, 720)  # (the size a window filling it asks for)
     for bad in ["1920", "1920x1080@3", "10x10", "1921x1080@2", "axb"]:
         with pytest.raises(ValueError):
             parse_output(bad)
