@@ -22,6 +22,7 @@ bench: deps
 	.venv/bin/python -m bench.osworld
 	.venv/bin/python -m bench.accessibility
 	.venv/bin/python -m bench.full_read
+	.venv/bin/python -m bench.execute
 	.venv/bin/python -m bench.apps
 	.venv/bin/python -m bench.toolset
 	.venv/bin/python -m bench.view

@@ -37,12 +37,13 @@ def _post(url: str, body: object, timeout: float = 120) -> int:
         return resp.status
 
 
-def _session(user: str) -> tuple[SpawnedSession, dict[str, int]]:
+def osworld_session(user: str, *extra: str) -> tuple[SpawnedSession, dict[str, int]]:
+    """An OSWorld-mode session of ``user`` at 1920x1080, started, and its ports."""
     ports = {k: free_port() for k in ("desktopd", "cdp", "bridge", "scene", "osworld")}
     s = SpawnedSession(["--osworld", "--user", user, "--output", "1920x1080",
                         "--desktopd-port", str(ports["desktopd"]), "--cdp-port", str(ports["cdp"]),
                         "--bridge-port", str(ports["bridge"]), "--scene-port", str(ports["scene"]),
-                        "--osworld-port", str(ports["osworld"])], prefix="deskbox-bench-osworld-")
+                        "--osworld-port", str(ports["osworld"]), *extra], prefix="deskbox-bench-osworld-")
     s.start()
     return s, ports
 
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         return (time.perf_counter() - t0) * 1000
 
     open_ms, reset_setup, fresh_setup = [], [], []
-    session, ports = _session("benchos")
+    session, ports = osworld_session("benchos")
     osworld = f"http://127.0.0.1:{ports['osworld']}"
     scene = f"http://127.0.0.1:{ports['scene']}"
     try:
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         session.stop()
     for _ in range(args.rounds):
-        fresh, fports = _session("benchos")
+        fresh, fports = osworld_session("benchos")
         try:
             fresh_setup.append(setup_ms(fports, free_port(), free_port()))
         finally:

@@ -393,6 +393,22 @@ def _full_read(d: dict, plots: Plots) -> list[str]:
     return out + [""]
 
 
+def _execute(d: dict, plots: Plots) -> list[str]:
+    meta = d.get("meta") or {}
+    out = ["`/execute` of `python -c \"import pyautogui; ...; pyautogui.moveTo(x, y)\"`, as OSWorld's "
+           "PythonController sends an agent's action, in two OSWorld-mode sessions side by side driven in "
+           f"alternation, {meta.get('rounds', '?')} actions each per machine state (busy: one process spinning per "
+           f"core). Baseline: {meta.get('baseline', '?')}. The times include pyautogui's own 0.1 s pause after the "
+           "move. CPU: the OSWorld server, its warm interpreter and the commands, per action.", ""]
+    out += _table(["row", "n", "median ms", "p95 ms", "CPU ms/action", "x baseline (median / p95)"],
+                  ["l", "r", "r", "r", "r", "r"],
+                  [[r.get("row", "?"), _int(r.get("n")), _ms(r.get("median_ms")), _ms(r.get("p95_ms")),
+                    _ms(r.get("cpu_ms_per_action")),
+                    "" if r.get("baseline") else f"{r['x_baseline']:.2f}x / {r['x_baseline_p95']:.2f}x"]
+                   for r in d.get("rows") or []])
+    return out + [""]
+
+
 def _view(d: dict, plots: Plots) -> list[str]:
     rows = d.get("rows") or []
     out = ["From a click's request (it flips the page's colour) to the new colour: polled in desktopd's screenshot "

@@ -84,6 +84,9 @@ def test_the_sessions_python_script_is_taken_and_other_programs_and_options_are_
     assert not warm.takes(["python", "-c"], env)
     assert not warm.takes(["/bin/sh", "-c", "python -c pass"], env)
     assert not warm.takes(["python", "-c", "x" * (2 * 1024 * 1024)], env)
+    # What a spawn refuses is left to the spawn, which refuses it as before.
+    assert not warm.takes(["python", "-c", "print(1)\0"], env)
+    assert not warm.takes(["python", "-c", "pass", "\ud800"], env)
 
 
 def test_another_environment_is_spawned_with_it():

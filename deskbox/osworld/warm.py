@@ -48,15 +48,15 @@ class WarmProcess:
     """A command the warm interpreter runs: ``pid``, ``wait()`` and ``returncode``, as
     far as deskbox.osworld.commands asks of a process."""
 
-    def __init__(self, pid: int, answer: socket.socket) -> None:
+    def __init__(self, pid: int, answer: socket.socket, received: bytes = b"") -> None:
         self.pid = pid
         self.returncode: int | None = None
         self._answer = answer
-        self._ended = asyncio.get_running_loop().create_task(self._read_end())
+        self._ended = asyncio.get_running_loop().create_task(self._read_end(received))
 
-    async def _read_end(self) -> None:
+    async def _read_end(self, data: bytes) -> None:
+        """``data``: what came after the pid line already (a quick command's end)."""
         loop = asyncio.get_running_loop()
-        data = b""
         try:
             while not data.endswith(b"\n"):
                 chunk = await loop.sock_recv(self._answer, 64)
@@ -97,6 +97,19 @@ def _zombie(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] in ("Z", "X")
 
 
+def _passable(argv: list[str]) -> bool:
+    """Whether each argument could be passed to a program (no NUL, encodable): one that
+    could not is spawned, and refused the way a spawn refuses it."""
+    try:
+        for arg in argv:
+            if "\0" in arg:
+                return False
+            arg.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _execs(script: str, interpreter: str) -> bool:
     """Whether ``script`` is a ``#!/bin/sh`` file whose one command execs
     ``interpreter`` with its own arguments (the session's ``python``)."""
@@ -131,7 +144,7 @@ class WarmPython:
 
     def takes(self, argv: list[str], env: dict[str, str]) -> bool:
         """Whether ``argv`` is ``python -c CODE ...`` of this interpreter, in ``env``."""
-        if len(argv) < 3 or argv[1] != "-c" or len(argv[2].encode()) > MAX_CODE_BYTES:
+        if len(argv) < 3 or argv[1] != "-c" or not _passable(argv) or len(argv[2].encode()) > MAX_CODE_BYTES:
             return False
         program = shutil.which(argv[0], path=env.get("PATH"))
         if program is None:
@@ -180,8 +193,7 @@ class WarmPython:
             answer.close()
             return None
         self.started += 1
-        proc = WarmProcess(int(pid_line[4:]), answer)
-        return proc
+        return WarmProcess(int(pid_line[4:]), answer, rest)
 
     async def _ready(self, env: dict[str, str]) -> socket.socket | None:
         if self._control is not None and self._proc is not None and self._proc.returncode is None:
