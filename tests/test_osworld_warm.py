@@ -67,6 +67,30 @@ def test_a_python_forked_warm_is_what_a_fresh_python_c_is_to_its_command(code):
     assert hot == cold
 
 
+def test_long_programs_and_arguments_run_the_same_warm_or_spawned():
+    code = "import sys; x = '" + "\u00e9" * 60_000 + "'; print(len(x), len(sys.argv[1]))"
+    hot, cold, warm_runs = _both([PY, "-c", code, "a"])
+    assert (hot, warm_runs) == (cold, 1) and hot.stdout == "60000 1\n"
+    # More than one message of the protocol holds: spawned, as before.
+    hot, cold, warm_runs = _both([PY, "-c", "import sys; print(len(sys.argv[1] + sys.argv[2]))", "a" * 100_000,
+                                  "b" * 100_000])
+    assert (hot, warm_runs) == (cold, 0) and hot.stdout == "200000\n"
+
+    async def still_warm():  # (and the interpreter is still the one it was)
+        warm = WarmPython(PY)
+        try:
+            await _warmed(warm, _env())
+            parent = [PY, "-c", "import os; print(os.getppid())"]
+            first = await commands.run(parent, timeout=5, env=_env(), warm=warm)
+            await commands.run([PY, "-c", "pass", "a" * 100_000, "b" * 100_000], timeout=5, env=_env(), warm=warm)
+            again = await commands.run(parent, timeout=5, env=_env(), warm=warm)
+            return first.stdout, again.stdout
+        finally:
+            await warm.close()
+    first, again = asyncio.run(still_warm())
+    assert first == again
+
+
 def test_the_sessions_python_script_is_taken_and_other_programs_and_options_are_not(tmp_path):
     wrapper = tmp_path / "python"
     wrapper.write_text(f'#!/bin/sh\nexec {PY} "$@"\n')

@@ -39,6 +39,7 @@ ZYGOTE = Path(__file__).with_name("_zygote.py")
 _BOOTSTRAP = "import runpy, sys; runpy.run_path(sys.argv[2], run_name='__deskbox_warm__')"
 START_TIMEOUT_S = 10.0
 MAX_CODE_BYTES = 128 * 1024  # (a longer program is spawned: it fits one message of the protocol)
+MAX_MESSAGE_BYTES = 160 * 1024  # one message on the socket (under its send buffer, 208 KiB by default)
 GONE_POLL_S = 0.05
 SEND_TIMEOUT_S = 2.0
 RETRY_S = 30.0  # after a start that failed, commands are spawned this long before it is tried again
@@ -166,8 +167,10 @@ class WarmPython:
         control = await self._ready(env)
         if control is None:
             return None
+        message = json.dumps({"code": argv[2], "args": argv[3:], "cwd": cwd}, ensure_ascii=False).encode()
+        if len(message) > MAX_MESSAGE_BYTES:
+            return None  # (long arguments beside the code: more than one message holds)
         answer, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        message = json.dumps({"code": argv[2], "args": argv[3:], "cwd": cwd}).encode()
         try:
             async with self._send_lock:
                 socket.send_fds(control, [message], [theirs.fileno(), stdout, stderr])
