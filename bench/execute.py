@@ -24,6 +24,7 @@ from pathlib import Path
 
 from bench.osworld import osworld_session
 from deskbox.osworld.warm import PROCESS_NAME
+from deskbox.session import processes
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; {command}"
@@ -42,43 +43,26 @@ def _execute(url: str, code: str) -> float:
     return took
 
 
-def _stat(pid: int) -> list[str]:
-    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-
-
 def _cpu_s(pid: int) -> float:
     """A process's CPU and its reaped children's."""
     try:
-        fields = _stat(pid)
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     except OSError:
         return 0.0
     return sum(int(v) for v in fields[11:15]) / _TICK
 
 
 def _server_pid(port: int) -> int:
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"deskbox.osworld" in cmd and any(arg.endswith(f":{port}".encode()) for arg in cmd):
-            return int(entry.name)
-    raise RuntimeError(f"no OSWorld server on port {port}")
+    _, pids = processes.listening_pids(port)
+    if len(pids) != 1:
+        raise RuntimeError(f"no one OSWorld server on port {port}: {pids}")
+    return pids[0]
 
 
 def _session_cpu_s(server: int) -> float:
     """The OSWorld server's CPU, with its warm interpreter's (whose children it reaps)."""
-    total = _cpu_s(server)
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if _stat(int(entry.name))[1] == str(server) and (entry / "comm").read_text().strip() == PROCESS_NAME:
-                    total += _cpu_s(int(entry.name))
-            except OSError:
-                continue
-    return total
+    warm = [p.pid for p in processes.process_table().values() if p.ppid == server and p.comm == PROCESS_NAME]
+    return _cpu_s(server) + sum(_cpu_s(pid) for pid in warm)
 
 
 def _summary(seconds: list[float], cpu_s: float) -> dict:

@@ -25,6 +25,7 @@ from PIL import Image
 from bench.accessibility import parity
 from deskbox.osworld import accessibility
 from deskbox.osworld.warm import PROCESS_NAME
+from deskbox.session import processes
 from tests.conftest import open_fixture
 from tests.support import ROOT, PageServer, Process, Response, Session, free_port, http, mp4_video_size, wait_until
 
@@ -316,10 +317,7 @@ def test_execute_forks_python_c_from_a_warm_interpreter_that_a_reset_keeps_and_i
     runner.start()
     try:
         def command_pid() -> int | None:
-            for pid in Path("/proc").iterdir():
-                if pid.name.isdigit() and _ppid(int(pid.name)) == zygote:
-                    return int(pid.name)
-            return None
+            return next((p.pid for p in processes.process_table().values() if p.ppid == zygote), None)
         pid = wait_until(command_pid, 10, what="the long command forked")
         resp = http("POST", session.scene + "/api/v1/session/reset", timeout=120)
         assert resp.status == 200 and resp.json()["healthy"], resp.body[:300]
@@ -328,13 +326,6 @@ def test_execute_forks_python_c_from_a_warm_interpreter_that_a_reset_keeps_and_i
         assert warm_parent() == zygote
     finally:
         runner.join(150)
-
-
-def _ppid(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def test_execute_runs_lists_splits_strings_expands_home_and_uses_the_shell_when_asked(osworld):

@@ -135,15 +135,13 @@ def test_a_timeout_ends_the_forked_command_and_what_it_started():
         warm = WarmPython(PY)
         try:
             await _warmed(warm, _env())
-            started = time.monotonic()
             with pytest.raises(commands.CommandTimeout) as timed_out:
                 await commands.run([PY, "-c", code], timeout=1.5, env=_env(), warm=warm)
-            return timed_out.value.stdout, time.monotonic() - started, warm.started
+            return timed_out.value.stdout
         finally:
             await warm.close()
-    out, took, _ = asyncio.run(go())
+    out = asyncio.run(go())
     grandchild = int(out.split()[0])
-    assert took < 4
     deadline = time.monotonic() + 5
     while Path(f"/proc/{grandchild}").exists() and _state(grandchild) != "Z":
         assert time.monotonic() < deadline, "the command's own child outlived the timeout"

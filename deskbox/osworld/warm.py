@@ -70,7 +70,7 @@ class WarmProcess:
             self.returncode = int(data[5:])
             return
         # The warm interpreter went away before its child: its status is lost with it.
-        while _exists(self.pid):
+        while _running(self.pid):
             await asyncio.sleep(GONE_POLL_S)
         self.returncode = -1
 
@@ -80,22 +80,13 @@ class WarmProcess:
         return self.returncode
 
 
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
+def _running(pid: int) -> bool:
+    """There, and not a zombie."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    return stat.rpartition(")")[2].split()[0] in ("Z", "X")
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
 def _passable(argv: list[str]) -> bool:
