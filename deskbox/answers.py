@@ -209,6 +209,7 @@ class Receipt(Answer):
     display_id: int | None = None
     point: list[float] | None = None
     scrolled: bool = False
+    raised: str | None = None  # the element's window, raised above one that covered it
     changed: bool | None = None
     settled: bool | None = None
     elapsed_ms: int | None = None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import time
 
 import pytest
@@ -210,6 +211,43 @@ def test_a_click_right_after_a_tiled_neighbour_closed_lands_on_its_element(groun
         receipt = act(grounding, top["id"])
         pages.wait_for(type="click", target="top-a")
         assert receipt["target"]["id"] == top["id"]
+
+
+def test_a_click_on_a_window_under_another_raises_it_first(single):
+    """Two floating windows in the same place: the one below is covered, and a click
+    sent to its button's centre would reach the one above (as LibreOffice's spellcheck
+    message under its Spelling dialog did). /act raises the element's window first,
+    and says so; then the other way round."""
+    sway = ["swaymsg", "-s", single.state["swaysock"]]
+    apps = {}
+    try:
+        for title in ("Lower fixture", "Upper fixture"):
+            app = Process(single, ["/usr/bin/python3", str(ROOT / "tests" / "apps" / "gtk3_buttons.py"),
+                                   "--title", title])
+            app.wait_for(event="ready", timeout=30)
+            wait_until(lambda t=title: any(w["title"] == t for w in single.windows()), 20, what=f"{title} mapped")
+            subprocess.run([*sway, f"[pid={app.pid}] floating enable, move position 300 200"], check=True,
+                           capture_output=True)
+            apps[title] = app
+        bounds = lambda t: next(w for w in single.windows() if w["title"] == t)["layout_bounds"]  # noqa: E731
+        wait_until(lambda: bounds("Lower fixture") == bounds("Upper fixture"), 10, what="the two windows on one spot")
+        for below, above in (("Lower fixture", "Upper fixture"), ("Upper fixture", "Lower fixture")):
+            order = [w["title"] for w in single.windows() if w["title"] in apps]
+            assert order == [below, above], order  # desktopd lists them as Sway draws them
+
+            def alpha(s: dict, title: str = below) -> dict | None:
+                window = next((w for a in s["apps"] for w in a["windows"] if w["title"] == title), None)
+                return next((e for e in s["ax"] if window and e["window_id"] == window["id"]
+                             and e["role"] == "button" and e["name"] == "Alpha"), None)
+
+            button = wait_until(lambda: alpha(scene(single)), 20, what=f"{below}'s Alpha in the scene")
+            receipt = act(single, button["id"])
+            apps[below].wait_for(event="click", widget="Alpha")
+            assert receipt["raised"] == button["window_id"], receipt
+            assert apps[above].latest(event="click") is None, f"{above} took the click meant for {below}"
+    finally:
+        for app in apps.values():
+            app.stop()
 
 
 def test_an_offscreen_element_is_scrolled_into_view_before_the_click(grounding, pages):

@@ -27,11 +27,14 @@ from .engine import SceneEngine
 from .gate import Gate, traced
 from .ids import IdRegistry
 from .models import ActRequest
+from .placing import window_above
 from .sources import Bridge, Desktop
 
 __all__ = ["Actor", "HANDLERS", "lookup_element"]
 
 SCROLL_ROUNDS = 3
+# How long a window raised for an action may take to show above the one that covered it.
+RAISE_WAIT_S = 1.0
 
 
 @dataclass
@@ -262,6 +265,7 @@ class Actor:
             if point is None:
                 raise ActionFailed(f"{element.id} ({element.role} {element.name!r}) is covered by another element "
                                    "at every point tried", code="occluded")
+            raised = await self._bring_up(element, point) if req.action in _POINTED else None
             target = Target(element, point)
             async with traced(self.gate, req.action, req.model_dump(exclude={"target"}), element=element,
                               point=point, via="act") as step:
@@ -279,6 +283,7 @@ class Actor:
                     "display_id": element.display_id,
                     "point": [round(target.point[0], 1), round(target.point[1], 1)] if target.point else None,
                     "scrolled": scrolled,
+                    "raised": raised,
                     "changed": changed,
                     "settled": settled,
                     "elapsed_ms": round((time.monotonic() - started) * 1000),
@@ -324,6 +329,7 @@ class Actor:
         point = await self._aim(e)
         if point is None:
             raise ActionFailed(f"{e.id} ({e.role} {e.name!r}) is covered", code="occluded")
+        await self._bring_up(e, point)
         await self.pointer("click", Target(e, point))
 
     async def option_of(self, e: Element, name: str | None, index: int | None) -> Element:
@@ -370,6 +376,27 @@ class Actor:
             if answer.get("hit"):
                 return x, y
         return None
+
+    async def _bring_up(self, e: Element, point: tuple[float, float]) -> str | None:
+        """Raise the element's window when another window is drawn over ``point`` (a
+        dialog of its app above it), so that the input lands on the element and not on
+        what covers it. Returns the id of the window raised (None: nothing covered it);
+        409 ``occluded`` when it stays covered (a floating window over a tiled one)."""
+        if e.window_id is None or self.engine.last is None:
+            return None
+        if window_above(e.window_id, point, self.engine.last.windows) is None:
+            return None
+        try:
+            await self.desktop.focus_window(e.window_id)
+        except NotFoundError:
+            raise ActionFailed(f"{e.id} is stale: its window {e.window_id} closed", code="stale_element") from None
+        deadline = time.monotonic() + RAISE_WAIT_S
+        while (above := window_above(e.window_id, point, (await self.desktop.tree()).windows)) is not None:
+            if time.monotonic() >= deadline:
+                raise ActionFailed(f"{e.id} ({e.role} {e.name!r}) is under the window {above.id} ({above.title!r}) "
+                                   "and stayed there when its own window was raised", code="occluded")
+            await asyncio.sleep(0.05)
+        return e.window_id
 
     async def _scroll_into_view(self, e: Element) -> Element:
         if e.visibility == "hidden":

@@ -24,7 +24,7 @@ from ..geometry import (
 from .elements import Element, page_elements
 from .sources import Tree, Window
 
-__all__ = ["region_of", "changed_pids", "window_for_tab", "windows_for_native", "place_popups_at_pointer",
+__all__ = ["region_of", "changed_pids", "window_above", "window_for_tab", "windows_for_native", "place_popups_at_pointer",
            "flip_submenus", "page_elements_in_windows", "misfit_pages", "sheets_in", "sheet_bands"]
 
 _BUTTON_ROLES = frozenset({"push button", "toggle button"})
@@ -146,6 +146,24 @@ def changed_pids(tree: Tree, changed: dict[int, list[tuple[int, int, int, int]]]
 
 
 
+
+
+def window_above(window_id: str, point: tuple[float, float], windows: list[Window]) -> Window | None:
+    """The window drawn over ``point`` (display-local device pixels) of the window
+    ``window_id``, or None when nothing covers it there. desktopd lists each workspace's
+    windows in the order Sway draws them: the tiled ones, then the floating ones from
+    bottom to top. So a floating window listed after another of its workspace is above it
+    (LibreOffice's "spellcheck is complete" message can end up under its Spelling dialog,
+    which then takes every click aimed at the message's OK)."""
+    index = next((i for i, w in enumerate(windows) if w.id == window_id), None)
+    if index is None:
+        return None
+    target, (x, y) = windows[index], point
+    for w in windows[index + 1:]:
+        if (w.floating and w.workspace == target.workspace and w.display_id == target.display_id
+                and w.bounds is not None and w.bounds.contains(x, y)):
+            return w
+    return None
 
 
 def window_for_tab(tab: dict, windows: list[Window], used: set[str]) -> Window | None:

@@ -23,6 +23,10 @@ class Window:
     bounds: Rect | None  # display-local device pixels
     display_id: int | None
     focused: bool
+    # Where Sway keeps it: floating windows are drawn above the tiled ones of their
+    # workspace, in the order desktopd lists them (see ``placing.window_above``).
+    floating: bool = False
+    workspace: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "app_id": self.app_id, "pid": self.pid, "title": self.title,
@@ -54,7 +58,8 @@ class Desktop(DesktopdClient):
         data = await self.window_tree()
         windows = [
             Window(w["id"], w.get("app_id"), w.get("pid"), w.get("title"),
-                   Rect(*w["bounds"]) if w.get("bounds") else None, w.get("display_id"), bool(w.get("focused")))
+                   Rect(*w["bounds"]) if w.get("bounds") else None, w.get("display_id"), bool(w.get("focused")),
+                   bool(w.get("floating")), w.get("workspace"))
             for w in data["windows"]
         ]
         return Tree([_display(d) for d in data["displays"]], windows, data.get("focused"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from deskbox.geometry import Display, PagePlacement, Rect
 from deskbox.scene.elements import page_elements
 from deskbox.scene.ids import IdRegistry
+from deskbox.scene.placing import window_above
 from deskbox.scene.resolve import resolve
 from deskbox.scene.scene_json import OcrItem, Scene
 from deskbox.scene.sources import Window
@@ -249,3 +250,29 @@ def test_a_page_laid_out_for_another_width_than_its_window_is_a_misfit():
     assert misfits(1280, _tab(640, active=False)) == {}
     assert misfits(1280, _tab(640, error="gone")) == {}
     assert misfits(1280, {"id": "t1", "active": True, "layout": {}}) == {}
+
+
+# -- which window is drawn over a point ----------------------------------------------------
+
+
+def _win(ident: str, bounds: tuple, floating: bool = True, workspace: str = "1", display: int = 0) -> Window:
+    return Window(ident, "soffice", 7, ident, Rect(*bounds), display, False, floating, workspace)
+
+
+def test_a_floating_window_listed_later_covers_the_point_it_holds():
+    document = _win("w1", (0, 0, 1280, 800), floating=False)
+    message, spelling = _win("w2", (503, 343, 273, 113)), _win("w3", (267, 184, 745, 432))
+    # The message under its Spelling dialog (listed before it): the dialog covers its OK.
+    assert window_above("w2", (639.5, 433.5), [document, message, spelling]) is spelling
+    assert window_above("w2", (639.5, 433.5), [document, spelling, message]) is None
+    # The tiled document is under both floating windows, but only where they are.
+    assert window_above("w1", (639.5, 433.5), [document, spelling, message]) is spelling
+    assert window_above("w1", (100, 100), [document, spelling, message]) is None
+
+
+def test_windows_of_another_workspace_or_display_or_tiled_ones_cover_nothing():
+    target = _win("w1", (0, 0, 400, 300))
+    assert window_above("w1", (10, 10), [target, _win("w2", (0, 0, 400, 300), workspace="2")]) is None
+    assert window_above("w1", (10, 10), [target, _win("w3", (0, 0, 400, 300), display=1)]) is None
+    assert window_above("w1", (10, 10), [target, _win("w4", (0, 0, 400, 300), floating=False)]) is None
+    assert window_above("w9", (10, 10), [target]) is None  # (a window gone since)
