@@ -48,6 +48,8 @@ SCREEN = (1280, 800)
 # OSWorld's Chrome tasks publish DevTools with socat; machine-wide ports, so free ones
 # here (the session relays whichever debugging port google-chrome is given).
 DEBUG_PORT, RELAY_PORT = free_port(), free_port()
+# The session's own processes, left out of what a failure lists.
+OWN_PROCESSES = ("deskbox", "dbus-daemon", "at-spi", "sway", "Xwayland", "chrom", "gvfsd", "socat", " ps ")
 COMPONENT = "{https://accessibility.ubuntu.example.org/ns/component}"
 STATE = "{https://accessibility.ubuntu.example.org/ns/state}"
 ATTRIBUTE = "{https://accessibility.ubuntu.example.org/ns/attributes}"
@@ -102,8 +104,22 @@ class Agent:
 
     def window(self, title: str, timeout: float = 90) -> dict:
         """Once a window whose title holds ``title`` is on screen."""
-        return wait_until(lambda: next((w for w in self.windows() if title in (w["title"] or "")), None),
-                          timeout, 0.3, what=f"a window titled *{title}*; there are {self.titles()}")
+        try:
+            return wait_until(lambda: next((w for w in self.windows() if title in (w["title"] or "")), None),
+                              timeout, 0.3, what=f"a window titled *{title}*; there are {self.titles()}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.apps_state()}") from None
+
+    def apps_state(self) -> str:
+        """Why a window may not have shown: the launched commands the session's log says
+        ended (and how), and the user's processes besides the session's own."""
+        log = Path(self.session.state["runtime_dir"]) / "logs" / "osworld.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        ended = [line for line in text.splitlines() if "launched command ended" in line]
+        ps = self.command(["ps", "-u", str(self.session.state["user"]["uid"]), "-o", "pid,ppid,stat,etimes,args",
+                           "--no-headers"])
+        apps = [line[:200] for line in ps.splitlines() if not any(own in line for own in OWN_PROCESSES)]
+        return "launched commands that ended:\n" + "\n".join(ended[-8:]) + "\nthe user's apps:\n" + "\n".join(apps)
 
     def gone(self, title: str, timeout: float = 30) -> None:
         wait_until(lambda: not any(title in (w["title"] or "") for w in self.windows()), timeout, 0.3,

@@ -479,6 +479,12 @@ def test_launch_activate_and_close_a_native_app(session, osworld):
     assert osworld.post_json("/setup/close_window", {"window_name": title.lower(), "strict": True}).status == 404
     assert osworld.post_json("/setup/close_window", {"window_name": title, "strict": True}).status == 200
     wait_until(lambda: not any(w["title"] == title for w in session.windows()), 10, what="the window closed")
+    # The session's log says when a launched app ended, and how (setups only learn it started).
+    log = Path(session.state["runtime_dir"]) / "logs" / "osworld.log"
+    ended = wait_until(lambda: [json.loads(line) for line in log.read_text().splitlines()
+                                if "launched command ended" in line and "/usr/bin/python3" in line], 10,
+                       what="the app's end in the OSWorld server's log")
+    assert ended[-1]["command"] == "/usr/bin/python3" and ended[-1]["returncode"] == 0, ended
 
 
 def test_windows_answer_to_the_x11_class_osworlds_configs_name_them_by(session, osworld):

@@ -10,8 +10,10 @@ import asyncio
 import os
 import shlex
 import signal
+import time
 from dataclasses import dataclass
 
+from ..common.logging import get_logger
 from .warm import WarmProcess, WarmPython
 
 __all__ = ["Finished", "CommandTimeout", "prepare_argv", "expand_home", "run", "start", "launch"]
@@ -19,6 +21,7 @@ __all__ = ["Finished", "CommandTimeout", "prepare_argv", "expand_home", "run", "
 # What a command may print into one reply; the rest is cut (a runaway `cat` must not
 # fill the service's memory).
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+log = get_logger("deskbox.osworld.commands")
 _launched: set[asyncio.Task] = set()
 
 
@@ -168,6 +171,12 @@ async def start(argv: list[str], *, cwd: str | None = None, env: dict[str, str] 
     task = asyncio.get_running_loop().create_task(proc.wait())
     _launched.add(task)
     task.add_done_callback(_launched.discard)
+    started = time.monotonic()
+    # When a launched app ends, and how (an app that exits at once, or is killed by a
+    # reset, says so in the session's log; setups only learn that it started).
+    task.add_done_callback(lambda _t: log.info("launched command ended", pid=proc.pid, command=argv[0],
+                                               returncode=proc.returncode,
+                                               seconds=round(time.monotonic() - started, 1)))
     return proc
 
 
