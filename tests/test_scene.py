@@ -374,7 +374,12 @@ def test_ocr_lines_get_text_ids_that_stay_while_the_text_stays(ocr_session, page
     lx, ly, lw, lh = link["bbox"]
     assert x <= lx + lw and lx <= x + w and y <= ly + lh and ly <= y + h  # OCR found it where CDP says it is
     again = scene(ocr_session)
-    assert {o["id"]: o["text"] for o in again["ocr"]} == {o["id"]: o["text"] for o in first["ocr"]}
+    # Each line read again with the same text keeps its id. (The page may still paint
+    # between the two reads: once, under make flakes, its fixed header's search field
+    # came in one read later, as two new lines with new ids.)
+    before, after = {o["id"]: o["text"] for o in first["ocr"]}, {o["id"]: o["text"] for o in again["ocr"]}
+    kept = {i: t for i, t in before.items() if t in after.values()}
+    assert line["id"] in kept and {i: after.get(i) for i in kept} == kept, (before, after)
     text = http("GET", ocr_session.scene + "/api/v1/scene/text").body.decode()
     assert f'{line["id"]} text ' in text
 
