@@ -28,7 +28,7 @@ from ..common.logging import get_logger
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.options import DEFAULT_URLS
 from ..common.web import error_middleware, json_ok, read_form
-from .relay import ClientStream, RfbError
+from .relay import ClientStream, RfbError, forward
 
 __all__ = ["create_app", "ViewConfig"]
 
@@ -231,9 +231,8 @@ async def relay(request: web.Request) -> web.StreamResponse:
         log.info("control taken", display=display)
 
     async def server_to_viewer() -> None:
-        while data := await reader.read(65536):
-            await ws.send_bytes(data)
-        await ws.close()
+        await forward(reader, ws.send_bytes)
+        await ws.close()  # (the page sees the loss and connects again)
 
     pump = asyncio.create_task(server_to_viewer())
     try:

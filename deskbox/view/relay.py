@@ -5,9 +5,12 @@ passed on unread. Pure logic (RFC 6143, section 7.5)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import struct
+from typing import Awaitable, Callable
 
-__all__ = ["ClientStream", "RfbError", "INPUT_TYPES"]
+__all__ = ["ClientStream", "RfbError", "INPUT_TYPES", "forward"]
 
 # Client message types (RFC 6143 7.5; 150, 248-255 are the registered extensions).
 _SET_PIXEL_FORMAT, _SET_ENCODINGS, _UPDATE_REQUEST, _KEY, _POINTER, _CUT_TEXT = 0, 2, 3, 4, 5, 6
@@ -77,3 +80,13 @@ class ClientStream:
                 return 12
             raise RfbError(f"QEMU client message {buf[1]} is not one this relay knows")
         raise RfbError(f"client message type {kind} is not one this relay knows")
+
+
+async def forward(reader: asyncio.StreamReader, send: Callable[[bytes], Awaitable[None]]) -> None:
+    """Pass what the VNC server sends on to the viewer until the server's stream ends:
+    at its end of file, or at a reset. A server killed while bytes of the viewer's were
+    still unread on its side resets the socket instead of closing it (Linux reports
+    ECONNRESET), and a viewer gone makes ``send`` fail the same way: either ends it."""
+    with contextlib.suppress(ConnectionError):
+        while data := await reader.read(65536):
+            await send(data)

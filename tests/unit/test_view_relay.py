@@ -3,11 +3,13 @@ dropped unless it has control, what it does not know refused."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import struct
 
 import pytest
 
-from deskbox.view.relay import ClientStream, RfbError
+from deskbox.view.relay import ClientStream, RfbError, forward
 
 HANDSHAKE = b"RFB 003.008\n" + bytes([1]) + bytes([1])
 ENCODINGS = bytes([2, 0]) + struct.pack(">H", 2) + struct.pack(">ii", 0, -223)
@@ -43,3 +45,33 @@ def test_a_message_it_does_not_know_is_refused(message):
     stream.feed(HANDSHAKE)
     with pytest.raises(RfbError):
         stream.feed(message)
+
+
+def test_the_server_killed_with_the_viewers_bytes_unread_ends_the_forwarding(tmp_path):
+    """make flakes once left a page "connected" after wayvnc was killed: wayvnc died with
+    bytes of the page's unread, so the relay's read got ECONNRESET, not an end of file,
+    and its pump ended with the error while the page's socket stayed open. A real Unix
+    socket whose server closes with our bytes unread, as the kill leaves it."""
+    async def run() -> list[bytes]:
+        path = str(tmp_path / "vnc.sock")
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(path)
+        server.listen()
+        reader, writer = await asyncio.open_unix_connection(path)
+        conn, _ = server.accept()
+        conn.sendall(b"RFB 003.008\n")
+        writer.write(UPDATE)  # (never read by the server)
+        await writer.drain()
+        await asyncio.sleep(0.1)
+        conn.close()
+        sent: list[bytes] = []
+
+        async def send(data: bytes) -> None:
+            sent.append(data)
+
+        await asyncio.wait_for(forward(reader, send), 5)
+        writer.close()
+        server.close()
+        return sent
+
+    assert b"".join(asyncio.run(run())) == b"RFB 003.008\n"
