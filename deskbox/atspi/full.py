@@ -2,7 +2,8 @@
 OSWorld's accessibility tree (``deskbox.osworld.accessibility`` renders it as XML).
 
 What it owns: walking one app's whole tree (``_FullRead.app``) through the reader's
-connections and caches, and the shape of a node. It must not know about XML, windows
+connections and caches, the shape of a node, and each app's last read, kept to be given
+again or taken from (``FullReads``; ``AtspiReader.full_tree`` is its entry). It must not know about XML, windows
 or display pixels: a node's box is AT-SPI's WINDOW coordinates, as the snapshot's are.
 
 A node is a dict: ``role`` (libatspi's name: ``push button``), ``name``, ``states``
@@ -50,11 +51,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..geometry import frame_relative
+from .events import FULL
 from .tree import (
     _A11Y,
     _ACCESSIBLE,
@@ -68,6 +70,7 @@ from .tree import (
     _VISIBLE,
     _WINDOW_COORDS,
     _App,
+    _AppUnresponsive,
     _DBusError,
     _Obj,
     _obj_from_item,
@@ -114,6 +117,79 @@ class _Takeable:
     last: Listing
     stirred: frozenset[str]
     tainted: set[str]
+
+
+class FullReads:
+    """A reader's full reads, each app's last read kept (``keep``) to be given again
+    while none of its objects sent an event, or to take its closed menus from."""
+
+    def __init__(self, reader: AtspiReader, *, keep: bool = True) -> None:
+        self.r = reader
+        self.keep = keep
+        self.last: dict[str, Listing] = {}  # bus name -> its last read, by object
+
+    async def tree(self, *, app_timeout: float = FULL_APP_TIMEOUT_S) -> dict[str, Any]:
+        """Every application's whole tree. An app that does not answer within
+        ``app_timeout`` is left out and named in ``left_out``.
+
+        An app whose AT-SPI events are listened to (``_EVENT_APPS``) gives its last read
+        again while none of the objects that read listed sent an event since it began
+        (``events``): named in ``walk["kept"]``. Its app's ``pid`` is as it was then.
+        Read again, such an app takes its closed menus from its last read while they
+        sent no event (see the module docstring): ``walk["taken"]`` counts those nodes."""
+        started = time.perf_counter()
+        r = self.r
+        apps = await r.list_apps()
+        await r.listen(apps)
+        kept = {a.bus: last for a in apps if (last := self.last.get(a.bus)) is not None and not last.failed
+                and r.events.still(FULL, a.bus, last.nodes.keys())}
+        read = _FullRead(r)
+        trees = await asyncio.gather(*(_given(kept[a.bus].tree) if a.bus in kept
+                                       else r.within(self._app(read, a), a.name, app_timeout) for a in apps),
+                                     return_exceptions=True)
+        out, left_out, ms, kept_names, taken = [], [], {}, [], {}
+        nodes = read.count
+        for app, tree in zip(apps, trees):
+            name = f"{app.name or '?'}:{app.pid}"
+            if isinstance(tree, BaseException):
+                if not isinstance(tree, (_AppUnresponsive, _DBusError)):
+                    raise tree
+                left_out.append(f"{app.name or '?'} (pid {app.pid}): {tree}")
+                continue
+            out.append(tree)
+            if app.bus in kept:
+                kept_names.append(name)
+                nodes += len(kept[app.bus].nodes)
+            else:
+                ms[name] = read.ms.get(app.bus, 0.0)
+                if read.taken.get(app.bus):
+                    taken[name] = read.taken[app.bus]
+        r.forget_gone_apps()
+        return {"apps": out, "nodes": nodes, "left_out": left_out,
+                "walk": {"seconds": time.perf_counter() - started, "app_ms": ms, "kept": kept_names,
+                         "taken": taken}}
+
+    def forget_gone_apps(self, live: Collection[str]) -> None:
+        self.last = {b: v for b, v in self.last.items() if b in live}
+
+    async def _app(self, read: _FullRead, app: _App) -> dict[str, Any]:
+        # What its objects sent since its last read says what of it may be taken (and
+        # an event while it is read marks it again: the next read walks it).
+        r = self.r
+        last, stirred = self.last.pop(app.bus, None), r.events.stirred(FULL, app.bus)
+        r.events.walked(FULL, app.bus)
+        if stirred is not None:
+            # What is asked once of an object (role, interfaces, actions) is asked again
+            # of one that sent an event: a menu item renamed has a new key binding.
+            for path in stirred:
+                r.kinds.pop(app.bus + path, None)
+                r.action_details.pop(app.bus + path, None)
+            if last is not None:
+                read.may_take(app.bus, last, stirred)
+        tree = await read.app(app)
+        if self.keep and r.events.heard(app.bus):
+            self.last[app.bus] = read.listings[app.bus]
+        return tree
 
 
 class _FullRead:
@@ -369,6 +445,10 @@ class _FullRead:
         return found
 
 
+
+
+async def _given(tree: dict[str, Any]) -> dict[str, Any]:
+    return tree
 
 
 def _box(reply: Any) -> tuple[int, int, int, int] | None:

@@ -12,8 +12,8 @@ from typing import Any
 
 from dbus_fast import Message, MessageType
 
-from .events import _EVENT_APPS, FULL, SNAPSHOT, _Events
-from .full import FULL_APP_TIMEOUT_S, Listing, _FullRead
+from .events import _EVENT_APPS, SNAPSHOT, _Events
+from .full import FULL_APP_TIMEOUT_S, FullReads
 from .selection import _reads_text, _Selection
 from .sheets import _Sheets
 from .tree import (
@@ -39,6 +39,7 @@ from .tree import (
     NoSuchAction,
     _action_index,
     _App,
+    _AppUnresponsive,
     _Cell,
     _DBusError,
     _Names,
@@ -47,10 +48,6 @@ from .tree import (
     _obj_from_item,
     _Tree,
 )
-
-
-class _AppUnresponsive(Exception):
-    pass
 
 
 class AtspiReader:
@@ -67,7 +64,8 @@ class AtspiReader:
         self._timeout = app_timeout
         # Public, for the full read (full.py) and the sheets: ``names`` (role and state
         # names), ``kinds`` and ``action_details`` (what an object never changes, asked
-        # once), ``sheets``, and the calls ``send``, ``call``, ``prop`` and ``props_of``.
+        # once), ``sheets``, ``events``, the calls ``send``, ``call``, ``prop`` and
+        # ``props_of``, and ``list_apps``, ``listen``, ``within`` and ``forget_gone_apps``.
         self.names = _Names()
         self._bus: Any = None
         # Apps that offer a peer-to-peer socket (atk-bridge: Chromium, GTK 3) are asked
@@ -99,13 +97,14 @@ class AtspiReader:
         self.last_walk: dict[str, float | int] = {}
         # Apps whose last walk a snapshot may give again while they hold still (see
         # _keepable): bus name -> that walk's nodes and objects visited. Which of them
-        # sent AT-SPI events since is _events' to say.
+        # sent AT-SPI events since is ``events``' to say.
         self._last: dict[str, tuple[list[NativeNode], int]] = {}
-        # The same for the full read: bus name -> its last read, by object. ``keep``
-        # False: none is kept, every full read reads each app whole (a bench's baseline).
-        self._full_last: dict[str, Listing] = {}
-        self._keep = keep
-        self._events = _Events()
+        # Which app sent AT-SPI events since its last walk (the snapshot's) or read (the
+        # full read's): ``deskbox.atspi.events``.
+        self.events = _Events()
+        # The full reads, with each app's last one kept (``keep`` False: none is, every
+        # full read reads each app whole: a bench's baseline).
+        self._full = FullReads(self, keep=keep)
 
     async def open(self) -> None:
         from dbus_fast.aio import MessageBus
@@ -152,13 +151,12 @@ class AtspiReader:
         sheets changed, gives that walk again (``last_walk["kept:<name>:<pid>"]``)."""
         self._sheet_bands, self.sheets.kept = dict(sheet_bands or {}), 0
         started = time.perf_counter()
-        apps = await self._list_apps()
+        apps = await self.list_apps()
         chosen = [a for a in apps if pids is None or a.pid in pids]
-        if self._bus is not None:
-            await self._events.listen_to(self._bus, self.call, [a.bus for a in chosen if a.name in _EVENT_APPS])
+        await self.listen(chosen)
         kept = {a.bus: self._last[a.bus] for a in chosen if a.pid in still and self._keepable(a)}
         walks = await asyncio.gather(*(_given(kept[a.bus]) if a.bus in kept
-                                       else self._within(self._walk(a, prune_documents), a.name) for a in chosen),
+                                       else self.within(self._walk(a, prune_documents), a.name) for a in chosen),
                                      return_exceptions=True)
         out: list[NativeNode] = []
         stats: dict[str, float | int] = {"visited": 0, "kept": 0}
@@ -175,7 +173,7 @@ class AtspiReader:
                     raise walk
                 continue
             nodes, visited, ms = walk
-            if self._events.heard(app.bus):
+            if self.events.heard(app.bus):
                 self._last[app.bus] = (nodes, visited)
             walked.add(app.pid)
             out += nodes
@@ -187,7 +185,7 @@ class AtspiReader:
             # Keys of the apps not walked this time stay actionable.
             known = {**{k: p for k, p in self._known.items() if p not in walked}, **known}
         self._known = known
-        self._forget_gone_apps()
+        self.forget_gone_apps()
         stats["seconds"] = time.perf_counter() - started
         stats["cells_kept"] = self.sheets.kept
         self.last_walk = stats
@@ -204,7 +202,7 @@ class AtspiReader:
             if key not in self._known:
                 return False
         try:
-            return await self._within(self._act(key, action), key)
+            return await self.within(self._act(key, action), key)
         except (_DBusError, _AppUnresponsive):
             self._known.pop(key, None)
             return False
@@ -229,84 +227,35 @@ class AtspiReader:
 
     async def full_tree(self, *, app_timeout: float = FULL_APP_TIMEOUT_S) -> dict[str, Any]:
         """Every application's whole tree, every node with all it has: what OSWorld's
-        accessibility tree is made of (``deskbox.atspi.full``). An app that does not
-        answer within ``app_timeout`` is left out and named in ``left_out``.
-
-        An app whose AT-SPI events are listened to (``_EVENT_APPS``) gives its last read
-        again while none of the objects that read listed sent an event since it began
-        (``events``): named in ``walk["kept"]``. Its app's ``pid`` is as it was then.
-        Read again, such an app takes its closed menus from its last read while they
-        sent no event (``deskbox.atspi.full``): ``walk["taken"]`` counts those nodes."""
-        started = time.perf_counter()
-        apps = await self._list_apps()
-        if self._bus is not None:
-            await self._events.listen_to(self._bus, self.call, [a.bus for a in apps if a.name in _EVENT_APPS])
-        kept = {a.bus: last for a in apps if (last := self._full_last.get(a.bus)) is not None and not last.failed
-                and self._events.still(FULL, a.bus, last.nodes.keys())}
-        read = _FullRead(self)
-        trees = await asyncio.gather(*(_given_tree(kept[a.bus].tree) if a.bus in kept
-                                       else self._within(self._full_app(read, a), a.name, app_timeout) for a in apps),
-                                     return_exceptions=True)
-        out, left_out, ms, kept_names, taken = [], [], {}, [], {}
-        nodes = read.count
-        for app, tree in zip(apps, trees):
-            name = f"{app.name or '?'}:{app.pid}"
-            if isinstance(tree, BaseException):
-                if not isinstance(tree, (_AppUnresponsive, _DBusError)):
-                    raise tree
-                left_out.append(f"{app.name or '?'} (pid {app.pid}): {tree}")
-                continue
-            out.append(tree)
-            if app.bus in kept:
-                kept_names.append(name)
-                nodes += len(kept[app.bus].nodes)
-            else:
-                ms[name] = read.ms.get(app.bus, 0.0)
-                if read.taken.get(app.bus):
-                    taken[name] = read.taken[app.bus]
-        self._forget_gone_apps()
-        return {"apps": out, "nodes": nodes, "left_out": left_out,
-                "walk": {"seconds": time.perf_counter() - started, "app_ms": ms, "kept": kept_names,
-                         "taken": taken}}
-
-    async def _full_app(self, read: _FullRead, app: _App) -> dict[str, Any]:
-        # What its objects sent since its last read says what of it may be taken (and
-        # an event while it is read marks it again: the next read walks it).
-        last, stirred = self._full_last.pop(app.bus, None), self._events.stirred(FULL, app.bus)
-        self._events.walked(FULL, app.bus)
-        if stirred is not None:
-            # What is asked once of an object (role, interfaces, actions) is asked again
-            # of one that sent an event: a menu item renamed has a new key binding.
-            for path in stirred:
-                self.kinds.pop(app.bus + path, None)
-                self.action_details.pop(app.bus + path, None)
-            if last is not None:
-                read.may_take(app.bus, last, stirred)
-        tree = await read.app(app)
-        if self._keep and self._events.heard(app.bus):
-            self._full_last[app.bus] = read.listings[app.bus]
-        return tree
+        accessibility tree is made of (``deskbox.atspi.full.FullReads``)."""
+        return await self._full.tree(app_timeout=app_timeout)
 
     # -- internals ----------------------------------------------------------------------
 
     def _keepable(self, app: _App) -> bool:
-        if not self._events.still(SNAPSHOT, app.bus) or app.bus not in self._last:
+        if not self.events.still(SNAPSHOT, app.bus) or app.bus not in self._last:
             return False
         # Each of its sheets named, with nothing changed in it.
         return all(len(self._sheet_bands.get(key, (None,))) == 0 for key in self.sheets.keys_of(app.bus))
 
-    async def _list_apps(self) -> list[_App]:
+    async def list_apps(self) -> list[_App]:
         """The registry's applications, in its order (those that answer)."""
         try:
-            refs = await self._within(self.call(_REGISTRY, _ROOT, _ACCESSIBLE, "GetChildren"), "the registry")
+            refs = await self.within(self.call(_REGISTRY, _ROOT, _ACCESSIBLE, "GetChildren"), "the registry")
         except (_DBusError, _AppUnresponsive) as exc:
             raise AtspiError(f"the accessibility registry did not list the apps: {exc}") from exc
         buses = [bus for bus, _ in refs[0]]
-        apps = await asyncio.gather(*(self._within(self._app(bus), bus) for bus in buses), return_exceptions=True)
+        apps = await asyncio.gather(*(self.within(self._app(bus), bus) for bus in buses), return_exceptions=True)
         self._apps = {a.bus: a for a in apps if isinstance(a, _App)}
         return [a for a in apps if isinstance(a, _App)]
 
-    def _forget_gone_apps(self) -> None:
+    async def listen(self, apps: Collection[_App]) -> None:
+        """Listen to the AT-SPI events of those of ``apps`` whose events tell what
+        changed (``_EVENT_APPS``): ``events`` says which sent one since."""
+        if self._bus is not None:
+            await self.events.listen_to(self._bus, self.call, [a.bus for a in apps if a.name in _EVENT_APPS])
+
+    def forget_gone_apps(self) -> None:
         """Drop what is kept of apps no longer on the bus (their connections, caches)."""
         live = set(self._apps)
         for bus in [b for b in self._direct if b not in live]:
@@ -317,8 +266,8 @@ class AtspiReader:
         self.sheets.forget_gone_apps(live)
         self._hidden = {k for k in self._hidden if k.split("/", 1)[0] in live}
         self._last = {b: v for b, v in self._last.items() if b in live}
-        self._full_last = {b: v for b, v in self._full_last.items() if b in live}
-        self._events.forget_gone_apps(live)
+        self._full.forget_gone_apps(live)
+        self.events.forget_gone_apps(live)
 
     async def _app(self, bus: str) -> _App:
         app = self._apps.get(bus)
@@ -348,7 +297,7 @@ class AtspiReader:
     async def _walk(self, app: _App, prune_documents: bool) -> tuple[list[NativeNode], int, float]:
         t0 = time.perf_counter()
         # (An event while it is read marks it again: the next snapshot walks it.)
-        self._events.walked(SNAPSHOT, app.bus)
+        self.events.walked(SNAPSHOT, app.bus)
         self._last.pop(app.bus, None)
         items: list[Any] = []
         if app.cache:
@@ -584,7 +533,7 @@ class AtspiReader:
         if conn is not None:
             conn.disconnect()
 
-    async def _within(self, awaitable: Any, what: str, timeout: float | None = None) -> Any:
+    async def within(self, awaitable: Any, what: str, timeout: float | None = None) -> Any:
         """``awaitable``, or _AppUnresponsive after the timeout. Applied to a whole app's
         walk (not to each call: a timer per call costs more than the call)."""
         timeout = self._timeout if timeout is None else timeout
@@ -603,10 +552,6 @@ class AtspiReader:
         if reply.message_type == MessageType.ERROR:
             raise _DBusError(f"{reply.error_name}: {reply.body[0] if reply.body else ''}")
         return reply.body
-
-
-async def _given_tree(tree: dict[str, Any]) -> dict[str, Any]:
-    return tree
 
 
 async def _given(walk: tuple[list[NativeNode], int]) -> tuple[list[NativeNode], int, float]:

@@ -18,6 +18,10 @@ class _DBusError(Exception):
     """An app answered a call with an error (most often: the object is gone)."""
 
 
+class _AppUnresponsive(Exception):
+    """An app (or the registry) did not answer within its timeout."""
+
+
 class NoSuchAction(AtspiError):
     """The node lives but has no action of that name (``actions`` lists what it has)."""
 
