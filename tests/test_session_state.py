@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -408,6 +409,20 @@ def test_a_process_that_detaches_is_ended_at_reset(session):
     # Gone, not a zombie waiting for deskbox up (which adopted it) to reap it: a check
     # right after the reset, pgrep's or a grader's, sees it no more.
     assert [pid for pid in pids if Path(f"/proc/{pid}").exists()] == []
+
+
+def test_a_process_started_while_the_reset_ends_the_others_is_ended_too(session):
+    """An app that starts another as it is ended (one restarting itself, a child forked
+    on the way out) is not among the processes the reset listed: the reset looks again
+    until none is left."""
+    marker = f"deskbox-late-{os.getpid()}"
+    script = f"trap '(exec -a {marker} sleep 600) & exit 0' TERM; while :; do sleep 0.1; done"
+    swaymsg = ["swaymsg", "-s", session.state["swaysock"], "exec",
+               "bash -c " + shlex.quote(f"exec -a {marker}-parent bash -c {shlex.quote(script)}")]
+    assert subprocess.run(swaymsg, capture_output=True).returncode == 0
+    wait_until(lambda: _pids_named(f"{marker}-parent"), 10, what="the process that starts another when ended")
+    done = reset(session)
+    assert not _pids_named(f"{marker}-parent") and not _pids_named(marker), done
 
 
 def test_stop_ends_what_the_session_started_however_it_detached():

@@ -40,6 +40,8 @@ MAX_EXTEND_S = 7 * 24 * 3600
 APP_GRACE_S = 1.0
 RECORDERS = frozenset({"wf-recorder"})
 RECORDER_GRACE_S = 5.0
+# How many times a reset looks again for processes started while it ended the others.
+LATE_ROUNDS = 5
 
 
 async def _first_bytes(recorders: list[int]) -> None:
@@ -247,6 +249,17 @@ class SessionState:
         await _first_bytes(recorders)
         await processes.end_processes(recorders, grace=RECORDER_GRACE_S, first=signal.SIGINT)
         await processes.end_processes(apps, grace=APP_GRACE_S)
+        # An app may start another process as it is ended (one restarting itself, a
+        # child forked on the way out): not in that list, it would outlive the reset
+        # and hold what the next task starts fresh (a profile, a port, a bus name). The session is looked at
+        # again until none of its apps is left.
+        for _ in range(LATE_ROUNDS):
+            late = self.acts.app_pids() - apps
+            if not late:
+                break
+            names = sorted(names + [processes.describe(p, short=True) for p in late])
+            apps |= late
+            await processes.end_processes(late, grace=APP_GRACE_S)
         # deskbox up adopted what detached (it is the session's subreaper): their zombies
         # are reaped now, not at the reaper's next rounds, so that the reset's caller
         # finds them gone.
