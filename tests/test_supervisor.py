@@ -108,6 +108,40 @@ async def test_a_child_started_on_request_stays_down_until_asked(session):
     assert manual.state == "up" and processes.alive(manual.pid)
 
 
+async def test_a_child_started_on_request_that_goes_with_what_it_needs_comes_back_with_it():
+    """Chromium in OSWorld mode is started on request, and exits by itself once its
+    compositor is gone, at times while the supervisor is still ending the compositor's
+    group: then both exits are handled in one round. It went with the compositor, not
+    because a task ended it, so it comes back with it."""
+    ports = [free_port(), free_port()]
+    crash = asyncio.Event()
+
+    async def browser_exits_meanwhile():
+        browser = sup.children["browser"]
+        if crash.is_set() and browser.proc is not None and browser.proc.returncode is None:
+            crash.clear()
+            os.kill(browser.proc.pid, signal.SIGKILL)
+            await browser.proc.wait()
+
+    sup = Supervisor([spec("compositor", ports[0], after_stop=browser_exits_meanwhile),
+                      spec("browser", ports[1], needs=("compositor",), restart="on-request")])
+    await sup.start_all()
+    try:
+        browser = sup.children["browser"]
+        generation = browser.generation
+        crash.set()
+        os.kill(sup.children["compositor"].pid, signal.SIGKILL)
+        await until(lambda: browser.generation > generation and all_up(sup), 20, what="the browser back")
+        assert not crash.is_set()  # (it did exit while the compositor was being ended)
+        # Ended alone, with what it needs up, it stays down until asked.
+        os.kill(browser.pid, signal.SIGKILL)
+        await until(lambda: browser.state == "down", what="down")
+        await asyncio.sleep(1.0)
+        assert browser.state == "down" and not browser.wanted
+    finally:
+        await sup.stop_all()
+
+
 async def test_a_child_that_cannot_start_is_retried_without_leaking(session):
     port = session.children["top"].spec.ports[0]
     blocker = await asyncio.create_subprocess_exec(sys.executable, "-c", SERVER, str(port), start_new_session=True)

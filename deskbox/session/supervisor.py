@@ -8,7 +8,8 @@ one of the same name is gone, its whole process group with it, and its ports are
 a failure while starting is handled like any other exit. A child that exits is
 started again after a short delay (none when it had run a while or exited cleanly,
 doubling up to ``BACKOFF_MAX`` while it keeps dying young), unless its restart policy
-says it is started only on request (Chromium in OSWorld mode, whose life the task owns).
+says it is started only on request (Chromium in OSWorld mode, whose life the task owns)
+and it did not go with something it needs (Chromium with its compositor).
 """
 
 from __future__ import annotations
@@ -270,13 +271,25 @@ class Supervisor:
         ran = time.monotonic() - child.started_at
         child.last_exit = code
         await self._stop(child)  # its group, its leftovers, its log file
-        if child.spec.restart == "on-request":
+        if child.spec.restart == "on-request" and not self._lost_a_need(child):
             child.wanted = False
             log.warning("exited; started again on request", child=child.spec.name, code=code, ran_s=round(ran, 1))
             return
         self._schedule(child, ran, clean=code == 0)
         log.warning("exited; restarting", child=child.spec.name, code=code, ran_s=round(ran, 1),
                     delay_s=round(max(child.next_start - time.monotonic(), 0.0), 2))
+
+    def _lost_a_need(self, child: Child) -> bool:
+        """Whether something ``child`` needs went, or came back anew, since it started.
+        A child that exits then went with it (Chromium exits as soon as its compositor
+        is gone, often before this loop has seen the compositor go): it is started again
+        with what it needs, whatever its restart policy, as if this loop had stopped it."""
+        for name in child.spec.needs:
+            need = self.children[name]
+            if (need.state != "up" or need.generation != child.need_generations.get(name)
+                    or need.proc is None or not processes.alive(need.proc.pid)):
+                return True
+        return False
 
     def _schedule(self, child: Child, ran: float, clean: bool) -> None:
         if clean or ran > STABLE_AFTER:
