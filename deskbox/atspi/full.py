@@ -3,8 +3,9 @@ OSWorld's accessibility tree (``deskbox.osworld.accessibility`` renders it as XM
 
 What it owns: walking one app's whole tree (``_FullRead.app``) through the reader's
 connections and caches, the shape of a node, and each app's last read, kept to be given
-again or taken from (``FullReads``; ``AtspiReader.full_tree`` is its entry). It must not know about XML, windows
-or display pixels: a node's box is AT-SPI's WINDOW coordinates, as the snapshot's are.
+again or taken from (``FullReads``, which ``AtspiReader.full_tree`` hands over to). It
+must not know about XML, windows or display pixels: a node's box is AT-SPI's WINDOW
+coordinates, as the snapshot's are.
 
 A node is a dict: ``role`` (libatspi's name: ``push button``), ``name``, ``states``
 (OSWorld's spelling: ``multi_line``) and ``children`` always; ``attrs`` (object
