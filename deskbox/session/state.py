@@ -251,8 +251,8 @@ class SessionState:
         await processes.end_processes(apps, grace=APP_GRACE_S)
         # An app may start another process as it is ended (one restarting itself, a
         # child forked on the way out): not in that list, it would outlive the reset
-        # and hold what the next task starts fresh (a profile, a port, a bus name). The session is looked at
-        # again until none of its apps is left.
+        # and hold what the next task starts fresh (a profile, a port, a bus name).
+        # The session is looked at again until none of its apps is left.
         for _ in range(LATE_ROUNDS):
             late = self.acts.app_pids() - apps
             if not late:

@@ -282,8 +282,9 @@ class Supervisor:
     def _lost_a_need(self, child: Child) -> bool:
         """Whether something ``child`` needs went, or came back anew, since it started.
         A child that exits then went with it (Chromium exits as soon as its compositor
-        is gone, often before this loop has seen the compositor go): it is started again
-        with what it needs, whatever its restart policy, as if this loop had stopped it."""
+        is gone, at times while this loop is still ending the compositor's group): it is
+        started again with what it needs, whatever its restart policy, as if this loop
+        had stopped it."""
         for name in child.spec.needs:
             need = self.children[name]
             if (need.state != "up" or need.generation != child.need_generations.get(name)
