@@ -234,9 +234,7 @@ class Supervisor:
                 child = self.children[name]
                 if child.state != "up":
                     continue
-                stale = [n for n in child.spec.needs
-                         if self.children[n].state != "up"
-                         or self.children[n].generation != child.need_generations.get(n)]
+                stale = self._stale_needs(child)
                 if stale:
                     log.info("restarting with what it needs", child=name, needs=stale)
                     await self._stop(child)
@@ -285,12 +283,13 @@ class Supervisor:
         is gone, at times while this loop is still ending the compositor's group): it is
         started again with what it needs, whatever its restart policy, as if this loop
         had stopped it."""
-        for name in child.spec.needs:
-            need = self.children[name]
-            if (need.state != "up" or need.generation != child.need_generations.get(name)
-                    or need.proc is None or not processes.alive(need.proc.pid)):
-                return True
-        return False
+        return bool(self._stale_needs(child)) or any(
+            (need := self.children[n]).proc is None or not processes.alive(need.proc.pid) for n in child.spec.needs)
+
+    def _stale_needs(self, child: Child) -> list[str]:
+        """What ``child`` needs that is not up, or is up anew since it started."""
+        return [n for n in child.spec.needs
+                if self.children[n].state != "up" or self.children[n].generation != child.need_generations.get(n)]
 
     def _schedule(self, child: Child, ran: float, clean: bool) -> None:
         if clean or ran > STABLE_AFTER:
