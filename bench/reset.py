@@ -579,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     result["meta"]["duration_s"] = round(time.time() - started, 1)
     from .report import write_results
 
-    write_results(args.results, "session", result, markdown(result))
+    write_results(args.results, "reset", result, markdown(result))
     return 0
 
 

@@ -176,6 +176,34 @@ async def test_stopping_ends_each_child_with_what_it_started_but_leaves_the_apps
     await processes.end_processes(b_started)
 
 
+# A harness that started an app with the session's environment and never waits for it:
+# it detached (setsid -f), so it is outside this process's tree, as a harness is outside
+# deskbox up's. It prints its child's pid and its own.
+OUTSIDE_PARENT = """
+import os, subprocess, sys, time
+child = subprocess.Popen(["sleep", "60"])
+print(child.pid, os.getpid(), flush=True)
+os.close(1)
+time.sleep(60)
+"""
+
+
+async def test_a_zombie_whose_parent_is_outside_the_session_is_not_waited_for():
+    helper = await asyncio.create_subprocess_exec("setsid", "-f", sys.executable, "-c", OUTSIDE_PARENT,
+                                                  stdout=asyncio.subprocess.PIPE)
+    line = await asyncio.wait_for(helper.stdout.readline(), 10)
+    await helper.wait()
+    app, harness = map(int, line.split())
+    try:
+        assert harness not in processes.descendants(os.getpid(), processes.process_table())
+        await processes.end_processes([app])
+        assert os.path.exists(f"/proc/{app}")  # a zombie its parent does not reap
+        # The harness reaps it when it reaps it: a reset does not wait a minute for that.
+        assert await asyncio.wait_for(processes.reap_ended([app], timeout=60), 10) == [app]
+    finally:
+        os.kill(harness, signal.SIGKILL)
+
+
 async def test_what_an_end_leaves_as_zombies_is_reaped_unless_asyncio_waits_for_it():
     # Children nobody waits for, as the orphans deskbox up adopts are.
     orphans = [os.posix_spawn("/bin/sleep", ["sleep", "60"], os.environ) for _ in range(2)]

@@ -150,15 +150,18 @@ class Reaper:
 
 async def reap_ended(pids: Iterable[int], *, skip: Iterable[int] = (), timeout: float = 2.0) -> list[int]:
     """Reaps the zombies among ``pids`` that this process adopted, and waits (at most
-    ``timeout`` seconds) for the others' parents to reap theirs: once it returns, the
-    processes ended are gone from the process table, and a check made next (pgrep's, a
-    grader's) no longer sees them. ``skip`` are children that asyncio waits for, whose
-    exit status is its to collect. Returns the pids still there (zombies of a parent
-    that does not reap)."""
+    ``timeout`` seconds) for the session's other processes to reap theirs: once it
+    returns, the processes ended are gone from the process table, and a check made next
+    (pgrep's, a grader's) no longer sees them. ``skip`` are children that asyncio waits
+    for, whose exit status is its to collect. A zombie whose parent is outside the
+    session (a harness's ``Popen`` that started an app with the session's environment)
+    is its parent's to reap, whenever it does: it is not waited for. Returns the pids
+    still there."""
     me, left, skip = os.getpid(), set(pids), set(skip)
     deadline = time.monotonic() + timeout
+    outside: set[int] = set()
     while True:
-        for pid in list(left):
+        for pid in list(left - outside):
             proc = _stat(pid)
             if proc is None:
                 left.discard(pid)
@@ -169,9 +172,25 @@ async def reap_ended(pids: Iterable[int], *, skip: Iterable[int] = (), timeout: 
                     pass
                 if _stat(pid) is None:
                     left.discard(pid)
-        if not left or time.monotonic() > deadline:
+            elif proc.state in ("Z", "X") and not _below(proc.ppid, me):
+                outside.add(pid)
+        if not left - outside or time.monotonic() > deadline:
             return sorted(left)
         await asyncio.sleep(0.02)
+
+
+def _below(pid: int, root: int) -> bool:
+    """Whether ``pid`` is ``root`` or one of its descendants."""
+    seen = set()
+    while pid > 1 and pid not in seen:
+        if pid == root:
+            return True
+        seen.add(pid)
+        proc = _stat(pid)
+        if proc is None:
+            return False
+        pid = proc.ppid
+    return pid == root
 
 
 def _signal_all(pids: Iterable[int], sig: int) -> None:
