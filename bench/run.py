@@ -6,7 +6,10 @@ by OSWorld's ``compare_answer`` through its ``vm_command_line`` getter, and an i
 one), in containers of the deskbox image, three ways in one run:
 
 - **deskbox run, 1 session** and **deskbox run, 3 sessions**: ``deskbox.run``'s runner and
-  pool (``--provider podman``), in process;
+  pool (``--provider podman``), in process, each task's trace recorded and brought home
+  (the runner's default);
+- **deskbox run, 1 session, no trace** (``--no-trace``): what the trace costs, and the
+  row to read against the baseline, which records none;
 - **baseline: DesktopEnv**: the same configs through desktop-env's ``DesktopEnv`` with
   deskbox's provider (``provider_name="deskbox"``), as OSWorld's ``lib_run_single`` drives
   it: ``reset(task_config)``, the agent's ``step``s, ``evaluate()``, one environment. Its
@@ -77,7 +80,7 @@ def _row(name: str, wall_s: float, records: list[dict]) -> dict:
             "overhead_median_s": _median(overhead)}
 
 
-def run_deskbox(tasks_dir: Path, sessions: int, out: Path) -> dict:
+def run_deskbox(tasks_dir: Path, sessions: int, out: Path, trace: bool = True) -> dict:
     from deskbox.run import Pool, Runner, RunOptions, load_tasks, session_factory
     from deskbox.run.agents import NoopAgent
 
@@ -87,11 +90,12 @@ def run_deskbox(tasks_dir: Path, sessions: int, out: Path) -> dict:
         started = [pool.take() for _ in range(sessions)]  # all up before the clock starts
         for env in started:
             pool.release(env)
-        runner = Runner(tasks, NoopAgent, pool, RunOptions(out=out, screen=SCREEN, progress=False))
+        runner = Runner(tasks, NoopAgent, pool, RunOptions(out=out, screen=SCREEN, progress=False, trace=trace))
         t0 = time.monotonic()
         records = runner.run(sessions)
         wall = time.monotonic() - t0
-    return _row(f"deskbox run, {sessions} session{'s' if sessions > 1 else ''}", wall, records)
+    name = f"deskbox run, {sessions} session{'s' if sessions > 1 else ''}" + ("" if trace else ", no trace")
+    return _row(name, wall, records)
 
 
 def run_desktop_env(tasks: list[dict], image: str, cache: Path) -> dict:
@@ -165,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--image", default="deskbox")
     p.add_argument("--no-build", action="store_true", help="use the image as it is")
     p.add_argument("--tasks", type=int, default=10, help="tasks per row")
-    p.add_argument("--skip", action="append", default=[], choices=["one", "three", "baseline"])
+    p.add_argument("--skip", action="append", default=[], choices=["one", "untraced", "three", "baseline"])
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     if not container_bench_ready("bench.run", args.image, not args.no_build):
@@ -182,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     if "one" not in args.skip:
         result["rows"].append(run_deskbox(work / "tasks", 1, work / "out1"))
+    if "untraced" not in args.skip:
+        result["rows"].append(run_deskbox(work / "tasks", 1, work / "out1u", trace=False))
     if "three" not in args.skip:
         result["rows"].append(run_deskbox(work / "tasks", 3, work / "out3"))
     if "baseline" not in args.skip:

@@ -134,7 +134,8 @@ def _run(d: dict, plots: Plots) -> list[str]:
     args = d.get("args") or {}
     out = [f"The noop agent over {args.get('tasks', '?')} task configs written in the bench, in containers of "
            f"`{args.get('image', 'deskbox')}`; medians per task in seconds (the baseline's reset holds its setup; "
-           "its lib_run_single waits are left out).", ""]
+           "its lib_run_single waits are left out). deskbox run records each task's trace and brings it home, as it "
+           "does by default; its no-trace row is the one to read against the baseline, which records none.", ""]
 
     def sec(v: float | None) -> str:
         return "-" if v is None else f"{v:.2f}"
