@@ -211,6 +211,9 @@ def _reset(d: dict, plots: Plots) -> list[str]:
                         rc.get("max")))
     out += _table(["between two tasks", "median", "p95", "n", "against the baseline"], ["l", "r", "r", "r", "r"], rows)
     out.append("")
+    if meta.get("bare_when"):
+        out.append(f"- The bare machine's row is from a later run of the bare rounds alone, {meta['bare_when']} "
+                   "(`--skip container --skip density`), merged into these results.")
     for label, part in (("Bare machine", bare), ("Container", cont)):
         if part:
             own = part.get("session_reset_ms") or {}
