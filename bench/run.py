@@ -3,7 +3,7 @@ podman runs the sessions) writes bench/results/run.json and run.md.
 
 The noop agent over a fixed set of task configs written here (OS-style file tasks, graded
 by OSWorld's ``compare_answer`` through its ``vm_command_line`` getter, and an infeasible
-one), in containers of the deskbox image, three ways in one run:
+one), in containers of the deskbox image, four ways in one run:
 
 - **deskbox run, 1 session** and **deskbox run, 3 sessions**: ``deskbox.run``'s runner and
   pool (``--provider podman``), in process, each task's trace recorded and brought home
