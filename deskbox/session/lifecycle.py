@@ -258,6 +258,8 @@ class Session:
         lines.append(f"seat seat0 xcursor_theme {THEME_NAME} 24")
         wanted = self.args.xwayland if self.args.xwayland is not None else self.args.osworld
         self.x11 = wanted and xwayland.available()
+        if self.x11 and (problem := xwayland.socket_dir_problem(self.uid)):
+            log.warning("Xwayland will not start: X11 apps will not run", problem=problem)
         lines.append(xwayland.sway_line(self.x11))
         (self.runtime / "sway.conf").write_text("\n".join(lines) + "\n")
         # The system's session-bus policy admits only the bus owner; root is let in too so

@@ -17,31 +17,71 @@ Two things an app started later cannot do for itself (measured, Sway 1.7, Debian
 - Services the session bus starts on demand (``gnome-terminal-server``) inherit the
   bus's environment, which has no ``WAYLAND_DISPLAY``: the terminal server exited with
   status 10. The session hands the bus the display variables
-  (``UpdateActivationEnvironment``), with or without Xwayland."""
+  (``UpdateActivationEnvironment``), with or without Xwayland.
+
+Every X server of the machine puts its socket in one folder, ``/tmp/.X11-unix``, and
+wlroots starts Xwayland only when that folder is root's or the session user's. One
+missing is made by the first Xwayland, as its user's: every session of another user
+then had no Xwayland ("not owned by root or us" in sway.log; seen after a bench's
+session user came first, and GIMP and VLC never started in the sessions after it).
+``deskbox up`` as root makes the folder what an init system makes it: root's, 1777."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import stat
 from pathlib import Path
 from typing import Awaitable, Callable
 
 from ..common.logging import get_logger
 from .readiness import dbus_send
 
-__all__ = ["XWAYLAND", "available", "sway_line", "find_display", "set_atspi_bus_argv", "update_activation_env"]
+__all__ = ["XWAYLAND", "available", "sway_line", "socket_dir_problem", "find_display", "set_atspi_bus_argv",
+           "update_activation_env"]
 
 log = get_logger("deskbox.xwayland")
 
 XWAYLAND = "Xwayland"
 XPROP = "xprop"  # x11-utils
 DISPLAY_FILE = "xwayland-display"
+X11_SOCKETS = Path("/tmp/.X11-unix")
 
 
 def available() -> bool:
     """Whether this machine can run X11 apps in a session (Xwayland, and xprop to
     announce the accessibility bus)."""
     return shutil.which(XWAYLAND) is not None and shutil.which(XPROP) is not None
+
+
+def socket_dir_problem(uid: int, path: Path = X11_SOCKETS) -> str | None:
+    """Makes ``path`` (the machine's X socket folder) one that Xwayland of the session
+    user ``uid`` accepts, where this process may: as root, root's with mode 1777 (made,
+    or taken back from the user who made it first). None when it is fit, else what is
+    wrong with it."""
+    if os.geteuid() == 0:
+        try:
+            if path.is_symlink() or (path.exists() and not path.is_dir()):
+                return f"{path} is not a folder"
+            path.mkdir(mode=0o1777, exist_ok=True)
+            st = path.stat()
+            if st.st_uid != 0 or st.st_gid != 0:
+                os.chown(path, 0, 0)
+            if stat.S_IMODE(st.st_mode) != 0o1777:
+                os.chmod(path, 0o1777)
+        except OSError as exc:
+            return f"{path}: {exc}"
+        return None
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return None  # Xwayland makes it, as this user's
+    except OSError as exc:
+        return f"{path}: {exc}"
+    if st.st_uid not in (0, uid):
+        return f"{path} belongs to uid {st.st_uid}: wlroots starts Xwayland only when it is root's or the session user's"
+    return None
 
 
 def sway_line(enabled: bool) -> str:
