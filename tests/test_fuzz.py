@@ -90,8 +90,13 @@ def test_the_session_is_healthy_afterwards_and_holds_no_key(session, pages):
     http("POST", session.state["osworld"] + "/deskbox/chrome", {"args": [pages.url("input.html")]})
     wait_until(lambda: http("GET", session.bridge + "/health").status == 200, 60, what="the browser")
     # Keys the fuzzing held on purpose (keyboard "down" without "up") are let go, as their
-    # client would; nothing else may be left held.
+    # client would; nothing else may be left held. A menu it opened (a right click on the
+    # tab strip, seed 87903) is closed as its client would close it: such a menu stays
+    # open over whatever page the tab shows next, and takes the click meant for a field
+    # (which /act then answers with 409 not_focused).
     assert session.post("/api/v1/input/release", {}).status == 200
+    for _ in range(2):  # (a submenu, then its menu)
+        assert session.post("/api/v1/keyboard", {"action": "key", "keys": ["Escape"]}).status == 200
     pages.clear()
     session.open_page(pages.url("input.html"))
     pages.wait_for(type="load", page="/input.html", timeout=30)

@@ -192,6 +192,30 @@ def test_type_and_set_value_go_to_the_field(grounding, pages):
     assert names(scene(grounding))["top-input"]["value"] == "replaced"
 
 
+def test_keys_are_not_sent_when_a_popup_of_the_browser_took_the_click_meant_for_the_field(single, pages):
+    """A select's list is drawn by Chromium over the page, where neither the page's hit
+    test nor Sway's window list sees it (a menu of the tab strip left open by a fuzzed
+    right click was the same: the click on a field landed on its "Task manager" item and
+    the text was typed into the page's body). The click lands on the list; the field is
+    not focused, so /act answers 409 not_focused and sends no key."""
+    open_fixture(single, pages, "popup.html")
+    s = scene(single)
+    pick = next(e for e in s["ax"] if e["source"] == "cdp" and e["role"] == "combobox")
+    field = next(e for e in s["ax"] if e["source"] == "cdp" and e["name"] == "Below")
+    act(single, pick["id"])  # a real click: Chromium opens its list, over the field
+    wait_until(lambda: "expanded" in next(e for e in scene(single)["ax"] if e["id"] == pick["id"])["states"],
+               10, what="the select's list open")
+    resp = http("POST", single.scene + "/api/v1/act", {"target": field["id"], "action": "set_value", "text": "no"})
+    assert resp.status == 409 and resp.json()["error"]["code"] == "not_focused", resp.body[:500]
+    pages.wait_for(type="change", target="pick")  # the click went to the list: an option was picked
+    pages.settle(0.5)
+    assert not pages.matching(type="keydown"), pages.events
+    assert not pages.matching(type="input", target="below"), pages.events
+    # With the list gone, the same action reaches the field.
+    act(single, field["id"], "type", text="yes")
+    pages.wait_for(type="input", target="below", value="yes")
+
+
 def test_a_click_right_after_a_tiled_neighbour_closed_lands_on_its_element(grounding, pages):
     """Sway widens the browser the moment its neighbour's window goes; Chromium lays the
     page out for the new width a moment later (tens of ms idle, more on a busy machine).

@@ -11,6 +11,10 @@ scene aggregator needs to act on it with real input. None of these send input ev
   of the viewport (also when the browser already counts it as visible but something
   covers it).
 - ``focus``: DOM focus, for elements a click would activate.
+- ``focused``: whether the node, or something inside it, is its document's focused
+  element (through shadow roots). The aggregator asks after the click that focuses a
+  field: a menu or a popup of the browser's own is drawn over the page where neither the
+  page's hit test nor Sway's window list can see it, and takes such a click for itself.
 - ``invoke``: the element's default action with no pointer (its ``click()``), as an
   accessibility client's DoAction would: for what real input cannot reach.
 - ``select``: choose an option of a ``<select>`` by its text or index, as a user's pick
@@ -51,6 +55,15 @@ _SCROLL = """function () {
   return !!el;
 }"""
 
+
+_FOCUSED = """function () {
+  let active = document.activeElement;
+  while (active && active.shadowRoot && active.shadowRoot.activeElement) active = active.shadowRoot.activeElement;
+  for (let n = active; n; n = n.parentNode || n.host) {
+    if (n === this) return true;
+  }
+  return false;
+}"""
 
 _INVOKE = """function () {
   const el = this.nodeType === 1 ? this : this.parentElement;
@@ -142,6 +155,11 @@ async def element_action(browser: Browser, action: str, tab: str, frame_id: str 
         reply = await conn.send("Runtime.callFunctionOn", {"objectId": target, "functionDeclaration": _SECRET,
                                                            "returnByValue": True}, session=session)
         return reply.get("result", {}).get("value") or {"secret": False}
+    if action == "focused":
+        target = await _object(conn, session, backend_id)
+        reply = await conn.send("Runtime.callFunctionOn", {"objectId": target, "functionDeclaration": _FOCUSED,
+                                                           "returnByValue": True}, session=session)
+        return {"focused": bool(reply.get("result", {}).get("value"))}
     if action in ("invoke", "select"):
         target = await _object(conn, session, backend_id)
         call: dict[str, Any] = {"objectId": target, "returnByValue": True, "userGesture": True,

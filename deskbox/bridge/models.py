@@ -70,7 +70,7 @@ class NavigateRequest(_Strict):
 
 
 class ElementRequest(_Strict):
-    action: Literal["hit_test", "scroll_into_view", "focus", "invoke", "select", "secret"]
+    action: Literal["hit_test", "scroll_into_view", "focus", "focused", "invoke", "select", "secret"]
     tab: str = Field(min_length=1, max_length=64)
     frameId: str | None = Field(None, max_length=64)
     backendDOMNodeId: int = Field(ge=1)

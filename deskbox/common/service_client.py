@@ -184,8 +184,8 @@ class BridgeClient(ServiceClient):
 
     async def element(self, action: str, ref: dict[str, Any], **extra: Any) -> dict:
         """Ask the bridge about one DOM node, or to do something to it that is not input:
-        ``scroll_into_view``, ``focus``, ``hit_test`` (is it what is at viewport CSS point
-        x, y?)."""
+        ``scroll_into_view``, ``focus``, ``focused`` (is it, or something in it, focused?),
+        ``hit_test`` (is it what is at viewport CSS point x, y?)."""
         body = {"action": action, "tab": ref["tab"], "frameId": ref["frameId"],
                 "backendDOMNodeId": ref["backendDOMNodeId"], **extra}
         return await self.request("POST", "/element", json=body)

@@ -35,6 +35,9 @@ __all__ = ["Actor", "HANDLERS", "lookup_element"]
 SCROLL_ROUNDS = 3
 # How long a window raised for an action may take to show above the one that covered it.
 RAISE_WAIT_S = 1.0
+# How long a page's field may take to report the focus a click gave it (the click goes
+# through Sway to Chromium's browser process, then to the page's renderer).
+FOCUS_WAIT_S = 1.0
 
 
 @dataclass
@@ -68,7 +71,7 @@ async def _focus(actor: "Actor", t: Target, req: ActRequest) -> None:
         return
     if "type" in e.actions and t.point is not None:
         # Clicking an editable field is how a user focuses it, and it does nothing else.
-        await actor.pointer("click", t)
+        await actor.click_into(t)
     elif e.source == "cdp" and actor.bridge is not None:
         await actor.bridge.element("focus", e.ref)
     elif e.source == "atspi":
@@ -79,12 +82,12 @@ async def _focus(actor: "Actor", t: Target, req: ActRequest) -> None:
 
 async def _type(actor: "Actor", t: Target, req: ActRequest) -> None:
     if "focused" not in t.element.states:
-        await actor.pointer("click", t)
+        await actor.click_into(t)
     await actor.desktop.keyboard(action="type", text=req.text)
 
 
 async def _set_value(actor: "Actor", t: Target, req: ActRequest) -> None:
-    await actor.pointer("click", t)
+    await actor.click_into(t)
     await actor.desktop.keyboard(action="key", keys=["ctrl+a", "backspace"])
     if req.text:
         await actor.desktop.keyboard(action="type", text=req.text)
@@ -128,7 +131,7 @@ async def _select(actor: "Actor", t: Target, req: ActRequest) -> None:
 
 
 async def _clear_text(actor: "Actor", t: Target, req: ActRequest) -> None:
-    await actor.pointer("click", t)
+    await actor.click_into(t)
     await actor.desktop.keyboard(action="key", keys=["ctrl+a", "backspace"])
 
 
@@ -238,6 +241,31 @@ class Actor:
         await self.desktop.pointer(action=action, display=t.element.display_id, x=round(x, 2), y=round(y, 2), **extra)
         if pressing:
             self._pressed = time.monotonic()
+
+    async def click_into(self, t: Target) -> None:
+        """Click a field to focus it before keys go to it. A page's field must then have
+        the focus: a menu or a popup of the browser's own (the tab strip's menu, a
+        ``<select>``'s list) is drawn over the page where neither the page's hit test nor
+        Sway's window list sees it, and takes the click for itself. Keys sent after such
+        a click would go wherever the focus was (Ctrl+A and Backspace too), so the
+        action stops there with 409 ``not_focused``."""
+        await self.pointer("click", t)
+        e = t.element
+        if e.source != "cdp" or self.bridge is None:
+            return
+        deadline = time.monotonic() + FOCUS_WAIT_S
+        while True:
+            try:
+                if (await self.bridge.element("focused", e.ref)).get("focused"):
+                    return
+            except NotFoundError:
+                return  # the node went away with the click (a page that navigated): nothing to ask
+            if time.monotonic() >= deadline:
+                x, y = t.point
+                raise ActionFailed(f"the click at ({x:.0f}, {y:.0f}) did not focus {e.id} ({e.role} {e.name!r}): "
+                                   "something the scene does not show took it (a menu or a popup of the browser's "
+                                   "own?). No key was sent; a screenshot shows what is there", code="not_focused")
+            await asyncio.sleep(0.05)
 
     def lookup(self, ident: str) -> Element:
         """The element ``ident`` named in the newest scene, or a clear 404/409."""
