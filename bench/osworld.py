@@ -1,7 +1,7 @@
 """OSWorld task setup on a deskbox session, through OSWorld's own client (desktop-env).
 
-``python -m bench.osworld [--rounds N]`` (as root) writes bench/results/osworld.json and
-osworld.md:
+``python -m bench.osworld [--rounds N] [--results DIR]`` (as root) writes osworld.json and
+osworld.md into ``--results`` (bench/results by default):
 
 - **open_file**: ``POST /setup/open_file`` of a .txt on the Desktop until it answers,
   which is once the file's window is there and focused (the text opens as a tab of the
@@ -23,6 +23,7 @@ import urllib.request
 from pathlib import Path
 
 from bench.page import free_port, serve_html
+from bench.report import write_results
 from deskbox.session.spawn import SpawnedSession
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -57,6 +58,7 @@ def _summary(ms: list[float]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.osworld", description=__doc__)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--results", type=Path, default=RESULTS, help="where to write the results")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from tests.support.desktop_env import load
@@ -117,10 +119,7 @@ def main(argv: list[str] | None = None) -> int:
              f"| **baseline**: the same setup in a session just started | {result['chrome_setup_fresh_session']['n']} | "
              f"{result['chrome_setup_fresh_session']['median_ms']} | {result['chrome_setup_fresh_session']['p95_ms']} |",
              "", f"After a reset / fresh session: {ratio:.2f}x."]
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "osworld.json").write_text(json.dumps(result, indent=2))
-    (RESULTS / "osworld.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_results(args.results, "osworld", result, "\n".join(lines) + "\n")
     return 0
 
 

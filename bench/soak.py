@@ -1,12 +1,13 @@
 """Soak: one session under a steady mixed load for a long while (``make soak``: one
 hour), reporting latency per endpoint, errors and how each service's memory grew.
 
-``python -m bench.soak [--minutes 60] [--rate 4]`` (as root): ``deskbox up`` at 1920x1080
-on a page whose content changes every second; requests go out at ``--rate`` per second,
-in turn: a fresh screenshot, an agent-turn scene, the bridge's /layout, a click by
-Scene id on the page's button, and typing into its field. Goals: no errors, RSS growth
-of every service within 10 % between the first and the last tenth of the run. Writes
-bench/results/soak.json and soak.md. Reported, not asserted."""
+``python -m bench.soak [--minutes 60] [--rate 4] [--results DIR]`` (as root): ``deskbox
+up`` at 1920x1080 on a page whose content changes every second; requests go out at
+``--rate`` per second, in turn: a fresh screenshot, an agent-turn scene, the bridge's
+/layout, a click by Scene id on the page's button, and typing into its field. Goals: no
+errors, RSS growth of every service within 10 % between the first and the last tenth of
+the run. Writes soak.json and soak.md into ``--results`` (bench/results by default).
+Reported, not asserted."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ import urllib.request
 from pathlib import Path
 
 from bench.page import free_port, serve_html
+from bench.report import write_results
+from bench.stats import spaced
 from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -73,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__)
     p.add_argument("--minutes", type=float, default=60.0)
     p.add_argument("--rate", type=float, default=4.0, help="requests per second")
+    p.add_argument("--results", type=Path, default=RESULTS, help="where to write the results")
     args = p.parse_args(argv)
 
     server, page_port = serve_html(lambda path: PAGE)
@@ -166,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         "endpoints": {k: {"n": len(v), "p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95), "errors": len(errors[k]),
                           "first_errors": errors[k][:3]} for k, v in times.items()},
         "rss": growth,
+        # every sample, so that a rise that levels off (warming up) is told from one that goes on
+        "rss_series": [{"t_s": round(t), **{k: round(v / 1024, 1) if v else None for k, v in r.items()}}
+                       for t, r in rss],
     }
     lines = ["# Soak", "", f"{args.minutes:g} minutes at {args.rate:g} requests/s ({i} requests), one 1920x1080 "
              f"session on a page that changes every second. Load before/after: {load_before[0]:.2f} / "
@@ -176,10 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", "| service | RSS first tenth MB | RSS last tenth MB | growth |", "|---|---:|---:|---:|"]
     for k, v in growth.items():
         lines.append(f"| {k} | {v['first_mb']} | {v['last_mb']} | {v['growth_pct']} % |")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "soak.json").write_text(json.dumps(result, indent=2))
-    (RESULTS / "soak.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    lines += ["", "| minute | " + " | ".join(SERVICES) + " |", "|---:|" + "---:|" * len(SERVICES)]
+    for row in spaced(result["rss_series"], 7):
+        lines.append(f"| {row['t_s'] / 60:.0f} | " + " | ".join(str(row.get(k) or "-") for k in SERVICES) + " |")
+    write_results(args.results, "soak", result, "\n".join(lines) + "\n")
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-__all__ = ["Samples", "summarize"]
+__all__ = ["Samples", "summarize", "spaced"]
 
 
 @dataclass
@@ -62,3 +62,11 @@ def _percentile(sorted_ms: list[float], pct: float) -> float:
     lo = int(pos)
     hi = min(lo + 1, len(sorted_ms) - 1)
     return sorted_ms[lo] + (sorted_ms[hi] - sorted_ms[lo]) * (pos - lo)
+
+
+def spaced(series: list, count: int) -> list:
+    """About ``count`` items of ``series``, evenly spaced, its first and last among them."""
+    if len(series) <= count:
+        return list(series)
+    step = (len(series) - 1) / (count - 1)
+    return [series[round(i * step)] for i in range(count)]

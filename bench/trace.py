@@ -1,8 +1,8 @@
 """Traces and replay: what recording a trace costs each action, and how long a replay of
 a 20-step demonstration takes beside the recording.
 
-``python -m bench.trace [--iterations N]`` starts one session at 1280x800, Chromium on a
-form, and measures side by side in one run:
+``python -m bench.trace [--iterations N] [--results DIR]`` starts one session at
+1280x800, Chromium on a form, and measures side by side in one run:
 
 - **/act click, no trace** (the baseline), **with a trace (screenshots)** and **with a
   trace (no screenshots)**: a click on a button through ``/act``, median and p95 ms,
@@ -14,7 +14,8 @@ form, and measures side by side in one run:
   with screenshots, then replayed in execute mode; its wall time against the recording's
   (first step's start to last step's end), and per step.
 
-Writes bench/results/trace.json and trace.md. Reported, not asserted.
+Writes trace.json and trace.md into ``--results`` (bench/results by default).
+Reported, not asserted.
 """
 
 from __future__ import annotations
@@ -182,9 +183,10 @@ def markdown(result: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.trace", description=__doc__)
     parser.add_argument("--iterations", type=int, default=15)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where to write the results")
     args = parser.parse_args()
     result = asyncio.run(run(args.iterations))
-    write_results(RESULTS, "trace", result, markdown(result))
+    write_results(args.results, "trace", result, markdown(result))
 
 
 if __name__ == "__main__":

@@ -1,17 +1,18 @@
 """The live view: how long a change on screen takes to reach the viewer's canvas.
 
-``python -m bench.view [--iterations N]`` starts a session with ``--view`` at 1280x800,
-Chromium on a page whose background flips colour on a click, and a viewer (Playwright on
-Debian's Chromium, headless) on the view's page. Each round: a click through desktopd
-flips the page, and two clocks run from the moment the click request is sent:
+``python -m bench.view [--iterations N] [--results DIR]`` starts a session with ``--view``
+at 1280x800, Chromium on a page whose background flips colour on a click, and a viewer
+(Playwright on Debian's Chromium, headless) on the view's page. Each round: a click
+through desktopd flips the page, and two clocks run from the moment the click request is
+sent:
 
 - **desktopd screenshot** (the baseline): polling ``GET /api/v1/screenshot?format=jpeg``
   until the new colour is in it, what a client without the live view sees at best.
 - **live view canvas**: the viewer's page watching its canvas pixel on every animation
   frame until the new colour is drawn (wall clocks of one machine: ms resolution).
 
-The rows alternate (both watch the same flip). Writes bench/results/view.json and
-view.md. Reported, not asserted.
+The rows alternate (both watch the same flip). Writes view.json and view.md
+into ``--results`` (bench/results by default). Reported, not asserted.
 """
 
 from __future__ import annotations
@@ -133,9 +134,10 @@ def markdown(result: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.view", description=__doc__)
     parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where to write the results")
     args = parser.parse_args()
     result = asyncio.run(run(args.iterations))
-    write_results(RESULTS, "view", result, markdown(result))
+    write_results(args.results, "view", result, markdown(result))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """VS Code against LibreOffice Writer, opening the same file in an OSWorld-mode session:
-``python -m bench.vscode [--iterations N]`` (as root, with the apps and VS Code's
-workbench installed: ``make test APPS=1``) writes bench/results/vscode.json and
-vscode.md.
+``python -m bench.vscode [--iterations N] [--results DIR]`` (as root, with the apps and VS
+Code's workbench installed: ``make test APPS=1``) writes vscode.json and vscode.md into
+``--results`` (bench/results by default).
 
 Per row, N times: the command sent through the OSWorld server's ``/setup/launch`` (as
 a task's config does), then the time until a window on the file is focused (desktopd's
@@ -153,9 +153,10 @@ def markdown(result: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.vscode", description=__doc__)
     parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where to write the results")
     args = parser.parse_args()
     result = run(args.iterations)
-    write_results(RESULTS, "vscode", result, markdown(result))
+    write_results(args.results, "vscode", result, markdown(result))
 
 
 if __name__ == "__main__":

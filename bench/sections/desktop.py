@@ -9,6 +9,7 @@ from typing import Callable
 from bench.charts import Bar, Plots
 from bench.charts import fmt_ms as _ms
 from bench.sections.format import _goal, _int, _load, _mb, _s, _table
+from bench.stats import spaced
 
 
 def _desktopd(d: dict, plots: Plots) -> list[str]:
@@ -295,6 +296,14 @@ def _soak(d: dict, plots: Plots) -> list[str]:
         out[-1] += f" Goals (no errors, no service growing by more than {goal:.0f} %): {met}."
     elif worst:
         out[-1] += " (These results predate the goals being recorded with them: see `bench/soak.py`.)"
+    series = d.get("rss_series") or []
+    if series:
+        names = list(rss) or [k for k in series[0] if k != "t_s"]
+        out += ["", "Resident memory through the run (MB), so that a rise that levels off (warming up) is told "
+                "from one that goes on:", ""]
+        out += _table(["minute", *names], ["r"] * (len(names) + 1),
+                      [[f"{r['t_s'] / 60:.0f}", *("-" if r.get(k) is None else f"{r[k]:g}" for k in names)]
+                       for r in spaced(series, 7)])
     out += ["", plots.bars("soak-latency", f"Soak, {d.get('minutes', 0):g} minutes: latency per endpoint",
                            [Bar(re.sub(r"`", "", SOAK_LABELS.get(k, k)), v.get("p50_ms"), v.get("p95_ms"))
                             for k, v in eps.items()]), ""]
