@@ -3,7 +3,11 @@ the prompt text and its budget, and semantic references. No services run here.""
 
 from __future__ import annotations
 
+import pytest
+
+from deskbox.common.errors import ActionFailed
 from deskbox.geometry import Display, PagePlacement, Rect
+from deskbox.scene.act import lookup_element
 from deskbox.scene.elements import page_elements
 from deskbox.scene.ids import IdRegistry
 from deskbox.scene.placing import window_above
@@ -33,6 +37,23 @@ def test_retired_ids_are_never_reused_and_say_what_they_were():
     # The same key coming back is a new element: a new id, never the old one.
     assert ids.assign(0, "b") not in (a, b)
     assert not ids.issued("a0-99") and not ids.issued("t0-1") and not ids.issued("a0-x")
+
+
+def test_only_the_newest_retired_ids_say_what_they_were_and_every_one_stays_stale():
+    ids = IdRegistry("a", retired_memory=2)
+    made = [ids.assign(0, key) for key in "abcd"]
+    ids.retire_absent([], describe=lambda full: ("button", full[1]))
+    assert [ids.retired(i) is not None for i in made] == [False, False, True, True]
+    assert ids.retired(made[3]).name == "d"
+    for ident in made:
+        with pytest.raises(ActionFailed) as err:
+            lookup_element({}, ids, ident)
+        assert err.value.code == "stale_element"
+    assert "it was button 'd'" in str(pytest.raises(ActionFailed, lookup_element, {}, ids, made[3]).value)
+    # A restarted scene takes over as many, the newest, even from a larger dump.
+    again = IdRegistry("a", retired_memory=1)
+    again.load(ids.dump(), trust=lambda key: True)
+    assert [r[0] for r in again.dump()["retired"]] == [made[3]] and all(again.issued(i) for i in made)
 
 
 def test_a_source_that_could_not_be_read_keeps_its_ids_alive():
