@@ -18,8 +18,8 @@ session, writes bench/results/bridge.json and bridge.md, prints the table. Rows:
   later (the bridge may have refreshed the tab on its own by then), and **right after a
   click**: the same with no pause (the request waits for, or does, the refresh).
 
-Then, on one page target, the CDP clients the issue asks to weigh: pychrome (when
-installed) and the asyncio client on websockets, for small calls and a full AX tree.
+Then, on one page target, two CDP clients side by side: pychrome (when installed) and
+deskbox's asyncio client on websockets, for small calls and a full AX tree.
 """
 
 from __future__ import annotations

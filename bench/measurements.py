@@ -58,7 +58,7 @@ OUT = ROOT / "docs" / "measurements.md"
 PLOTS = ROOT / "docs" / "measurements"
 
 MARKER = "<!-- hand-recorded: bench/measurements.py keeps everything below this line as it is -->"
-EARLIER_HEADING = "## Earlier measurements (hand-recorded, to be regenerated)"
+EARLIER_HEADING = "## Earlier measurements (hand-recorded)"
 
 # The goals come from the results (each bench records its own in ``meta``); results
 # written before they did are shown without one.
@@ -79,10 +79,9 @@ BENCHES = [
     Bench("desktopd", "desktopd: screenshots, clicks, memory, encoders", "python -m bench", True, _desktopd,
           "Earlier: desktopd"),
     Bench("bridge", "CDP bridge: /layout", "python -m bench.bridge", True, _bridge, "Earlier: CDP bridge /layout"),
-    Bench("scene", "Scene aggregator: agent-turn latency and prompt size", "python -m bench.scene", True, _scene,
-          "Earlier: scene aggregator"),
-    Bench("container", "Container: image, start, idle memory, density", "python -m bench.container", True, _container,
-          "Earlier: container"),
+    Bench("scene", "Scene aggregator: agent-turn latency and prompt size", "python -m bench.scene", True, _scene),
+    Bench("container", "Container: image, start, idle memory, density", "python -m bench.container", True,
+          _container),
     Bench("reset", "Sessions: reset against recreating the container, memory, density", "python -m bench.reset", True,
           _reset, None),
     Bench("osworld", "OSWorld task setup", "python -m bench.osworld", True, _osworld, None),

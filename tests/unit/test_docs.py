@@ -169,10 +169,10 @@ def test_scene_results_give_their_figures_and_a_plot_of_scene_time_against_page_
 
 
 def test_the_page_keeps_its_hand_recorded_section_drops_stale_plots_and_is_the_same_twice(tmp_path):
-    tail = f"{measurements.MARKER}\n\n## Earlier measurements (hand-recorded, to be regenerated)\n\n### Earlier: scene aggregator\n\n100 ms, by hand.\n"
+    tail = f"{measurements.MARKER}\n\n{measurements.EARLIER_HEADING}\n\n### Earlier: CDP bridge /layout\n\n100 ms, by hand.\n"
     first, plots = _generate(tmp_path, {"scene": _scene_result()}, page="# old\n\n" + tail)
     assert first.endswith(tail)
-    assert "[Earlier: scene aggregator](#earlier-scene-aggregator)" in first
+    assert "[Earlier: CDP bridge /layout](#earlier-cdp-bridge-layout)" in first
     stale = plots / "old-plot.svg"
     stale.write_text("<svg/>")
     before = {p.name: p.read_bytes() for p in plots.glob("*.svg") if p != stale}
