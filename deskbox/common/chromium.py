@@ -7,8 +7,8 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["BASE_FLAGS", "chromium_argv", "real_executable", "named_chrome", "named_as", "CHROME_NAME",
-           "CODE_NAME"]
+__all__ = ["BASE_FLAGS", "OSWORLD_DISABLED_FEATURES", "chromium_argv", "with_disabled_features", "real_executable",
+           "named_chrome", "named_as", "CHROME_NAME", "CODE_NAME"]
 
 BASE_FLAGS = (
     "--no-first-run",
@@ -22,6 +22,30 @@ BASE_FLAGS = (
     "--force-renderer-accessibility",
     "--hide-crash-restore-bubble",
 )
+
+# What OSWorld mode turns off so that the browser starts as the Google Chrome of
+# OSWorld's VM does. LocalNetworkAccessChecks: Chromium 156 marks every profile it opens
+# (``profile.default_content_setting_values.has_migrated_local_network_access``), and
+# OSWorld's getter for "delete browsing data on close" answers "true" whenever
+# ``default_content_setting_values`` exists at all: a task a do-nothing agent passed.
+# The VM's Chrome predates those checks; deskbox's own services refuse pages' requests
+# by their Origin, not through this.
+OSWORLD_DISABLED_FEATURES = ("LocalNetworkAccessChecks",)
+
+
+def with_disabled_features(flags: list[str] | tuple[str, ...], features: tuple[str, ...]) -> list[str]:
+    """``flags`` with ``features`` added to its ``--disable-features`` (Chromium reads
+    only the last such flag, so they are merged into one)."""
+    named: list[str] = []
+    rest: list[str] = []
+    for flag in flags:
+        if flag.startswith("--disable-features="):
+            named += flag.partition("=")[2].split(",")
+        else:
+            rest.append(flag)
+    merged = list(dict.fromkeys(f for f in [*named, *features] if f))
+    return [*rest, "--disable-features=" + ",".join(merged)] if merged else rest
+
 
 # Debian's /usr/bin/chromium is a shell script that adds flags deskbox does not need
 # (extension loading, GPU rasterization: there is no GPU) and then execs this binary.

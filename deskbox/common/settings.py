@@ -42,6 +42,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
             "accessibility tree (--osworld-browser-name)", _UP, ("OSWORLD_BROWSER_NAME",)),
     Setting("DESKBOX_OSWORLD_WARM_PYTHON", "1", "0: /execute starts every `python -c` afresh, instead of "
             "forking it from a warm interpreter that has the pyautogui shim imported (--no-osworld-warm-python)", _UP),
+    Setting("DESKBOX_OSWORLD_BROWSER_AT_RESET", "0", "1: with --osworld, a reset to the start snapshot starts the "
+            "browser again, instead of leaving it closed as OSWorld's VM starts a task, for the task's google-chrome "
+            "to start (--osworld-browser-at-reset)", _UP),
     Setting("DESKBOX_VLC_PORT", "8090", "VLC's HTTP interface with --osworld (--vlc-port)", _UP, ("VLC_PORT",)),
     Setting("DESKBOX_OBSERVER", "0", "1: serve OS Screen Observer's API (--observer)", _UP),
     Setting("DESKBOX_OBSERVER_PORT", "5001", "the Observer API's port (--observer-port)", _UP),

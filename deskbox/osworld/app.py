@@ -440,13 +440,19 @@ async def chrome(request: web.Request) -> web.Response:
         except RelayError as exc:
             raise ActionFailed(str(exc), code="port_in_use") from exc
         relayed = parsed.port
-    # After `pkill chrome` the browser is not running: start it (on these URLs), as
-    # running google-chrome would.
-    started = (await request.app[CONTROL].call("POST", "/browser", {"urls": parsed.urls}))["started"]
-    tabs = [await _open_tab(request, url) for url in ([] if started else parsed.urls)]
+    # Not running (after a reset, or `pkill chrome`): start it on these URLs, as running
+    # google-chrome would. Chromium 156 does not open its own pages (chrome://settings...)
+    # given on its command line, and shows a new tab instead: those open as tabs once it
+    # is up.
+    internal = [url for url in parsed.urls if url.startswith(INTERNAL_SCHEMES)]
+    first = [url for url in parsed.urls if url not in internal]
+    started = (await request.app[CONTROL].call("POST", "/browser", {"urls": first}))["started"]
+    tabs = [await _open_tab(request, url) for url in (internal if started else parsed.urls)]
     return json_ok({"ok": True, "started": started, "debugging_port": relayed, "cdp_port": config.cdp_port,
                     "tabs": tabs})
 
+
+INTERNAL_SCHEMES = ("chrome:", "chrome-untrusted:", "devtools:", "chrome-extension:")
 
 # A browser that has just been started (by another google-chrome a moment ago) takes a
 # moment more to be read by the bridge: a new tab waits for it that long.

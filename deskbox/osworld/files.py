@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import re
 import shutil
 import tempfile
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,8 @@ from aiohttp import web
 
 from ..common.errors import InvalidRequest
 from ..common.web import BODY_ERRORS, json_ok, read_body, validate
-from .base import CONTROL, WORK, form, home, local_path
+from . import commands
+from .base import CONTROL, WORK, form, home, local_path, session_env
 from .models import FileForm, PathRequest, UploadForm
 
 __all__ = ["list_directory", "get_file", "upload", "desktop_path", "wallpaper", "change_wallpaper",
@@ -154,13 +157,39 @@ async def desktop_path(request: web.Request) -> web.Response:
     return _error("Unsupported operating system or desktop path not found", 404)
 
 
+async def _gnome_background() -> Path | None:
+    """The file GNOME's background setting names, as OSWorld's server reads it (``gsettings
+    get org.gnome.desktop.background picture-uri``); None when it names no file this
+    user can read, or cannot be read."""
+    try:
+        done = await commands.run(["gsettings", "get", "org.gnome.desktop.background", "picture-uri"], timeout=10,
+                                  env=session_env())
+    except (OSError, commands.CommandTimeout):
+        return None
+    value = done.stdout.strip()
+    if done.returncode != 0 or len(value) < 2 or value[0] != value[-1] or value[0] not in "'\"":
+        return None
+    uri = re.sub(r"\\(.)", r"\1", value[1:-1])
+    if not uri.startswith("file://"):
+        return None
+    # OSWorld's server writes the path as it is after file://; GNOME's apps write a URI
+    # (a space is %20).
+    for raw in (uri[len("file://"):], urllib.parse.unquote(uri[len("file://"):])):
+        if os.path.isfile(raw) and os.access(raw, os.R_OK):
+            return Path(raw)
+    return None
+
+
 async def wallpaper(request: web.Request) -> web.StreamResponse:
     """The background image's bytes (served as image/png whatever it is, as OSWorld's
-    server does)."""
-    state = await request.app[CONTROL].call("GET", "/wallpaper")
-    if not state.get("path"):
-        return web.Response(text="Wallpaper file not found", status=404)
-    path = Path(state["path"])
+    server does): the file GNOME's setting names, where OSWorld's server looks (a task
+    may set it with gsettings); else the one the session shows."""
+    path = await _gnome_background()
+    if path is None:
+        state = await request.app[CONTROL].call("GET", "/wallpaper")
+        if not state.get("path"):
+            return web.Response(text="Wallpaper file not found", status=404)
+        path = Path(state["path"])
     if not os.path.isfile(path) or not os.access(path, os.R_OK):
         return web.Response(text=f"Unable to serve the wallpaper file {path}", status=404)
     return web.FileResponse(path, headers={"Content-Type": "image/png"})

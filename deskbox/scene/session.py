@@ -73,16 +73,16 @@ async def reset(request: web.Request) -> web.Response:
     engine = _engine(request)
     async with engine.new_epoch():
         done = await _control(request).call("POST", "/reset", req)
-    healthy = await _healthy(request)
+    healthy = await _healthy(request, browser=done.get("browser", True))
     return json_ok({**done, "reset_ms": round((time.perf_counter() - started) * 1000, 1),
                     "session_reset_ms": done["reset_ms"], "healthy": healthy, "id_epoch": engine.epoch})
 
 
-async def _healthy(request: web.Request) -> bool:
+async def _healthy(request: web.Request, browser: bool = True) -> bool:
     """Wait for a scene built from the new state with every source read (the browser
-    connected again and its page readable)."""
+    connected again and its page readable, unless the reset left it closed)."""
     deadline = time.monotonic() + HEALTHY_TIMEOUT_S
-    bridge = _bridge(request)
+    bridge = _bridge(request) if browser else None
     # A source this scene runs without (no browser, no AT-SPI, no OCR) is missing by design.
     absent = {"ocr"} | ({"cdp"} if bridge is None else set()) | ({"atspi"} if _engine(request).atspi is None else set())
     while True:

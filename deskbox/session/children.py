@@ -11,7 +11,7 @@ from pathlib import Path
 
 from aiohttp import ClientSession, ClientTimeout
 
-from ..common.chromium import chromium_argv
+from ..common.chromium import OSWORLD_DISABLED_FEATURES, chromium_argv, with_disabled_features
 from ..common.logging import get_logger
 from ..common.options import BUDGET_FLAGS
 from ..common.paths import IMPORT_ROOT
@@ -106,6 +106,8 @@ class SessionChildren:
     def _chromium_argv(self) -> list[str]:
         urls, self.live.next_pages = self.live.next_pages, None
         extra = (env("DESKBOX_CHROMIUM_FLAGS") or "").split()
+        if self.args.osworld:
+            extra = with_disabled_features(extra, OSWORLD_DISABLED_FEATURES)
         if urls is None:
             # Started again after it went on its own: the tabs it had, as the bridge last
             # saw them (Chrome's own session file lags behind by seconds).

@@ -108,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
                     default=env_flag("DESKBOX_OSWORLD_WARM_PYTHON"),
                     help="with --osworld, /execute forks each `python -c` from a warm interpreter with the "
                          "pyautogui shim imported (default), instead of starting one afresh")
+    up.add_argument("--osworld-browser-at-reset", action=argparse.BooleanOptionalAction,
+                    default=env_flag("DESKBOX_OSWORLD_BROWSER_AT_RESET"),
+                    help="with --osworld, a reset to the start snapshot starts the browser again, instead of "
+                         "leaving it closed (default) as OSWorld's VM starts a task: the task's google-chrome starts "
+                         "it")
     up.add_argument("--user", default=env("DESKBOX_USER"),
                     help=f"when started as root: the user that runs the session, created if missing. Default: "
                          f"{SESSION_USER!r} (a system user), or {OSWORLD_USER!r} with home /home/{OSWORLD_USER} "

@@ -92,10 +92,10 @@ class Home:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    def make_fresh(self, files: dict[str, str], skel: Path | None = None) -> None:
+    def make_fresh(self, files: dict[str, str | bytes], skel: Path | None = None) -> None:
         """Empty the home (only one deskbox made, or a new one) and write the template:
         what ``skel`` holds (the system's /etc/skel: a shell's dot files), the XDG user
-        folders, their ``user-dirs.dirs``, and ``files`` (relative path -> text)."""
+        folders, their ``user-dirs.dirs``, and ``files`` (relative path -> text or bytes)."""
         if self.path.exists() and any(self.path.iterdir()) and not (self.path / MARKER).exists():
             raise HomeError(f"{self.path} exists and deskbox did not make it: refusing to empty it")
         self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -111,7 +111,7 @@ class Home:
         (self.path / MARKER).write_text("This home was made by deskbox up and goes when its session ends.\n")
         self.chown(self.path / MARKER)
 
-    def write_template(self, files: dict[str, str]) -> None:
+    def write_template(self, files: dict[str, str | bytes]) -> None:
         """The XDG folders and ``files``, where missing; nothing existing is changed."""
         dirs = "".join(f'XDG_{key}_DIR="$HOME/{name}"\n' for key, name in XDG_FOLDERS.items())
         files = {".config/user-dirs.dirs": dirs, ".config/user-dirs.locale": "en_US\n", **files}
@@ -122,7 +122,10 @@ class Home:
             if target.exists():
                 continue
             self._mkdir(target.parent)
-            target.write_text(text)
+            if isinstance(text, bytes):
+                target.write_bytes(text)
+            else:
+                target.write_text(text)
             self.chown(target)
 
     def add_missing(self, src: Path) -> int:

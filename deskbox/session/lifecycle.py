@@ -32,7 +32,7 @@ from ..common.logging import get_logger
 from ..common.paths import IMPORT_ROOT, PACKAGE_DIR
 from ..common.settings import env
 from ..osworld import vscode
-from . import app_settings, default_apps, login_dir, processes, users, wallpaper, xwayland
+from . import app_settings, default_apps, gnome_settings, login_dir, processes, users, wallpaper, xwayland
 from .children import SessionChildren
 from .contexts import ContextError
 from .control import ControlServer
@@ -172,7 +172,7 @@ class Session:
     def _prepare_home(self, own_home: bool) -> None:
         assert self.runtime is not None
         snapshots = self.runtime / "snapshots"
-        files = {
+        files: dict[str, str | bytes] = {
             # Chromium takes its cursor theme from GTK's settings, Sway from its seat config.
             ".config/gtk-3.0/settings.ini": f"[Settings]\ngtk-cursor-theme-name={THEME_NAME}\ngtk-cursor-theme-size=24\n",
             ".config/gtk-4.0/settings.ini": f"[Settings]\ngtk-cursor-theme-name={THEME_NAME}\ngtk-cursor-theme-size=24\n",
@@ -181,6 +181,9 @@ class Session:
             vlc_http=(self.args.host, self.args.vlc_port) if self.args.osworld else None))
         if self.args.osworld:
             files.update(default_apps.home_files())
+            # GNOME's settings as Ubuntu has them; the background, the picture shown at start.
+            assert self.default_wallpaper is not None
+            files.update(gnome_settings.home_files(self.runtime_seen / self.default_wallpaper.name))
         if self.args.home:
             path = Path(self.args.home).absolute()
             self.keep_home = True
@@ -333,6 +336,7 @@ class Session:
             user_name=self.user_name, uid=self.uid, gid=self.gid, runtime=self.runtime,
             profile_dir=self.layout.profile_dir,
             outputs=[str(o) for o in self.outputs], start_urls=list(self.urls), osworld=bool(a.osworld),
+            browser_at_reset=not a.osworld or bool(getattr(a, "osworld_browser_at_reset", False)),
             cdp_port=a.cdp_port, desktopd_url=self.layout.url(a.desktopd_port), token=self.token, ttl=a.ttl,
             context=a.context, context_persist=a.context_persist, contexts_dir=a.contexts_dir,
             default_wallpaper=self.default_wallpaper)

@@ -3,9 +3,10 @@ browser contexts and the session's lifetime.
 
 A reset ends every app of the session (deskbox's own processes stay), lets go of any
 key or button, empties the clipboard and the caches, puts the home back as a snapshot
-has it (default: as it was right after start), shows the home's background again, and
-starts the browser on the snapshot's pages. Resets and snapshots take turns: one at a
-time, the next waits.
+has it (default: as it was right after start; GNOME's settings are a file of it, see
+``gnome_settings``), shows the home's background again, and starts the browser on the
+snapshot's pages (not, in OSWorld mode, for ``start``). Resets and snapshots take turns:
+one at a time, the next waits.
 
 A browser context (``contexts.py``) binds the session's browser profile to a folder
 that outlives the session; with ``persist`` it is saved back when the session ends.
@@ -26,7 +27,7 @@ from aiohttp import ClientSession, ClientTimeout
 from ..client import AsyncClient, DeskboxError
 from ..common.logging import get_logger
 from ..common.recording import FIRST_BYTES_S, output_of
-from . import processes, wallpaper
+from . import gnome_settings, processes, wallpaper
 from .contexts import Context, Contexts
 from .home import START, Home, HomeError
 from .supervisor import Supervisor
@@ -86,6 +87,9 @@ class StateConfig:
     context_persist: bool = True
     contexts_dir: str | None = None
     default_wallpaper: Path | None = None
+    # Whether a reset to ``start`` starts the browser (OSWorld mode may leave it closed, as
+    # OSWorld's VM starts a task with no browser open).
+    browser_at_reset: bool = True
 
 
 class SessionActs(Protocol):
@@ -269,11 +273,18 @@ class SessionState:
         restored = await asyncio.to_thread(self._restore_files, name)
         await self.acts.apply_wallpaper()
         self.acts.open_next(list(meta.get("urls") or self.config.start_urls))
-        await self._start_browser()
-        return {"ended": names, "input_released": released, "files": restored}
+        # Started again, but by a reset to ``start`` in OSWorld mode (unless asked): the
+        # VM starts a task with no browser, and the task starts it itself if it uses one,
+        # through google-chrome. Most of OSWorld's tasks do not, and Chromium's start was
+        # four fifths of a reset's CPU.
+        browser = self._has_browser() and (self.config.browser_at_reset or name != START)
+        if browser:
+            await self._start_browser()
+        return {"ended": names, "input_released": released, "files": restored, "browser": browser}
 
     def _restore_files(self, name: str) -> dict:
         counts = self.home.restore(name)
+        gnome_settings.flag_changed(self.config.runtime)
         cache = self.config.runtime / "cache"
         shutil.rmtree(cache, ignore_errors=True)
         cache.mkdir(exist_ok=True)
@@ -381,8 +392,13 @@ class SessionState:
 
     async def set_wallpaper(self, image: Path) -> bool:
         """Remember ``image`` as the home's background and show it; False when Sway
-        refused it."""
+        refused it. In OSWorld mode GNOME's setting names it too: OSWorld's /wallpaper
+        reads it there."""
         setting = wallpaper.remember(self.home.path, image)
         self.home.chown(setting.parent)
         self.home.chown(setting)
+        if self.config.osworld:
+            for argv in gnome_settings.background_commands(image):
+                if await self.acts.run_in_session(argv) != 0:
+                    log.warning("GNOME's background setting was not changed", command=argv)
         return await self.acts.apply_wallpaper()

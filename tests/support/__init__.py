@@ -487,3 +487,26 @@ class Process:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+
+
+def osworld_session(outputs: list[str], *extra_args: str) -> Session:
+    """``deskbox up --osworld`` on free ports (OSWorld's server's and VLC's too), started,
+    with its browser's window up."""
+    port, vlc = free_port(), free_port()
+    session = Session(outputs, extra_args=["--osworld", "--osworld-port", str(port), "--vlc-port", str(vlc),
+                                           *extra_args])
+    session.osworld_port, session.vlc_port = port, vlc  # type: ignore[attr-defined]
+    session.start(120)
+    session.browser_window()
+    return session
+
+
+def osworld_environment(session: Session, name: str, **ports: int) -> Any:
+    """An OSWorld-mode test session as ``deskbox run`` sees one (an attached
+    ``deskbox.provider.Environment``), with its other services' ports and ``ports``."""
+    from deskbox.run.sessions import AttachedEnvironment
+
+    found = AttachedEnvironment(name, f"http://127.0.0.1:{session.osworld_port}",  # type: ignore[attr-defined]
+                                session.scene)
+    found.ports.update(desktopd=session.desktopd_port, bridge=session.bridge_port, **ports)
+    return found

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deskbox.session.default_apps import BROWSER_ENTRY, home_files
+from deskbox.session.default_apps import BROWSER_ENTRY, VIDEO_TYPES, VIDEOS_ENTRY, home_files
 from deskbox.session.home import MARKER, Home, HomeError, HomeInUse
 
 UID, GID = os.getuid(), os.getgid()
@@ -142,6 +142,17 @@ def test_default_apps_name_an_installed_app_or_the_sessions_browser(tmp_path):
     assert f"text/plain={BROWSER_ENTRY}" in mime
     assert "application/vnd.openxmlformats-officedocument.wordprocessingml.document" not in mime
     assert "Exec=google-chrome %U" in files[f".local/share/applications/{BROWSER_ENTRY}"]
+
+
+def test_videos_open_in_gnomes_videos_as_on_osworlds_vm_even_with_vlc_installed(tmp_path):
+    apps = tmp_path / "applications"
+    apps.mkdir()
+    (apps / "vlc.desktop").write_text("")
+    files = home_files(apps)
+    defaults = dict(line.split("=", 1) for line in files[".config/mimeapps.list"].splitlines() if "=" in line)
+    assert {defaults[t] for t in VIDEO_TYPES} == {VIDEOS_ENTRY} and "video/mp4" in VIDEO_TYPES
+    assert "vlc.desktop" not in {v for k, v in defaults.items() if k.startswith("video/")}
+    assert "Name=Videos" in files[f".local/share/applications/{VIDEOS_ENTRY}"]
 
 
 def test_a_session_that_could_not_take_a_home_never_removes_it(home):
