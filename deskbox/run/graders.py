@@ -30,7 +30,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["GraderUnavailable", "load", "metric", "getter", "compare_urls"]
+__all__ = ["GraderUnavailable", "load", "metric", "getter", "compare_urls", "check"]
 
 _METRICS = "desktop_env.evaluators.metrics"
 _lock = threading.Lock()
@@ -74,7 +74,8 @@ def _missing(name: str) -> bool:
 
 def _placeholder(name: str) -> type:
     def unavailable(*_args: object, **_kwargs: object) -> None:
-        raise GraderUnavailable(f"{name} is a stand-in: pydrive is not installed (pip install 'deskbox[osworld]')")
+        raise GraderUnavailable(f"{name} is a stand-in: pydrive is not installed; OSWorld's Google Drive "
+                                "steps need it (pip install pydrive)")
 
     return type(name, (), {"__init__": unavailable})
 
@@ -105,10 +106,17 @@ def _stand_in(name: str, used_by: str) -> types.ModuleType:
     return _module(name, __getattr__=attribute)
 
 
+# What to say when a module of the graders is missing. deskbox[osworld] carries every
+# import of OSWorld's metric and getter modules but ``_LEFT_OUT`` (tests/test_wheel.py
+# checks so in a venv with the extra alone), so the advice holds.
+_EXTRA_ADVICE = "pip install 'deskbox[osworld]' and desktop-env with --no-deps (docs/run.md)"
+
+
 def _metrics_dir() -> Path:
     spec = importlib.util.find_spec("desktop_env")
     if spec is None or not spec.submodule_search_locations:
-        raise GraderUnavailable("OSWorld's desktop-env is not installed: pip install 'deskbox[osworld]'")
+        raise GraderUnavailable("OSWorld's desktop-env is not installed: pip install --no-deps 'desktop-env==1.0.2' "
+                                "beside 'deskbox[osworld]'")
     return Path(next(iter(spec.submodule_search_locations))) / "evaluators" / "metrics"
 
 
@@ -174,9 +182,54 @@ def metric(name: str) -> Callable[..., Any]:
     try:
         found = importlib.import_module(f"{_METRICS}.{module}")
     except ImportError as exc:
-        raise GraderUnavailable(f"the metric {name!r} needs {exc.name or exc} (its module {module}.py imports it): "
-                                "pip install 'deskbox[osworld]'") from exc
+        raise GraderUnavailable(f"the metric {name!r} needs {exc.name or exc} (its module {module}.py imports it), "
+                                f"which deskbox[osworld] installs: {_EXTRA_ADVICE}") from exc
     return getattr(found, name)
+
+
+def _imports(path: Path) -> set[str]:
+    """The top-level names of every absolute import in ``path``, those inside functions
+    (imported when the function runs) included."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def _importable(name: str) -> bool:
+    if name in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def check() -> dict[str, str | None]:
+    """Every module of OSWorld's metrics and getters, loaded the way a run loads them:
+    ``metrics/<name>`` or ``getters/<name>`` -> None when it imports and every module it
+    imports (at its top or inside a function) is installed, else what is missing. The
+    modules ``_LEFT_OUT`` stands in for count as installed: their metrics say so when
+    they run."""
+    load()
+    results: dict[str, str | None] = {}
+    folder = _metrics_dir().parent
+    for kind in ("metrics", "getters"):
+        for path in sorted((folder / kind).glob("*.py")):
+            if path.name == "__init__.py":
+                continue
+            key = f"{kind}/{path.stem}"
+            try:
+                importlib.import_module(f"desktop_env.evaluators.{kind}.{path.stem}")
+            except Exception as exc:  # the module's own failure, whatever it is, is the answer
+                results[key] = f"{type(exc).__name__}: {exc}"
+                continue
+            missing = sorted(n for n in _imports(path) if n != "desktop_env" and not _importable(n))
+            results[key] = f"imports {', '.join(missing)}, not installed" if missing else None
+    return results
 
 
 def getter(kind: str) -> Callable[..., Any]:
