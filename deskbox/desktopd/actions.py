@@ -88,7 +88,8 @@ class Planner:
         it: a script that scrolls or clicks before it moves (pyautogui.scroll(-2) right
         after an app opens) acts there rather than failing."""
         if x is not None and y is not None:
-            return [self.point(self.display(req_display), x, y)]
+            target = self.point(self.display(req_display), x, y)
+            return [_approach(target), target]
         if self.backend.pointer_position() is None:
             display = self.display(req_display)
             return [Move(display, display.size[0] // 2, display.size[1] // 2)]
@@ -118,6 +119,16 @@ class Planner:
             self.backend.check_keysyms({e.keysym for e in events})
         except UnknownKey as exc:
             raise InvalidRequest(str(exc), code="unknown_key") from exc
+
+
+def _approach(target: Move) -> Move:
+    """A point one pixel beside ``target``, moved to just before it. An X11 app (through
+    Xwayland) takes a button only after a motion inside the window the pointer entered:
+    a click whose one motion entered a dialog just mapped over VLC's window was lost, and
+    so was the next at the same point, where the first motion inside it made it land.
+    Two motions, the last one the target, always give it one."""
+    x = target.x - 1 if target.x >= 1 else target.x + 1
+    return Move(target.display, x, target.y)
 
 
 def _with_modifiers(planner: Planner, names: Sequence[str], steps: list[Step]) -> list[Step]:
