@@ -81,10 +81,13 @@ clean:
 # (installs podman and makes the base image where needed); see tests/container/drive.py.
 # Then OSWorld's provider interface over podman and podman kube play, with OSWorld's own
 # DesktopEnv, and a run inside the cluster: deploy/run/'s Job from the runner image
-# claiming two session pods by their addresses (tests/container/provider.py).
+# claiming two session pods by their addresses (tests/container/provider.py). Last, a
+# run stopped by Ctrl+C, twice, or SIGTERM leaves no container, and one removes what a
+# runner that died left (tests/container/interrupts.py).
 .PHONY: container-test
 container-test: deps
 	scripts/container-build deskbox
 	scripts/container-build deskbox-runner --target runner
 	python3 tests/container/drive.py --image deskbox
 	.venv/bin/python tests/container/provider.py --image deskbox --runner-image deskbox-runner
+	.venv/bin/python tests/container/interrupts.py --image deskbox

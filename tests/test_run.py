@@ -21,7 +21,8 @@ from playwright.sync_api import sync_playwright
 
 from deskbox.run import graders
 from deskbox.run.tasks import load_tasks
-from tests.support import ROOT, wait_until
+from tests.support import ROOT, free_port, wait_until
+from tests.test_osworld_tasks import FileServer
 
 pytestmark = pytest.mark.desktop
 
@@ -136,6 +137,96 @@ def test_noop_scores_zero_and_the_scripted_agent_solves_every_task_across_three_
         # Given the noop run too, it lists the tasks whose score changed: all five.
         assert page.locator("tr.better").count() == 5
         browser.close()
+
+
+def task_set(folder: Path, *configs: dict, copied: tuple[str, ...] = ()) -> Path:
+    """An index in OSWorld's layout over ``configs`` (domain os) and copies of this
+    folder's os tasks named in ``copied``; returns the index."""
+    (folder / "os").mkdir(parents=True)
+    for config in configs:
+        (folder / "os" / f"{config['id']}.json").write_text(json.dumps(config))
+    for name in copied:
+        (folder / "os" / f"{name}.json").write_text((TASKS / "os" / f"{name}.json").read_text())
+    index = folder / "test_all.json"
+    index.write_text(json.dumps({"os": [c["id"] for c in configs] + list(copied)}))
+    return index
+
+
+def run_one_session(index: Path, out: Path, *args: str) -> tuple[dict, str]:
+    """``deskbox run INDEX --agent noop`` on one local session: its summary, and stderr."""
+    proc = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "run", str(index), "--agent", "noop",
+                           "--sessions", "1", "--spare", "0", "--provider", "local", "--out", str(out), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, f"deskbox run exited {proc.returncode}:\n{proc.stderr[-4000:]}"
+    return json.loads(proc.stdout.splitlines()[-2]), proc.stderr
+
+
+def reads(command: str, expected: str) -> dict:
+    """An evaluator: ``command``'s output in the session is ``expected``."""
+    return {"func": "compare_answer", "result": {"type": "vm_command_line", "command": command, "shell": True},
+            "expected": {"type": "rule", "rules": {"expected": expected}}}
+
+
+def test_a_setup_step_that_fails_in_a_healthy_session_is_the_tasks_error_and_the_session_goes_on(tmp_path):
+    """A download that does not answer is the task's ``setup_error``: the session that
+    ran it answers, so it is neither replaced nor charged an infrastructure retry, and
+    the next task runs on it."""
+    dead = f"http://127.0.0.1:{free_port()}/input.xlsx"  # nothing listens there
+    broken = {"id": "download-that-does-not-answer", "snapshot": "os", "instruction": "Open input.xlsx.",
+              "config": [{"type": "download", "parameters": {"files": [{"url": dead, "path": "/tmp/input.xlsx"}]}}],
+              "evaluator": reads("cat /tmp/input.xlsx", "x")}
+    out = tmp_path / "out"
+    summary, _ = run_one_session(task_set(tmp_path / "tasks", broken, copied=("write-a-note",)), out)
+    found = {r["task"]: r for r in results(out)}
+    failed = found["os/download-that-does-not-answer"]
+    assert (failed["status"], failed["score"], failed["attempts"], failed["infra_errors"]) == \
+        ("setup_error", None, 1, []), failed
+    assert failed["error"].startswith("setup: ") and "input.xlsx" in failed["error"], failed["error"]
+    after = found["os/write-a-note"]
+    assert (after["status"], after["score"], after["session"]) == ("done", 0.0, failed["session"]), after
+    assert not [e for e in events(out) if e["event"] in ("session_replaced", "infra_error")], events(out)
+    assert summary == {"tasks": 2, "graded": 1, "mean": 0.0}
+
+
+def test_a_run_from_a_fetched_cache_needs_no_network_and_names_what_the_cache_lacks(tmp_path):
+    """``deskbox tasks fetch`` mirrors a task set's downloads and gold files; with the
+    server gone, ``deskbox run --cache`` sets up and grades from the cache alone, and a
+    file the cache lacks is named before the run starts and in the task's error."""
+    server = FileServer()
+    note = server.serve("note.txt", b"cached words")
+    gold = server.serve("gold.txt", b"cached words")
+    gone = f"http://127.0.0.1:{free_port()}/gold.txt"  # never served: fetch cannot get it
+    placed = f"/tmp/deskbox-test-cached-{free_port()}.txt"  # (a path the session's user can write)
+    from_cache = {"id": "set-up-and-graded-from-the-cache", "snapshot": "os", "instruction": "Leave note.txt.",
+                  "config": [{"type": "download", "parameters": {"files": [{"url": note, "path": placed}]}}],
+                  "evaluator": {"func": "compare_text_file", "result": {"type": "vm_file", "path": placed,
+                                                                        "dest": "note.txt"},
+                                "expected": {"type": "cloud_file", "path": gold, "dest": "gold.txt"}}}
+    lacking = {"id": "gold-the-cache-lacks", "snapshot": "os", "instruction": "Leave note.txt.", "config": [],
+               "evaluator": {"func": "compare_text_file", "result": {"type": "vm_file", "path": "/etc/hostname",
+                                                                     "dest": "hostname"},
+                             "expected": {"type": "cloud_file", "path": gone, "dest": "gold.txt"}}}
+    index = task_set(tmp_path / "tasks", from_cache, lacking)
+    cache = tmp_path / "cache"
+    fetched = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "tasks", "fetch", str(index), "--cache",
+                              str(cache)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert fetched.returncode == 1 and f"failed: {gone}" in fetched.stderr, fetched.stderr
+    assert json.loads(fetched.stdout) == {"tasks": 2, "files": 2, "failed": 1, "tasks_missing_files": 1}
+    server.server.shutdown()
+    server.server.server_close()
+
+    out = tmp_path / "out"
+    try:
+        summary, stderr = run_one_session(index, out, "--cache", str(cache))
+    finally:
+        Path(placed).unlink(missing_ok=True)
+    assert "os/gold-the-cache-lacks" in stderr.split("task_done")[0] and gone in stderr, stderr[-3000:]
+    found = {r["task"]: r for r in results(out)}
+    graded = found["os/set-up-and-graded-from-the-cache"]
+    assert (graded["status"], graded["score"]) == ("done", 1.0), graded
+    failed = found["os/gold-the-cache-lacks"]
+    assert failed["status"] == "grader_error" and f"not in the cache: {gone}" in failed["error"], failed
+    assert summary == {"tasks": 2, "graded": 1, "mean": 1.0}
 
 
 def test_a_stopped_run_resumes_with_the_same_command_and_skips_what_is_done(tmp_path):

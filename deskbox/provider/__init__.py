@@ -289,6 +289,14 @@ class Environment:
             return str(exc)
         return None
 
+    def health(self) -> str | None:
+        """None when the session is running and answers (:meth:`probe`), else why not:
+        what a runner asks before it blames a failure on the session."""
+        state = self.alive()
+        if state is not True:
+            return f"{self.name} is {state}"
+        return self.probe()
+
     def wait_healthy(self, timeout: float = 180) -> float:
         started = time.monotonic()
         problem: str | None = "not asked yet"

@@ -48,6 +48,9 @@ the template's 8000/8080/8122.
 
 Which runner: ``runner=`` or ``$DESKBOX_KUBE_RUNNER`` (``kubectl`` | ``podman``); else
 ``kubectl`` when it is installed and has a current context, otherwise ``podman``.
+
+``close()`` is what a harness calls as it ends: no pod starts after it, and every pod
+the back end started and has not stopped is taken down, those being applied included.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ from . import (
     context_held,
     run_command,
 )
+from .launches import Launches
 from .podman import (
     LOCK_PATH,
     PORT_BASE,
@@ -438,6 +442,9 @@ class KubernetesBackend:
         self.runner = runner
         self.manifest = Path(manifest)
         self.name_prefix = name_prefix
+        self.launches = Launches()
+        self._lock = threading.Lock()
+        self._started: list[KubeEnvironment] = []
 
     def start(self, spec: EnvironmentSpec, *, name: str | None = None, timeout: float = 300,
               wait: bool = True) -> KubeEnvironment:
@@ -449,12 +456,15 @@ class KubernetesBackend:
             if not spec.contexts_dir and isinstance(self.runner, PodmanKubeRunner):
                 raise ProviderError("a context needs contexts_dir (the host folder mounted for contexts)")
             volume = self.runner.contexts_volume(spec)
-        try:
-            host, ports = self.runner.apply(template, name, spec, volume)
-        except BaseException:
-            self.runner.delete(name, 0)
-            raise
-        environment = KubeEnvironment(self.runner, name, spec, host, ports)
+        with self.launches.launching(name):
+            try:
+                host, ports = self.runner.apply(template, name, spec, volume)
+            except BaseException:
+                self.runner.delete(name, 0)
+                raise
+            environment = KubeEnvironment(self.runner, name, spec, host, ports)
+            with self._lock:
+                self._started = [e for e in self._started if not e.stopped] + [environment]
         if wait:
             try:
                 environment.wait_healthy(timeout)
@@ -462,3 +472,24 @@ class KubernetesBackend:
                 environment.stop()
                 raise
         return environment
+
+    def close(self, wait: float = 330) -> list[str]:
+        """Start no more pods, and take down every one this back end started and has not
+        stopped, those being applied included (waiting up to ``wait`` s for them): what
+        a harness does as it ends. Their names."""
+        self.launches.close(wait)
+        with self._lock:
+            left = [e for e in self._started if not e.stopped]
+
+        def stop(environment: KubeEnvironment) -> None:
+            try:
+                environment.stop()
+            except ProviderError:  # the others go anyway
+                pass
+
+        threads = [threading.Thread(target=stop, args=(e,), daemon=True) for e in left]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return [e.name for e in left]

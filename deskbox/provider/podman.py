@@ -36,6 +36,14 @@ environment (``-e DESKBOX_TOKEN``), never on a command line.
 session holds is refused before a container is started (its lock seen in /proc/locks)
 or, should two start at once, by the session itself (``ContextInUse``). With
 ``context_persist``, ``stop()`` gives the session 30 s to save the context back.
+
+**Owners and leftovers.** Each container is labelled with the harness process that
+started it (``deskbox.owner-pid``, ``deskbox.owner-pidns``). ``close()`` starts nothing
+more and, once the ``podman run`` commands in flight have returned, removes every container
+labelled with this process's pid; ``remove_leftovers()`` removes those of harness
+processes that are gone (``deskbox.provider.leftovers``). Both run podman in a session
+of its own, so that the Ctrl+C a terminal sends the whole process group does not cut
+them short.
 """
 
 from __future__ import annotations
@@ -65,6 +73,8 @@ from . import (
     context_held,
     run_command,
 )
+from .launches import Launches
+from .leftovers import OWNER_PID, OWNER_PIDNS, Leftover, leftovers, pid_namespace, process_started
 
 __all__ = ["PodmanBackend", "PodmanEnvironment", "machine_flags", "port_lock", "allocate_ports", "published_ports"]
 
@@ -215,6 +225,7 @@ class PodmanBackend:
         self.port_base = port_base
         self.host = host
         self.name_prefix = name_prefix
+        self.launches = Launches()
 
     @property
     def flags(self) -> list[str]:
@@ -234,8 +245,8 @@ class PodmanBackend:
         context was held) raised."""
         name = name or f"{self.name_prefix}{uuid.uuid4().hex[:10]}"
         env = {**os.environ, **spec.environment()}
-        args = ["run", "-d", "--name", name, "--label", f"{LABEL}=podman", "--label", f"deskbox.owner-pid={os.getpid()}",
-                *self.flags, *self.extra_args]
+        args = ["run", "-d", "--name", name, "--label", f"{LABEL}=podman", "--label", f"{OWNER_PID}={os.getpid()}",
+                "--label", f"{OWNER_PIDNS}={pid_namespace()}", *self.flags, *self.extra_args]
         for key in spec.environment():
             args += ["-e", key]  # the value comes from podman's environment, not this command line
         if spec.context:
@@ -248,7 +259,7 @@ class PodmanBackend:
                                    f"(its lock in {folder} is held); stop that environment first")
             args += ["-v", f"{folder}:{CONTAINER_CONTEXTS_DIR}{option}"]
         services = list(CONTAINER_PORTS)
-        with port_lock(self.lock_path):
+        with self.launches.launching(name), port_lock(self.lock_path):
             ports = allocate_ports(services, base=self.port_base, used=published_ports(self.podman_bin))
             for service, host_port in ports.items():
                 args += ["-p", f"{self.host}:{host_port}:{CONTAINER_PORTS[service]}"]
@@ -277,17 +288,49 @@ class PodmanBackend:
                 ports[service] = int(outer.rsplit(":", 1)[1])
         return PodmanEnvironment(self, name, spec, ports)
 
+    def _shielded(self, *args: str, timeout: float) -> subprocess.CompletedProcess:
+        """podman in a session of its own: a Ctrl+C at the terminal (SIGINT to the whole
+        foreground process group) does not reach it, only the harness, which decides."""
+        try:
+            out = subprocess.run([self.podman_bin, *args], capture_output=True, text=True, timeout=timeout,
+                                 start_new_session=True)
+        except FileNotFoundError:
+            raise ProviderError(f"{self.podman_bin} is not installed (scripts/container-build installs it)") from None
+        except subprocess.TimeoutExpired:
+            raise ProviderError(f"podman {' '.join(args[:2])} took more than {timeout:.0f}s") from None
+        if out.returncode != 0:
+            raise ProviderError(f"podman {' '.join(args[:2])} ... failed ({out.returncode}): {out.stderr.strip()[-800:]}")
+        return out
+
     def running(self, *, owner_pid: int | None = None) -> list[str]:
         """Names of environments this back end started (of one harness process with ``owner_pid``)."""
         filters = ["--filter", f"label={LABEL}=podman"]
         if owner_pid is not None:
-            filters += ["--filter", f"label=deskbox.owner-pid={owner_pid}"]
-        return self.podman("ps", "-a", *filters, "--format", "{{.Names}}").stdout.split()
+            filters += ["--filter", f"label={OWNER_PID}={owner_pid}"]
+        return self._shielded("ps", "-a", *filters, "--format", "{{.Names}}", timeout=60).stdout.split()
+
+    def _remove(self, names: list[str]) -> None:
+        if names:  # one command: podman stops them side by side (-i: one already gone is no error)
+            self._shielded("rm", "-f", "-i", "-t", "5", *names, timeout=120)
 
     def cleanup(self, *, owner_pid: int | None = None) -> list[str]:
-        """Remove leftovers (of a harness process that died, say)."""
+        """Remove the environments this back end started (of one harness process with
+        ``owner_pid``); their names."""
         names = self.running(owner_pid=owner_pid)
-        for name in names:
-            self.podman("rm", "-f", "-t", "5", name, check=False)
+        self._remove(names)
         return names
 
+    def close(self, wait: float = 150) -> list[str]:
+        """Start no more environments, and remove every container this process started,
+        those whose ``podman run`` was in flight included (waiting up to ``wait`` s for
+        those to return): what a harness does as it ends. The names removed."""
+        self.launches.close(wait)
+        return self.cleanup(owner_pid=os.getpid())
+
+    def remove_leftovers(self) -> list[Leftover]:
+        """Remove the containers of harness processes that are gone (see
+        ``deskbox.provider.leftovers``), never those of a live one; what was removed."""
+        out = self._shielded("ps", "-a", "--filter", f"label={LABEL}=podman", "--format", "json", timeout=60)
+        found = leftovers(json.loads(out.stdout or "[]"), pidns=pid_namespace(), started=process_started)
+        self._remove([f.name for f in found])
+        return found

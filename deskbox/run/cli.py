@@ -1,4 +1,5 @@
-"""``deskbox run TASKS --agent SPEC ...`` and ``deskbox run report DIR [OTHER]``."""
+"""``deskbox run TASKS --agent SPEC ...``, ``deskbox run report DIR [OTHER]`` and
+``deskbox tasks fetch TASKS --cache DIR``."""
 
 from __future__ import annotations
 
@@ -6,17 +7,20 @@ import argparse
 import json
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from ..provider import ProviderError
+from ..provider.leftovers import Leftover
 from .agents import AgentError, agent_factory
+from .cache import Cache
 from .episode import ACTION_SPACES, OBSERVATION_TYPES
 from .report import write_report
 from .runner import Runner, RunOptions, read_results, summary
 from .sessions import PROVIDERS, Pool, session_factory
 from .tasks import TaskError, load_tasks
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "tasks_main"]
 
 
 def _screen(text: str) -> tuple[int, int]:
@@ -61,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only these tasks (id or domain/id)")
     p.add_argument("--limit", type=int, default=None, help="the first N tasks selected")
     p.add_argument("--out", type=Path, default=Path("results"), help="the run's folder")
+    p.add_argument("--cache", type=Path, default=None, metavar="DIR",
+                   help="read the files the tasks download from this cache (deskbox tasks fetch fills it), not the "
+                        "network: the same bytes every run; what it lacks is named before the run starts")
     p.add_argument("--no-trace", action="store_true",
                    help="keep no deskbox trace of each task (the screenshots the agent saw are kept anyway)")
     return p
@@ -81,6 +88,135 @@ def report_main(argv: list[str]) -> int:
     return 0
 
 
+def tasks_main(argv: list[str]) -> int:
+    """``deskbox tasks fetch TASKS --cache DIR``."""
+    p = argparse.ArgumentParser(
+        prog="deskbox tasks", description="The files OSWorld-format tasks download, mirrored for offline runs")
+    sub = p.add_subparsers(dest="command", required=True)
+    fetch = sub.add_parser("fetch", help="download every file the tasks' setups and graders fetch (download steps, "
+                                         "cloud_file gold files, update_browse_history's database) into DIR, "
+                                         "kept by content with a manifest of their URLs; what DIR holds is kept")
+    fetch.add_argument("tasks", nargs="+", metavar="TASKS", help="as deskbox run takes them")
+    fetch.add_argument("--cache", type=Path, required=True, metavar="DIR")
+    fetch.add_argument("--domains", nargs="*", default=[])
+    fetch.add_argument("--tasks", dest="task_ids", nargs="*", default=[], metavar="ID")
+    args = p.parse_args(argv)
+    try:
+        tasks = load_tasks(args.tasks, domains=args.domains, ids=args.task_ids)
+    except TaskError as exc:
+        print(f"deskbox tasks: {exc}", file=sys.stderr)
+        return 2
+    cache = Cache(args.cache)
+
+    def said(url: str, error: str | None) -> None:
+        print(f"{'failed' if error else 'fetched'}: {url}" + (f": {error}" if error else ""), file=sys.stderr)
+
+    failed = cache.fetch(tasks, on_file=said)
+    missing = cache.missing(tasks)
+    print(json.dumps({"tasks": len(tasks), "files": len(cache.manifest), "failed": len(failed),
+                      "tasks_missing_files": len(missing)}))
+    return 1 if failed else 0
+
+
+def _cache_for(folder: Path | None, tasks: list) -> Cache | None:
+    """The run's cache, its gaps for these tasks said before anything starts."""
+    if folder is None:
+        return None
+    if not (folder / "manifest.json").is_file():
+        raise TaskError(f"--cache {folder}: no cache there (deskbox tasks fetch TASKS --cache {folder} makes one)")
+    cache = Cache(folder)
+    missing = cache.missing(tasks)
+    if missing:
+        urls = sorted({u for found in missing.values() for u in found})
+        print(f"deskbox run: {len(missing)} task(s) download {len(urls)} file(s) the cache lacks; their setup or "
+              f"grading will reach for the network: " + "; ".join(
+                  f"{key}: {', '.join(found)}" for key, found in sorted(missing.items()))[:4000], file=sys.stderr)
+    return cache
+
+
+def _remove_leftovers(make_session: object) -> list[Leftover]:
+    """The containers of runners that died (killed outright: they could not remove them),
+    removed; said on stderr."""
+    remove = getattr(make_session, "remove_leftovers", None)
+    if remove is None:
+        return []
+    try:
+        found = remove()
+    except ProviderError as exc:
+        print(f"deskbox run: could not look for containers of runners that died: {exc}", file=sys.stderr)
+        return []
+    if found:
+        print(f"deskbox run: removed {len(found)} container(s) of runners that died: "
+              + ", ".join(f"{f.name} ({f.why})" for f in found), file=sys.stderr)
+    return found
+
+
+_STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _handled(sig: int) -> bool:
+    """Whether ``deskbox run`` handles ``sig``: not a SIGHUP that nohup ignores."""
+    return sig != signal.SIGHUP or signal.getsignal(sig) is not signal.SIG_IGN
+
+
+def _say(text: str) -> None:
+    """A line on stderr, which may be a terminal that hung up (SIGHUP): ending goes on."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+class _Ending:
+    """The run's end, however it came: from ``begin()`` on, a stop signal raises nothing
+    where the ending is (no KeyboardInterrupt half-way through a removal). The first sets
+    ``hurry``, which makes the pool skip its wait for sessions still starting; any says
+    that removing what the run started is not skipped (after a SIGKILL, the next run
+    removes it). ``begin()`` comes first in the ending, before anything is said: a second
+    Ctrl+C pressed after the first's answer is seen always as the second."""
+
+    def __init__(self) -> None:
+        self.hurry = threading.Event()
+        self._previous: dict[int, object] = {}
+
+    def begin(self) -> None:
+        if not self._previous:
+            self._previous = {sig: signal.signal(sig, self._signal) for sig in _STOPPING if _handled(sig)}
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
+
+    def _signal(self, signum: int, frame: object) -> None:
+        if self.hurry.is_set():
+            _say("deskbox run: removing what this run started first; that is not skipped (after a SIGKILL, the "
+                 "next run removes it)")
+        else:
+            self.hurry.set()
+            _say("deskbox run: interrupted: not waiting for sessions still starting; removing what this run "
+                 "started")
+
+
+def _end(pool: Pool | None, make_session: object, hurry: threading.Event) -> None:
+    """However the run ends, nothing it started is left. The pool stops its sessions and
+    waits for those still starting (unless ``hurry`` is set: a second Ctrl+C or SIGTERM);
+    then whatever this run started that is still there goes: containers by their owner
+    label, those whose ``podman run`` was in flight included. The podman commands do not
+    get the terminal's Ctrl+C."""
+    try:
+        if pool is not None:
+            pool.close(hurry)
+    finally:
+        try:
+            close = getattr(make_session, "close", None)
+            removed = close() if close is not None else []
+            if removed:
+                _say(f"deskbox run: removed {len(removed)} session(s) still there at its end: {', '.join(removed)}")
+        except Exception as exc:  # said: the run's own outcome stands
+            _say(f"deskbox run: could not remove every session this run started: {exc}")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["report"]:
@@ -91,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         tasks = load_tasks(args.tasks, domains=args.domains, ids=args.task_ids, limit=args.limit)
+        files = _cache_for(args.cache, tasks)
         make_agent = agent_factory(args.agent, action_space=args.action_space,
                                    observation_type=args.observation_type, max_steps=args.max_steps)
         make_session = session_factory(args.provider, image=args.image, outputs=[f"{args.screen[0]}x{args.screen[1]}"],
@@ -100,35 +237,52 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     options = RunOptions(out=args.out, max_steps=args.max_steps, sleep_after_action=args.sleep_after_action,
                          observation_type=args.observation_type, action_space=args.action_space, screen=args.screen,
-                         trace=not args.no_trace, stagger_s=args.stagger)
+                         trace=not args.no_trace, stagger_s=args.stagger, files=files)
     sessions = min(args.sessions, len(tasks))
     runner: Runner | None = None
-    # Ctrl+C, and SIGTERM (what Kubernetes sends a Job's pod it deletes), stop the run
-    # the same way: no task starts after it, the sessions are stopped, the same command
-    # goes on. Both are set, not inherited: a shell's background job starts with SIGINT
-    # ignored, and the default SIGTERM would leave every session running.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.default_int_handler)
+    pool: Pool | None = None
+    ending = _Ending()
+    # Ctrl+C, SIGTERM (what Kubernetes sends a Job's pod it deletes) and a terminal that
+    # hangs up stop the run the same way: no task starts after it, the sessions are
+    # stopped, the same command goes on. SIGINT and SIGTERM are set, not inherited: a
+    # shell's background job starts with SIGINT ignored, and the default SIGTERM would
+    # leave every session running. An ignored SIGHUP (nohup) stays ignored.
+    for sig in _STOPPING:
+        if _handled(sig):
+            signal.signal(sig, signal.default_int_handler)
     # (attached and pooled sessions are running already: none is started ahead)
     spare = 0 if args.provider == "attach" or args.pool else args.spare
-    with Pool(make_session, sessions, spare=spare,
-              on_event=lambda e: runner.event(e) if runner else None) as pool:
+    try:
+        leftovers = _remove_leftovers(make_session)
+        pool = Pool(make_session, sessions, spare=spare,
+                    on_event=lambda e: runner.event(e) if runner else None)
         runner = Runner(tasks, make_agent, pool, options)
+        if leftovers:
+            runner.event({"event": "leftovers_removed", "containers": [
+                {"name": f.name, "owner_pid": f.owner_pid, "why": f.why} for f in leftovers]})
         if runner.skipped:
             print(f"deskbox run: {len(runner.skipped)} task(s) already done in {args.out}, skipped", file=sys.stderr)
-        try:
-            runner.run(sessions)
-        except ProviderError as exc:
-            print(f"deskbox run: {exc}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            # Before the pool closes (which waits for sessions still starting): its
-            # workers would go on taking tasks meanwhile, and the run end complete.
-            runner.stop()
-            print(f"deskbox run: interrupted; {len(runner.unrun)} task(s) not started: the same command goes on "
-                  "with them", file=sys.stderr)
-            return 130
+        runner.run(sessions)
         unrun = runner.unrun
+    except ProviderError as exc:
+        print(f"deskbox run: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        ending.begin()
+        # Before the pool closes (which waits for sessions still starting): its
+        # workers would go on taking tasks meanwhile, and the run end complete.
+        if runner is not None:
+            runner.stop()
+        left = f"{len(runner.unrun)} task(s)" if runner is not None else "the tasks"
+        _say(f"deskbox run: interrupted; {left} not started: the same command goes on with them. Stopping the "
+             "sessions (Ctrl+C again: without waiting for those still starting)")
+        return 130
+    finally:
+        ending.begin()
+        try:
+            _end(pool, make_session, ending.hurry)
+        finally:
+            ending.restore()
     records = list(read_results(args.out).values())
     result = summary(records)
     (args.out / "summary.json").write_text(json.dumps(result, indent=1))

@@ -20,20 +20,43 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..common.waiting import wait_until
 from ..provider import Environment, ProviderError
 from . import credentials, graders
+from .cache import Cache
 from .tasks import Task
 
-__all__ = ["Episode", "InfrastructureError", "OBSERVATION_TYPES", "ACTION_SPACES", "SPECIAL_ACTIONS"]
+__all__ = ["Episode", "InfrastructureError", "SetupFailed", "OBSERVATION_TYPES", "ACTION_SPACES", "SPECIAL_ACTIONS"]
 
 OBSERVATION_TYPES = ("screenshot", "a11y_tree", "screenshot_a11y_tree", "som")
 ACTION_SPACES = ("pyautogui", "computer_13")
 SPECIAL_ACTIONS = ("WAIT", "FAIL", "DONE")
 
+# Getters that ask a running app rather than read a file, and what they ask: VLC's HTTP
+# interface, or Chrome's DevTools (through the port the task's socat relays). OSWorld's
+# run script sleeps 20 s before it grades, whatever the task; here grading waits for
+# what its getters ask to answer, as long as the app runs, and at most that long.
+READS_APP = {
+    "vlc_playing_info": "vlc",
+    "active_tab_info": "chrome", "open_tabs_info": "chrome", "active_tab_html_parse": "chrome",
+    "chrome_saved_address": "chrome", "page_info": "chrome",
+}
+READY_WAIT_S = 20.0
+# The process each app runs as in the session (deskbox names the browser ``chrome``, as
+# OSWorld's configs end it).
+_PROCESS = {"vlc": "vlc", "chrome": "chrome"}
+
 
 class InfrastructureError(RuntimeError):
-    """The environment, not the agent, failed: a session that died or did not reset, a
-    setup step it could not carry out. The task is run again elsewhere, never scored 0."""
+    """The environment, not the agent, failed: a session that died or did not reset, or
+    a setup step that failed in a session that then did not answer. The task is run
+    again, never scored 0."""
+
+
+class SetupFailed(RuntimeError):
+    """A step of the task's own setup (or postconfig) failed in a session that is
+    healthy: a download that did not answer, a file the config names that is not there.
+    The task's error, not the session's: the session goes on serving tasks."""
 
 
 def _special(action: Any) -> str | None:
@@ -60,6 +83,10 @@ class Episode:
     timings: dict[str, float] = field(default_factory=dict)
     # Per step: how long the action took to carry out, and the observation after it.
     step_timings: list[dict[str, float]] = field(default_factory=list)
+    # Where the task's downloads come from instead of the network (deskbox.run.cache).
+    files: Cache | None = None
+    # The URLs of its downloads that ``files`` lacks (fetched from the network, if at all).
+    not_cached: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.observation_type not in OBSERVATION_TYPES:
@@ -92,8 +119,11 @@ class Episode:
 
     def reset(self) -> dict[str, Any]:
         """The session back to its ``start`` snapshot, then the config's setup; the first
-        observation. Either failing is an :class:`InfrastructureError`."""
+        observation. A reset that fails is an :class:`InfrastructureError`; a setup step
+        that fails, :class:`SetupFailed` while the session is healthy."""
         self.action_history.clear()
+        if self.files is not None:
+            self.not_cached = self.files.place(self.task, self.cache_dir)
         started = time.monotonic()
         try:
             self.env.reset()
@@ -101,14 +131,27 @@ class Episode:
             raise InfrastructureError(f"reset: {exc}") from exc
         self.timings["reset_s"] = time.monotonic() - started
         started = time.monotonic()
-        try:
-            ok = self.setup_controller.setup(self.task.config.get("config", []))
-        except Exception as exc:  # desktop-env raises a bare Exception naming the step
-            raise InfrastructureError(f"setup: {exc}") from exc
-        if ok is False:
-            raise InfrastructureError("setup: OSWorld's server did not answer")
+        self._setup("setup", self.task.config.get("config", []))
         self.timings["setup_s"] = time.monotonic() - started
         return self.observe()
+
+    def _setup(self, what: str, steps: list[dict[str, Any]]) -> None:
+        """desktop-env's ``SetupController`` through ``steps``. A failure is the task's
+        (:class:`SetupFailed`) when the session still answers, the session's
+        (:class:`InfrastructureError`) when it does not: the session is asked."""
+        try:
+            ok = self.setup_controller.setup(steps)
+            problem = None if ok is not False else "OSWorld's server did not answer"
+        except Exception as exc:  # desktop-env raises a bare Exception naming the step
+            problem = str(exc) if type(exc) is Exception else f"{type(exc).__name__}: {exc}"
+        if problem is None:
+            return
+        if self.not_cached:
+            problem += f" (not in the cache {self.files.folder}: {', '.join(self.not_cached)})"  # type: ignore[union-attr]
+        unhealthy = self.env.health()
+        if unhealthy is not None:
+            raise InfrastructureError(f"{what}: {problem} (the session: {unhealthy})")
+        raise SetupFailed(f"{what}: {problem}")
 
     def observe(self) -> dict[str, Any]:
         """What ``DesktopEnv`` gives its agents: the screenshot (PNG bytes), the
@@ -155,13 +198,52 @@ class Episode:
         try:
             postconfig = evaluator.get("postconfig", [])
             if postconfig:
-                try:
-                    self.setup_controller.setup(postconfig)
-                except Exception as exc:
-                    raise InfrastructureError(f"postconfig: {exc}") from exc
+                self._setup("postconfig", postconfig)
+            self._wait_for_apps(evaluator)
             return self._score(evaluator)
         finally:
             self.timings["grading_s"] = time.monotonic() - started
+
+    def _wait_for_apps(self, evaluator: dict[str, Any]) -> None:
+        """Until every app the getters ask answers, while it runs (at most
+        ``READY_WAIT_S``); how long it took is ``timings["apps_ready_s"]``."""
+        configs = evaluator.get("result"), evaluator.get("expected")
+        getters = [c for group in configs for c in (group if isinstance(group, list) else [group])
+                   if isinstance(c, dict)]
+        apps = sorted({READS_APP[g["type"]] for g in getters if g.get("type") in READS_APP})
+        if not apps:
+            return
+        started = time.monotonic()
+        for app in apps:
+            left = READY_WAIT_S - (time.monotonic() - started)
+            try:
+                wait_until(lambda app=app: self._answers(app) or not self._runs(app), max(0.0, left), 0.25)
+            except TimeoutError:
+                pass  # graded as it is, as OSWorld grades after its sleep
+        self.timings["apps_ready_s"] = time.monotonic() - started
+
+    def _answers(self, app: str) -> bool:
+        import requests
+
+        url, auth = ((f"http://{self.vm_ip}:{self.vlc_port}/requests/status.xml", ("", "password")) if app == "vlc"
+                     else (f"http://{self.vm_ip}:{self.chromium_port}/json/version", None))
+        try:
+            return requests.get(url, auth=auth, timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def _runs(self, app: str) -> bool:
+        """The app's process is the session user's (asked through OSWorld's server, which
+        runs as that user: sessions on one machine each have their own)."""
+        import requests
+
+        command = f'pgrep -u "$(id -u)" -x {_PROCESS[app]}'
+        try:
+            answer = requests.post(f"{self.controller.http_server}/execute", timeout=10,
+                                   json={"command": command, "shell": True}).json()
+        except (requests.RequestException, ValueError):
+            return True  # (not known: the wait goes on to its bound)
+        return answer.get("returncode") == 0
 
     def _score(self, evaluator: dict[str, Any]) -> float:
         last = self.action_history[-1] if self.action_history else None

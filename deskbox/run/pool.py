@@ -19,6 +19,10 @@
   caller's time; one whose reset fails is stopped and replaced.
 - ``spare``: sessions started ahead for ``replace()``, which stops a broken session and
   gives a new one.
+- ``close()`` stops every session, side by side; when ``make`` has a ``close()`` (the
+  factories of ``deskbox.run.sessions``), it is called next: no session starts after
+  it, and those still starting are stopped where they are, so that the wait for their
+  threads that follows is short.
 
 Thread-safe; sessions start (and reset) in background threads."""
 
@@ -92,9 +96,11 @@ class Pool:
             env = self._make(n)
         except Exception as exc:  # a session that would not start: said, and the pool goes on
             with self._lock:
-                self._failures.append(f"session {n}: {exc}")
                 if into is self._free:
                     self._coming -= 1
+                if self._closed:  # stopped as it started, by close(): not a failure
+                    return
+                self._failures.append(f"session {n}: {exc}")
             self._on_event({"event": "session_failed", "n": n, "error": str(exc)[-2000:]})
             return
         with self._lock:
@@ -284,18 +290,32 @@ class Pool:
         with self._lock:
             return list(self._all)
 
-    def close(self) -> None:
+    def close(self, hurry: threading.Event | None = None) -> None:
         """Stop every session, and wait for those still starting: each is stopped by its
-        own thread once it is up. Without the wait, a runner that ends while a spare is
-        starting leaves that session running with nobody to stop it."""
+        own thread once it is up, or by ``make.close()`` before (see the module's
+        docstring). Without the wait, a runner that ends while a spare is starting leaves
+        that session running with nobody to stop it. ``hurry``, once set (a second
+        Ctrl+C), ends that wait."""
         with self._lock:
             self._closed = True
             envs = list(self._all)
             starting = list(self._starting)
-        for session in envs:
-            _stop_quietly(session)
+        stoppers = [threading.Thread(target=_stop_quietly, args=(env,), daemon=True, name=f"pool-stop-{env.name}")
+                    for env in envs]
+        for thread in stoppers:
+            thread.start()
+        for thread in stoppers:
+            thread.join()
+        close_make = getattr(self._make, "close", None)
+        if close_make is not None:
+            try:
+                close_make()
+            except Exception as exc:  # said; the threads are waited for all the same
+                self._on_event({"event": "sessions_not_removed", "error": str(exc)[-2000:]})
+        deadline = time.monotonic() + STARTING_WAIT_S
         for thread in starting:
-            thread.join(STARTING_WAIT_S)
+            while thread.is_alive() and not (hurry is not None and hurry.is_set()) and time.monotonic() < deadline:
+                thread.join(min(0.2, max(0.0, deadline - time.monotonic())))
 
     def __enter__(self) -> "Pool":
         return self

@@ -19,7 +19,7 @@ body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
-.done { color: #176317; } .infra_error, .grader_error, .agent_error { color: #a3141e; }
+.done { color: #176317; } .infra_error, .setup_error, .grader_error, .agent_error { color: #a3141e; }
 details { margin: 0.4em 0; border: 1px solid #ddd; padding: 0.3em 0.6em; }
 summary { cursor: pointer; }
 .shots { display: flex; flex-wrap: wrap; gap: 0.5em; }
@@ -37,13 +37,14 @@ def _domains(records: list[dict]) -> str:
     s = summary(records)
     rows = "".join(
         f"<tr><td>{_e(d)}</td><td>{v['tasks']}</td><td>{v['graded']}</td><td>{_e(v['mean'])}</td>"
-        f"<td>{v['infra_error']}</td><td>{v['agent_error']}</td><td>{v['grader_error']}</td></tr>"
+        f"<td>{v['infra_error']}</td><td>{v['setup_error']}</td><td>{v['agent_error']}</td>"
+        f"<td>{v['grader_error']}</td></tr>"
         for d, v in sorted(s["domains"].items()))
     t = s["total"]
     return ("<table><tr><th>domain</th><th>tasks</th><th>graded</th><th>mean score</th><th>infra errors</th>"
-            "<th>agent errors</th><th>grader errors</th></tr>" + rows +
+            "<th>setup errors</th><th>agent errors</th><th>grader errors</th></tr>" + rows +
             f"<tr><th>all</th><th>{t['tasks']}</th><th>{t['graded']}</th><th>{_e(t['mean'])}</th>"
-            "<th></th><th></th><th></th></tr></table>")
+            "<th></th><th></th><th></th><th></th></tr></table>")
 
 
 def _task(out: Path, page_dir: Path, r: dict) -> str:

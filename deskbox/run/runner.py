@@ -8,7 +8,7 @@ postconfig runs and OSWorld's getters and metrics grade.
 What the out folder holds:
 
 - ``results.jsonl``: one line per finished task: ``task`` (``domain/id``), ``status``
-  (``done``, ``agent_error``, ``grader_error``, ``infra_error``), ``score`` (null unless
+  (``done``, ``setup_error``, ``agent_error``, ``grader_error``, ``infra_error``), ``score`` (null unless
   graded), ``steps``, ``actions``, ``timings`` (reset, setup, agent, grading, total),
   ``session``, ``attempts``, ``infra_errors``, ``error``, and ``step_timings`` (per
   action: ``action_s`` to carry it out, ``observe_s`` for the observation after it);
@@ -21,9 +21,12 @@ What the out folder holds:
 - ``events.jsonl``: sessions started and replaced, tasks started (with the session);
 - ``run.json``: the options of the run.
 
-An infrastructure failure (a session that died or would not reset, a setup step it
-could not carry out) is never a score: the task is run again once on a fresh session
-and, failing again, recorded as ``infra_error``. A run stopped at any point resumes with
+An infrastructure failure (a session that died or would not reset, a setup step that
+failed in a session that then did not answer) is never a score: the task is run again
+once, on the same session when it answers, on a fresh one when it does not, and, failing
+again, recorded as ``infra_error``. A setup step that fails in a healthy session (a
+download that did not answer) is the task's own ``setup_error``: the session is not
+replaced, and goes on to the next task. A run stopped at any point resumes with
 the same command: tasks with a line in ``results.jsonl`` are skipped, but for
 ``infra_error`` ones, which run again."""
 
@@ -38,7 +41,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..provider import Environment, ProviderError
-from .episode import Episode, InfrastructureError
+from .cache import Cache
+from .episode import Episode, InfrastructureError, SetupFailed
 from .graders import GraderUnavailable
 from .sessions import Pool
 from .tasks import Task
@@ -60,6 +64,8 @@ class RunOptions:
     # reset and start their apps in the same second slow each other's first steps.
     stagger_s: float = 0.0
     progress: bool = field(default_factory=lambda: sys.stderr.isatty())
+    # The tasks' downloads, read from here rather than the network (deskbox.run.cache).
+    files: Cache | None = None
 
 
 def read_results(out: Path) -> dict[str, dict]:
@@ -228,11 +234,15 @@ class Runner:
             except InfrastructureError as exc:
                 infra.append(str(exc)[-1000:])
                 self.event({"event": "infra_error", "task": task.key, "session": env.name, "error": str(exc)[-1000:]})
-                try:
-                    env = self.pool.replace(env, str(exc))
-                except ProviderError as lost:  # no session to go on with: this worker stops here
-                    infra.append(f"no session to run it again on: {lost}"[-1000:])
-                    env = None
+                # Replaced only when it is unhealthy: starting another costs a minute
+                # on a loaded machine, and a session that answers is as good as new
+                # once reset.
+                if (unhealthy := env.health()) is not None:
+                    try:
+                        env = self.pool.replace(env, f"{exc} (then: {unhealthy})")
+                    except ProviderError as lost:  # no session to go on with: this worker stops here
+                        infra.append(f"no session to run it again on: {lost}"[-1000:])
+                        env = None
                 if env is None or attempt > self.options.retries:
                     return ({"task": task.key, "domain": task.domain, "id": task.id, "instruction": task.instruction,
                              "status": "infra_error", "score": None, "steps": 0, "actions": [], "timings": {},
@@ -250,17 +260,23 @@ class Runner:
             old.unlink()
         started = time.monotonic()
         episode = Episode(env, task, observation_type=o.observation_type, action_space=o.action_space,
-                          sleep_after_action=o.sleep_after_action, screen=o.screen)
+                          sleep_after_action=o.sleep_after_action, screen=o.screen, files=o.files)
         # (OSWorld's controller waits 5 s between its retries; a session that does not
         # answer is found by the health check below instead.)
         episode.controller.retry_interval = 1
         if hasattr(agent, "begin_task"):
             agent.begin_task(task)
         agent.reset()
-        obs = episode.reset()
         record: dict[str, Any] = {"task": task.key, "domain": task.domain, "id": task.id,
                                   "instruction": task.instruction, "session": env.name, "status": "done",
                                   "score": None, "steps": 0, "actions": [], "error": None}
+        try:
+            obs = episode.reset()
+        except SetupFailed as exc:  # the task's own: recorded, the session goes on
+            record.update(status="setup_error", error=str(exc)[-2000:], step_timings=[],
+                          timings={k: round(v, 3) for k, v in {
+                              **episode.timings, "total_s": time.monotonic() - started}.items()})
+            return record
         responses: list[Any] = []
         shots = 0
 
@@ -305,10 +321,13 @@ class Runner:
                 record["score"] = episode.evaluate()
             except InfrastructureError:
                 raise
+            except SetupFailed as exc:  # the postconfig's step, in a healthy session
+                record.update(status="setup_error", error=str(exc)[-2000:])
             except GraderUnavailable as exc:
                 record.update(status="grader_error", error=str(exc))
             except Exception as exc:
-                record.update(status="grader_error", error=f"{type(exc).__name__}: {exc}"[-2000:])
+                lacking = f" (not in the cache: {', '.join(episode.not_cached)})" if episode.not_cached else ""
+                record.update(status="grader_error", error=f"{type(exc).__name__}: {exc}"[-2000:] + lacking)
         record["step_timings"] = episode.step_timings
         record["timings"] = {k: round(v, 3) for k, v in {
             **episode.timings, "agent_s": agent_s, "total_s": time.monotonic() - started}.items()}
@@ -348,8 +367,8 @@ def summary(records: list[dict]) -> dict[str, Any]:
     """Scores by domain: tasks, graded, the mean score, and failures by kind."""
     by: dict[str, dict[str, Any]] = {}
     for r in records:
-        d = by.setdefault(r["domain"], {"tasks": 0, "graded": 0, "score": 0.0, "infra_error": 0, "agent_error": 0,
-                                        "grader_error": 0})
+        d = by.setdefault(r["domain"], {"tasks": 0, "graded": 0, "score": 0.0, "infra_error": 0, "setup_error": 0,
+                                        "agent_error": 0, "grader_error": 0})
         d["tasks"] += 1
         if r["score"] is not None:
             d["graded"] += 1

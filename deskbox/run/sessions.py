@@ -18,19 +18,32 @@ Providers (``--provider``):
   cluster (``deploy/run/job.yaml``) does. Nothing is started or stopped; a session is
   let go when the run no longer needs it, and one that fails is not claimed again.
 
-The :class:`~deskbox.run.pool.Pool` (``deskbox/run/pool.py``) lends them to tasks."""
+The :class:`~deskbox.run.pool.Pool` (``deskbox/run/pool.py``) lends them to tasks.
+
+**Nothing outlives the run.** A factory that starts sessions (podman, kubernetes,
+local) has ``close()``: no session starts after it, and every one it started, or was
+starting, is stopped (the pool's ``close()`` calls it; ``deskbox run`` calls it again as
+the last thing it does, whichever way it ends). Podman containers go by their owner
+label (the runner's pid), those whose ``podman run`` was in flight included; the
+podman factory's ``remove_leftovers()`` removes those of runners that died. A local
+session runs under a tether (``deskbox/run/tether.py``) that stops it should the runner
+die without stopping it (SIGKILL)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import socket
+import sys
+import threading
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ..common.settings import env
 from ..provider import Environment, EnvironmentSpec, ProviderError, new_token
+from ..provider.leftovers import Leftover
 from ..session.spawn import SessionFailed, SpawnedSession
+from . import tether
 from .pool import Pool
 
 __all__ = ["Pool", "LocalEnvironment", "AttachedEnvironment", "session_factory", "PROVIDERS"]
@@ -59,13 +72,20 @@ class LocalEnvironment(Environment):
         for output in spec.outputs:
             args += ["--output", output]
         env = {"DESKBOX_TOKEN": spec.token} if spec.token else {}
-        self.process = SpawnedSession(args, env=env, prefix=f"deskbox-run-{name}-")
+        # Under the tether: the session ends with this process, even when it is killed.
+        command = [sys.executable, "-I", tether.PATH, str(os.getpid()), sys.executable, "-m", "deskbox.session.cli"]
+        self.process = SpawnedSession(args, env=env, prefix=f"deskbox-run-{name}-", command=command)
 
     def start(self, timeout: float = 120) -> "LocalEnvironment":
+        if self.stopped:
+            raise ProviderError(f"{self.name}: stopped before it started")
         try:
             self.process.start(timeout)
         except SessionFailed as exc:
             raise ProviderError(f"{self.name}: {exc}") from exc
+        if self.stopped:  # stop() came before its process was there to stop
+            self.process.stop()
+            raise ProviderError(f"{self.name}: stopped while it started")
         self.wait_healthy(timeout)
         return self
 
@@ -141,6 +161,69 @@ class _FromPool:
         self.pool.forget(session)  # type: ignore[arg-type]
 
 
+def _stop_all(envs: list[Environment]) -> None:
+    """Stop ``envs`` side by side (each may take seconds to end cleanly)."""
+    def stop(env: Environment) -> None:
+        try:
+            env.stop()
+        except Exception as exc:  # the others go anyway
+            print(f"deskbox run: stopping {env.name}: {exc}", file=sys.stderr)
+
+    threads = [threading.Thread(target=stop, args=(env,), daemon=True) for env in envs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+class _LocalSessions:
+    """``make(n)`` for local sessions; ``close()`` stops every one still running."""
+
+    def __init__(self, spec: EnvironmentSpec) -> None:
+        self.spec = spec
+        self._lock = threading.Lock()
+        self._made: list[LocalEnvironment] = []
+        self._closed = False
+
+    def __call__(self, n: int) -> Environment:
+        with self._lock:
+            if self._closed:
+                raise ProviderError(f"local{n} was not started: the run is ending")
+            env = LocalEnvironment(f"local{n}", self.spec, f"deskbox-run{n}")
+            self._made.append(env)
+        return env.start()
+
+    def close(self) -> list[str]:
+        with self._lock:
+            self._closed = True
+            left = [env for env in self._made if not env.stopped]
+        names = [env.name for env in left if env.alive() is True]
+        _stop_all(left)  # (one still starting included: its start sees it stopped)
+        return names
+
+
+class _Started:
+    """``make(n)`` for sessions a back end starts (podman, kubernetes), named after the
+    runner's pid; ``close()`` is the back end's: it starts no more and removes all it
+    started, those still starting included."""
+
+    def __init__(self, backend: Any, spec: EnvironmentSpec) -> None:
+        self.backend = backend
+        self.spec = spec
+
+    def __call__(self, n: int) -> Environment:
+        return self.backend.start(self.spec, name=f"deskbox-run-{os.getpid()}-{n}")
+
+    def close(self) -> list[str]:
+        return self.backend.close()
+
+
+class _PodmanSessions(_Started):
+    def remove_leftovers(self) -> list[Leftover]:
+        """Remove the containers of runners (or other harnesses) that died."""
+        return self.backend.remove_leftovers()
+
+
 def session_factory(provider: str, *, image: str = "deskbox", outputs: list[str] | None = None,
                     attach: list[str] | None = None, pool: str | None = None,
                     settings: dict[str, str] | None = None) -> Callable[[int], Environment]:
@@ -155,7 +238,7 @@ def session_factory(provider: str, *, image: str = "deskbox", outputs: list[str]
     spec = EnvironmentSpec(image=image, outputs=outputs or ["1920x1080"], osworld=True, token=new_token(),
                            env=dict(settings or {}))
     if provider == "local":
-        return lambda n: LocalEnvironment(f"local{n}", spec, f"deskbox-run{n}").start()
+        return _LocalSessions(spec)
     if provider == "attach":
         urls = list(attach or [])
         if not urls:
@@ -172,11 +255,9 @@ def session_factory(provider: str, *, image: str = "deskbox", outputs: list[str]
     if provider == "podman":
         from ..provider.podman import PodmanBackend
 
-        backend = PodmanBackend()
-        return lambda n: backend.start(spec, name=f"deskbox-run-{os.getpid()}-{n}")
+        return _PodmanSessions(PodmanBackend(), spec)
     if provider == "kubernetes":
         from ..provider.kubernetes import KubernetesBackend
 
-        kube = KubernetesBackend(runner=env("DESKBOX_KUBE_RUNNER"))
-        return lambda n: kube.start(spec, name=f"deskbox-run-{os.getpid()}-{n}")
+        return _Started(KubernetesBackend(runner=env("DESKBOX_KUBE_RUNNER")), spec)
     raise ProviderError(f"--provider {provider!r}: one of {', '.join(PROVIDERS)}")

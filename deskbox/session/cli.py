@@ -192,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      "OSWorld's metrics; `deskbox run report DIR` makes its HTML page",
                          add_help=False)
     run.add_argument("rest", nargs=argparse.REMAINDER, help="TASKS --agent SPEC [options]; see deskbox run --help")
+    tasks = sub.add_parser("tasks", help="`deskbox tasks fetch TASKS --cache DIR`: mirror the files OSWorld-format "
+                                         "tasks download, for deskbox run --cache", add_help=False)
+    tasks.add_argument("rest", nargs=argparse.REMAINDER, help="fetch TASKS --cache DIR; see deskbox tasks --help")
     return parser
 
 
@@ -206,6 +209,10 @@ def main(argv: list[str] | None = None) -> None:
         from ..run.cli import main as run_main
 
         sys.exit(run_main(argv[1:]))  # (its own options and help)
+    if argv[:1] == ["tasks"]:
+        from ..run.cli import tasks_main
+
+        sys.exit(tasks_main(argv[1:]))
     args = build_parser().parse_args(argv)
     configure_logging("deskbox", args.log_level)
     if args.command == "up" and args.mock:

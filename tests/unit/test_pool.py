@@ -137,6 +137,33 @@ def test_closing_while_a_session_is_starting_waits_for_it_and_stops_it():
     assert made and all(env.stopped for env in made), [(e.name, e.stopped) for e in made]
 
 
+def test_closing_in_a_hurry_does_not_wait_for_a_session_still_starting():
+    """A second Ctrl+C sets close()'s hurry while it waits for a session still starting:
+    close() returns then, before that start ends (the run removes such a session by its
+    label next: tests/container/interrupts.py)."""
+    release = threading.Event()
+    started = threading.Event()
+
+    def stuck(n: int) -> Stand:
+        started.set()
+        release.wait(30)
+        return Stand(n)
+
+    pool = Pool(stuck, 1, spare=0)
+    pool.want(1)
+    assert started.wait(5)
+    hurry = threading.Event()
+    threading.Timer(0.3, hurry.set).start()
+    closing = threading.Thread(target=pool.close, args=(hurry,))
+    closing.start()
+    closing.join(10)
+    try:
+        assert not closing.is_alive(), "close() went on waiting for the start after hurry was set"
+        assert not release.is_set()
+    finally:
+        release.set()
+
+
 def test_an_interrupted_run_starts_no_task_more_and_records_none_its_stop_cut_short(tmp_path):
     """deskbox run's Runner after Ctrl+C (runner.stop(), then the pool closes, which may
     wait for a session still starting): no worker takes another task, and a task whose
