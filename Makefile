@@ -31,6 +31,7 @@ bench: deps
 	.venv/bin/python -m bench.fleet
 	.venv/bin/python -m bench.vscode
 	.venv/bin/python -m bench.idle $(if $(IDLE_BASELINE),--baseline $(IDLE_BASELINE))
+	$(if $(OSWORLD_EXAMPLES),.venv/bin/python -m bench.noop --no-build --examples $(OSWORLD_EXAMPLES),@echo "bench.noop: skipped: OSWORLD_EXAMPLES=PATH/evaluation_examples (OSWorld's task set: not in this repository) runs it")
 	.venv/bin/python -m bench.measurements
 
 # The fuzz tests with every schemathesis phase and many examples per operation, a new

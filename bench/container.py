@@ -144,6 +144,14 @@ class Container:
         return None
 
 
+def machine_cpu_s() -> tuple[float, float]:
+    """The machine's (busy, total) CPU seconds so far, from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]
+    return (sum(fields) - idle) / hz, sum(fields) / hz
+
+
 def cgroup_cpu_s(name: str) -> float | None:
     """CPU time a container's processes used so far, from its cgroup (v1 or v2)."""
     rel = podman("inspect", "--format", "{{.State.CgroupPath}}", name).stdout.strip().lstrip("/")

@@ -38,7 +38,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.container import cgroup_cpu_s, cgroup_memory, cgroup_memory_mb
+from bench.container import cgroup_cpu_s, cgroup_memory, cgroup_memory_mb, machine_cpu_s
 from bench.report import container_bench_ready
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -87,14 +87,6 @@ class PacedAgent:
         time.sleep(self.think_s)
         x, y = 200 + (self.n * 97) % 1400, 150 + (self.n * 61) % 700
         return "a move", [f"pyautogui.moveTo({x}, {y})"]
-
-
-def _cpu_busy_s() -> tuple[float, float]:
-    """The machine's (busy, total) CPU seconds so far, from /proc/stat."""
-    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    hz = os.sysconf("SC_CLK_TCK")
-    idle = fields[3] + fields[4]
-    return (sum(fields) - idle) / hz, sum(fields) / hz
 
 
 def _available_mb() -> float:
@@ -151,7 +143,7 @@ def level(n: int, image: str, steps: int, think_s: float, work: Path, per_sessio
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        busy0, total0 = _cpu_busy_s()
+        busy0, total0 = machine_cpu_s()
         t0 = time.monotonic()
         runner = Runner(tasks, lambda: PacedAgent(steps, think_s), pool,
                         RunOptions(out=work / f"out{n}", max_steps=steps + 1, observation_type="screenshot_a11y_tree",
@@ -159,7 +151,7 @@ def level(n: int, image: str, steps: int, think_s: float, work: Path, per_sessio
                                    stagger_s=steps * think_s / n if stagger_s is None else stagger_s))
         records = runner.run(n)
         wall = time.monotonic() - t0
-        busy1, total1 = _cpu_busy_s()
+        busy1, total1 = machine_cpu_s()
         stop.set()
         load1 = os.getloadavg()[0]
     observe = [s["observe_s"] for r in records for s in r.get("step_timings", [])]

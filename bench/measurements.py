@@ -38,6 +38,7 @@ from bench.sections import (
     _fleet,
     _full_read,
     _idle,
+    _noop,
     _osworld,
     _reset,
     _run,
@@ -103,6 +104,8 @@ BENCHES = [
     Bench("vscode", "VS Code against LibreOffice Writer opening the same file", "python -m bench.vscode", True,
           _vscode, None),
     Bench("idle", "An idle session: a blinking caret and nothing else", "python -m bench.idle", True, _idle, None),
+    Bench("noop", "A do-nothing agent over OSWorld's task set: its scores, the environment's cost per task",
+          "python -m bench.noop --examples DIR", True, _noop, None),
     Bench("soak", "Soak: one session under mixed load", "make soak", False, _soak, "Earlier: soak and chaos"),
 ]
 
