@@ -19,7 +19,9 @@ from .openapi import SLOW_S, Longest
 
 __all__ = [
     "FORWARDED_SLOW",
+    "HEALTHY_TIMEOUT_S",
     "RESET_TIMEOUT_S",
+    "SCENE_RESET_S",
     "SNAPSHOT_NAME",
     "ResetRequest",
     "SnapshotRequest",
@@ -40,6 +42,12 @@ CLAIM_HOLDER = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 # than that for their answer. A route forwarding to them is bounded by FORWARDED_SLOW.
 RESET_TIMEOUT_S = SLOW_S + 10
 FORWARDED_SLOW = Longest(RESET_TIMEOUT_S + 10)
+# The scene's reset answers once a scene of the new state has every source read, waiting
+# at most HEALTHY_TIMEOUT_S for that after the session's reset: SCENE_RESET_S bounds the
+# whole route, and a caller of it (the provider) waits a little longer still, so that the
+# outermost caller is the one that waits longest.
+HEALTHY_TIMEOUT_S = 20.0
+SCENE_RESET_S = RESET_TIMEOUT_S + HEALTHY_TIMEOUT_S + 10
 
 
 class _Strict(BaseModel):

@@ -102,6 +102,13 @@ def new_token() -> str:
     return secrets.token_urlsafe(24)
 
 
+# How long reset() waits for the scene's answer: longer than the scene bounds its reset
+# route (deskbox.common.session_api.SCENE_RESET_S), so that the outermost caller waits
+# longest and sees the scene's own answer, a 504 naming its bound at worst. A number
+# here, as this module needs only the standard library; a unit test holds the two apart.
+RESET_WAIT_S = 240.0
+
+
 @dataclass
 class EnvironmentSpec:
     """What one environment runs. Every field becomes one of the image's environment
@@ -331,7 +338,7 @@ class Environment:
     def snapshots(self) -> list[str]:
         return [s["name"] for s in self.session().get("snapshots", [])]
 
-    def reset(self, snapshot: str | None = None, *, timeout: float = 180) -> dict:
+    def reset(self, snapshot: str | None = None, *, timeout: float = RESET_WAIT_S) -> dict:
         """Return the session to ``snapshot`` (default ``start``: as right after start).
         Answers once the scene is healthy again; raises ProviderError when the session
         says it is not, and waits for OSWorld's server too."""

@@ -20,7 +20,8 @@ from ..common.logging import get_logger
 from ..common.openapi import Longest, Route
 from ..common.session_api import (
     FORWARDED_SLOW,
-    RESET_TIMEOUT_S,
+    HEALTHY_TIMEOUT_S,
+    SCENE_RESET_S,
     ClaimRequest,
     ContextRequest,
     ExtendRequest,
@@ -35,11 +36,6 @@ from .sources import Bridge
 __all__ = ["SessionApi", "SESSION", "ROUTES"]
 
 log = get_logger("deskbox.scene.session")
-
-# How long a reset waits for the browser to be readable again before answering anyway
-# (with "healthy": false).
-HEALTHY_TIMEOUT_S = 20.0
-
 
 @dataclass
 class SessionApi:
@@ -131,7 +127,7 @@ ROUTES = [
           "What the session runs: snapshots, browser context, lifetime, children and what is restarting"),
     Route("POST", "/api/v1/session/reset", reset,
           "Return the session to a snapshot (default: as right after start); answers once it is healthy",
-          body=ResetRequest, longest=Longest(RESET_TIMEOUT_S + HEALTHY_TIMEOUT_S + 10)),
+          body=ResetRequest, longest=Longest(SCENE_RESET_S)),
     Route("POST", "/api/v1/session/snapshot", _forward("POST", "/snapshot", SnapshotRequest),
           "Save the home folder and browser profile under a name", body=SnapshotRequest, longest=FORWARDED_SLOW),
     Route("DELETE", "/api/v1/session/snapshot/{name}", _forward_named("/snapshot", SnapshotRequest, "name"),
