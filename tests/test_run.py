@@ -49,6 +49,18 @@ def results(out: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
+SCRIPTS = json.loads(SOLUTIONS.read_text())
+
+
+def osworld_success_rate(model_dir: Path) -> float | None:
+    """What OSWorld's show_result.py reports for ``{out}/{action_space}/{observation_type}/
+    {model}``, read its way: every ``{domain}/{id}/result.txt`` there, a number each, and
+    their mean; folders without one (tasks that ended in an error) are not counted."""
+    scores = [float((task / "result.txt").read_text()) for domain in model_dir.iterdir() if domain.is_dir()
+              for task in domain.iterdir() if (task / "result.txt").is_file()]
+    return sum(scores) / len(scores) if scores else None
+
+
 def events(out: Path) -> list[dict]:
     path = out / "events.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
@@ -100,7 +112,7 @@ def test_noop_scores_zero_and_the_scripted_agent_solves_every_task_across_three_
     solved = {r["task"]: r for r in results(script_out)}
     assert set(solved) == ALL
     assert {k: (r["status"], r["score"]) for k, r in solved.items()} == {k: ("done", 1.0) for k in ALL}, solved
-    assert summary == {"tasks": 5, "graded": 5, "mean": 1.0}
+    assert summary == {"tasks": 5, "graded": 5, "mean_all": 1.0, "mean_graded": 1.0, "mean": 1.0}
     # The killed session's task ran again on another session: an infrastructure retry, not a 0.
     retried = solved["os/write-after-a-pause"]
     assert retried["attempts"] == 2 and len(retried["infra_errors"]) == 1, retried
@@ -185,7 +197,7 @@ def test_a_setup_step_that_fails_in_a_healthy_session_is_the_tasks_error_and_the
     after = found["os/write-a-note"]
     assert (after["status"], after["score"], after["session"]) == ("done", 0.0, failed["session"]), after
     assert not [e for e in events(out) if e["event"] in ("session_replaced", "infra_error")], events(out)
-    assert summary == {"tasks": 2, "graded": 1, "mean": 0.0}
+    assert summary == {"tasks": 2, "graded": 1, "mean_all": 0.0, "mean_graded": 0.0, "mean": 0.0}
 
 
 def test_a_run_from_a_fetched_cache_needs_no_network_and_names_what_the_cache_lacks(tmp_path):
@@ -226,7 +238,7 @@ def test_a_run_from_a_fetched_cache_needs_no_network_and_names_what_the_cache_la
     assert (graded["status"], graded["score"]) == ("done", 1.0), graded
     failed = found["os/gold-the-cache-lacks"]
     assert failed["status"] == "grader_error" and f"not in the cache: {gone}" in failed["error"], failed
-    assert summary == {"tasks": 2, "graded": 1, "mean": 1.0}
+    assert summary == {"tasks": 2, "graded": 1, "mean_all": 0.5, "mean_graded": 1.0, "mean": 1.0}
 
 
 def test_a_stopped_run_resumes_with_the_same_command_and_skips_what_is_done(tmp_path):
@@ -241,6 +253,26 @@ def test_a_stopped_run_resumes_with_the_same_command_and_skips_what_is_done(tmp_
     lines = Counter(r["task"] for r in results(out))
     assert set(lines) == ALL and set(lines.values()) == {1}, lines  # nothing done twice
     assert all(r["score"] == 1.0 for r in results(out))
+    # OSWorld's layout beside it, read as OSWorld's show_result.py reads it: the same rate.
+    theirs = out / "pyautogui" / "screenshot" / "script"
+    assert osworld_success_rate(theirs) == 1.0 == json.loads((out / "summary.json").read_text())["total"]["mean_graded"]
+    both = theirs / "os" / "both-files"
+    traj = [json.loads(line) for line in (both / "traj.jsonl").read_text().splitlines()]
+    assert [(t["step_num"], t["action"], t["done"]) for t in traj] == [
+        (1, SCRIPTS["os/both-files"][0], False), (2, SCRIPTS["os/both-files"][1], False), (3, "DONE", True)], traj
+    assert all((both / t["screenshot_file"]).read_bytes().startswith(b"\x89PNG") for t in traj)
+    assert {p.name for p in both.iterdir()} >= {"result.txt", "traj.jsonl", "runtime.log"}
+    # run.json says what the run was, and what its first start wrote.
+    run = json.loads((out / "run.json").read_text())
+    assert (run["agent"], run["max_steps"], run["agent_settings"]["max_trajectory_length"]) == (
+        f"script:{SOLUTIONS}", 15, 3), run
+    assert run["tasks_hash"].startswith("sha256:") and run["desktop_env"] == "1.0.2"
+    assert [e["tasks_hash"] for e in run["earlier"]] == [run["tasks_hash"]]
+    # Going on with other options would mix two runs: refused before anything starts.
+    refused = deskbox_run("--agent", f"script:{SOLUTIONS}", "--sessions", "1", "--max-steps", "3", out=out)
+    _, err = refused.communicate(timeout=60)
+    assert refused.returncode == 2 and "max_steps: 15 then, 3 now" in err and "--force" in err, err
+    assert Counter(r["task"] for r in results(out)) == lines
 
     # replay:DIR says that run's actions again, here observing the accessibility tree too.
     again = tmp_path / "replayed"
@@ -283,6 +315,55 @@ def test_attached_sessions_are_reset_between_tasks_and_left_running(tmp_path):
         (record,) = results(out13)
         assert record["score"] == 1.0 and record["actions"][-1] == {"action_type": "FAIL"}, record
         assert http("GET", session.desktopd + "/api/v1/pointer").json() == {"display": 0, "x": 50, "y": 60}
+        # An agent's class, built with OSWorld's settings and an --agent-arg, in the shapes
+        # of OSWorld's other agents (tests/shaped_agent.py).
+        shaped = tmp_path / "shaped"
+        finish(subprocess.Popen([sys.executable, "-m", "deskbox.session.cli", "run", str(TASKS / "os"), "--agent",
+                                 "tests.shaped_agent:ShapedAgent", "--agent-arg", "text=deskbox ran me",
+                                 "--max-trajectory-length", "2", "--model", "m-1", "--tasks", "write-a-note",
+                                 "--record",
+                                 "--provider", "attach", "--attach", f"{session.state['osworld']},{session.scene}",
+                                 "--no-trace", "--out", str(shaped)],
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        (record,) = results(shaped)
+        assert (record["status"], record["score"], record["steps"]) == ("done", 1.0, 2), record
+        folder = shaped / "tasks" / "os" / "write-a-note"
+        assert "reset: window 2, model m-1" in (folder / "runtime.log").read_text()
+        assert json.loads((folder / "steps.json").read_text())["infos"] == [{"step": 0}, {"step": 1}]
+        theirs = shaped / "pyautogui" / "screenshot" / "m-1" / "os" / "write-a-note"
+        assert (theirs / "result.txt").read_text() == "1.0\n"
+        assert (theirs / "recording.mp4").read_bytes()[4:8] == b"ftyp"
+        traj = [json.loads(line) for line in (theirs / "traj.jsonl").read_text().splitlines()]
+        assert [(t["step_num"], t["response"], t["done"]) for t in traj] == [(1, "writes the note", False),
+                                                                             (2, "done", True)], traj
+        assert traj[0]["info"]["execute"]["returncode"] == 0, traj[0]
+        # An agent that hangs: its task ends at --task-timeout as the agent's error, and the
+        # next task runs on the same session with a new agent.
+        bounded = tmp_path / "bounded"
+        finish(subprocess.Popen([sys.executable, "-m", "deskbox.session.cli", "run", str(TASKS / "os"), "--agent",
+                                 "tests.shaped_agent:HangingAgent", "--agent-arg", f"solutions={SOLUTIONS}",
+                                 "--agent-arg", 'hang=["os/write-a-note"]', "--task-timeout", "15",
+                                 "--tasks", "write-a-note", "both-files", "--provider", "attach", "--attach",
+                                 f"{session.state['osworld']},{session.scene}", "--no-trace", "--out", str(bounded)],
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        done = {r["task"]: r for r in results(bounded)}
+        hung = done["os/write-a-note"]
+        assert (hung["status"], hung["score"], hung["timed_out"]) == ("agent_error", None, "agent"), hung
+        assert "predict() had not ended" in hung["error"] and "--task-timeout of 15 s" in hung["error"], hung
+        assert (done["os/both-files"]["status"], done["os/both-files"]["score"]) == ("done", 1.0), done
+        # An agent error that passes (a rate limit): run again on the same session after
+        # the backoff, and graded.
+        retried = tmp_path / "retried"
+        finish(subprocess.Popen([sys.executable, "-m", "deskbox.session.cli", "run", str(TASKS / "os"), "--agent",
+                                 "tests.shaped_agent:FlakyAgent", "--agent-arg", f"solutions={SOLUTIONS}",
+                                 "--retry-errors", "agent_error", "--retry-backoff", "0.5", "--tasks", "write-a-note",
+                                 "--provider", "attach", "--attach", f"{session.state['osworld']},{session.scene}",
+                                 "--no-trace", "--out", str(retried)],
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        (record,) = results(retried)
+        assert (record["status"], record["score"]) == ("done", 1.0), record
+        assert record["retried"] == [{"status": "agent_error", "error": "RuntimeError: rate limited (429)"}], record
+        assert [e["after_s"] for e in events(retried) if e["event"] == "task_retried"] == [0.5]
     finally:
         session.stop()
 

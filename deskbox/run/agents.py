@@ -8,32 +8,61 @@ pyautogui strings or computer_13 dicts, or ``WAIT``/``DONE``/``FAIL``.
 
 ``--agent`` names one:
 
-- ``MODULE:FACTORY``: ``FACTORY`` is called once per session worker with the keyword
-  arguments it declares among ``action_space``, ``observation_type`` and
-  ``max_trajectory_length``/``max_steps``;
+- ``MODULE:NAME``: ``NAME``, a factory or an agent's class (OSWorld's
+  ``mm_agents.agent:PromptAgent``), is called once per session worker with the keyword
+  arguments it declares among ``action_space``, ``observation_type``, ``max_steps`` and
+  OSWorld's ``run.py`` settings (``model``, ``temperature``, ``top_p``, ``max_tokens``,
+  ``max_trajectory_length``: ``--model`` ..., with ``run.py``'s defaults), then those
+  ``--agent-arg KEY=VALUE`` gives, which it must declare;
 - ``noop``: does nothing and says ``DONE`` (every task but an infeasible one scores 0);
 - ``script:FILE``: a JSON object mapping a task's id (or ``domain/id``) to its list of
   actions, said in order, then ``DONE`` (the benches' and tests' scripted agent);
 - ``replay:DIR``: the actions a run in ``DIR`` recorded for each task, said again.
 
 A built-in agent learns which task it is on from ``begin_task(task)``, which the runner
-calls before ``reset()`` when an agent has it."""
+calls before ``reset()`` when an agent has it.
+
+The shapes OSWorld's own run scripts accept: ``reset(logger)`` (the task's
+``runtime.log``) where ``reset`` takes an argument, with ``vm_ip=`` where it names it;
+``predict(instruction, obs, step_idx=N)`` where ``predict`` names ``step_idx``; an answer
+of ``(response, actions, info, ...)``: the first two are used, ``info`` is kept."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
 import json
+import logging
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from .tasks import Task
 
-__all__ = ["Agent", "NoopAgent", "ScriptAgent", "agent_factory", "AgentError"]
+__all__ = ["Agent", "NoopAgent", "ScriptAgent", "agent_factory", "AgentError", "OSWORLD_SETTINGS",
+           "parse_agent_arg", "reset_agent", "predict"]
 
 
 class AgentError(ValueError):
     """An ``--agent`` that cannot be made."""
+
+
+# OSWorld's run.py's settings for its agents, under its names and with its defaults: an
+# agent deskbox run builds gets what run.py would give it. ``max_trajectory_length`` is
+# the agent's prompt history window (how many earlier steps each prompt repeats), not the
+# run's step limit.
+OSWORLD_SETTINGS: dict[str, Any] = {"model": "gpt-4o", "temperature": 1.0, "top_p": 0.9, "max_tokens": 1500,
+                                    "max_trajectory_length": 3}
+
+
+def parse_agent_arg(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` -> (KEY, VALUE read as JSON when it parses, else the text)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise AgentError(f"--agent-arg {text!r}: KEY=VALUE, KEY a Python name")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
 
 
 class Agent(Protocol):
@@ -94,8 +123,22 @@ def _accepted(factory: Callable[..., Any], offered: dict[str, Any]) -> dict[str,
     return {k: v for k, v in offered.items() if k in params}
 
 
-def agent_factory(spec: str, *, action_space: str, observation_type: str, max_steps: int) -> Callable[[], Any]:
-    """A callable making one agent per session worker, from ``--agent``."""
+def _declares(function: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def agent_factory(spec: str, *, action_space: str, observation_type: str, max_steps: int,
+                  settings: dict[str, Any] | None = None, args: dict[str, Any] | None = None) -> Callable[[], Any]:
+    """A callable making one agent per session worker, from ``--agent``: ``settings``
+    (over :data:`OSWORLD_SETTINGS`) offered where declared, ``args`` (``--agent-arg``)
+    given, each declared or refused."""
+    args = args or {}
+    if args and (spec in ("noop",) or spec.partition(":")[0] in ("script", "replay")):
+        raise AgentError(f"--agent-arg is for MODULE:NAME agents, not {spec.partition(':')[0]}")
     if spec == "noop":
         return NoopAgent
     kind, _, arg = spec.partition(":")
@@ -116,7 +159,49 @@ def agent_factory(spec: str, *, action_space: str, observation_type: str, max_st
         factory = getattr(importlib.import_module(kind), arg)
     except (ImportError, AttributeError) as exc:
         raise AgentError(f"--agent {spec!r}: {exc}") from exc
-    offered = {"action_space": action_space, "observation_type": observation_type,
-               "max_trajectory_length": max_steps, "max_steps": max_steps}
+    if not callable(factory):
+        raise AgentError(f"--agent {spec!r}: {arg} is not a class or a function")
+    offered = {"action_space": action_space, "observation_type": observation_type, "max_steps": max_steps,
+               **OSWORLD_SETTINGS, **(settings or {})}
     kwargs = _accepted(factory, offered)
+    refused = [key for key in args if not _declares(factory, key)]
+    if refused:
+        try:
+            takes = ", ".join(inspect.signature(factory).parameters)
+        except (TypeError, ValueError):
+            takes = "?"
+        raise AgentError(f"--agent-arg {', '.join(refused)}: {spec} does not take it (it takes: {takes})")
+    kwargs.update(args)
     return lambda: factory(**kwargs)
+
+
+def reset_agent(agent: Any, logger: logging.Logger, vm_ip: str) -> None:
+    """``agent.reset`` as OSWorld's run scripts call it: with the task's logger where it
+    takes an argument (some require one), ``vm_ip=`` where it names it."""
+    try:
+        params = list(inspect.signature(agent.reset).parameters.values())
+    except (TypeError, ValueError):
+        agent.reset()
+        return
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    call_args = [logger] if positional and positional[0].name != "vm_ip" else []
+    kwargs = {"vm_ip": vm_ip} if any(p.name == "vm_ip" for p in params) else {}
+    agent.reset(*call_args, **kwargs)
+
+
+def predict(agent: Any, instruction: str, obs: dict[str, Any], step: int) -> tuple[Any, list[Any], Any]:
+    """``agent.predict`` as OSWorld's run scripts call it (``step_idx=`` where it names
+    it): (response, actions, info or None), from an answer of two values or more."""
+    kwargs = {}
+    try:
+        if "step_idx" in inspect.signature(agent.predict).parameters:
+            kwargs["step_idx"] = step
+    except (TypeError, ValueError):
+        pass
+    answer = agent.predict(instruction, obs, **kwargs)
+    if not isinstance(answer, (tuple, list)) or len(answer) < 2:
+        raise TypeError(f"predict() answered {type(answer).__name__}, not (response, actions, ...)")
+    actions = answer[1]
+    if actions is not None and not isinstance(actions, list):
+        actions = list(actions) if isinstance(actions, tuple) else [actions]
+    return answer[0], actions or [], answer[2] if len(answer) > 2 else None

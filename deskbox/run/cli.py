@@ -12,9 +12,11 @@ from pathlib import Path
 
 from ..provider import ProviderError
 from ..provider.leftovers import Leftover
-from .agents import AgentError, agent_factory
+from .agents import OSWORLD_SETTINGS, AgentError, agent_factory, parse_agent_arg
 from .cache import Cache
 from .episode import ACTION_SPACES, OBSERVATION_TYPES
+from .identity import describe, differences
+from .layout import path_part
 from .report import write_report
 from .runner import Runner, RunOptions, read_results, summary
 from .sessions import PROVIDERS, Pool, session_factory
@@ -30,6 +32,17 @@ def _screen(text: str) -> tuple[int, int]:
     return int(w), int(h)
 
 
+RETRYABLE = ("agent_error", "grader_error", "setup_error")
+
+
+def _statuses(text: str) -> tuple[str, ...]:
+    named = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    wrong = [t for t in named if t not in RETRYABLE]
+    if wrong or not named:
+        raise argparse.ArgumentTypeError(f"{text!r}: a comma-separated list of {', '.join(RETRYABLE)}")
+    return named
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="deskbox run",
@@ -41,7 +54,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an index (test_all.json with examples/<domain>/<id>.json beside it), a folder of configs, "
                         "or config files")
     p.add_argument("--agent", required=True,
-                   help="MODULE:FACTORY (OSWorld's agent interface), noop, script:FILE or replay:DIR")
+                   help="MODULE:NAME, a factory or an agent's class with OSWorld's agent interface "
+                        "(mm_agents.agent:PromptAgent), noop, script:FILE or replay:DIR")
+    agent = p.add_argument_group("the agent's settings", "OSWorld's run.py's, under its names and with its "
+                                 "defaults; each offered to a MODULE:NAME agent that declares it")
+    agent.add_argument("--model", default=OSWORLD_SETTINGS["model"], help="the model the agent asks")
+    agent.add_argument("--temperature", type=float, default=OSWORLD_SETTINGS["temperature"], help="its sampling")
+    agent.add_argument("--top_p", "--top-p", dest="top_p", type=float, default=OSWORLD_SETTINGS["top_p"],
+                       help="its nucleus sampling")
+    agent.add_argument("--max_tokens", "--max-tokens", dest="max_tokens", type=int,
+                       default=OSWORLD_SETTINGS["max_tokens"], help="the longest answer it asks for")
+    agent.add_argument("--max-trajectory-length", "--max_trajectory_length", dest="max_trajectory_length", type=int,
+                       default=OSWORLD_SETTINGS["max_trajectory_length"],
+                       help="the agent's prompt history window: how many earlier steps each prompt repeats (not "
+                            "the step limit, --max-steps)")
+    agent.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE",
+                       help="a keyword argument for the agent's factory or class, which must declare it; VALUE is "
+                            "read as JSON when it parses (42, true, \"text\", [1, 2]), else as text. Repeatable")
     p.add_argument("--sessions", type=int, default=1, help="sessions side by side")
     p.add_argument("--spare", type=int, default=1, help="sessions started ahead to replace broken ones")
     p.add_argument("--provider", choices=PROVIDERS, default="podman", help="where the sessions run")
@@ -57,6 +86,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--action-space", choices=ACTION_SPACES, default="pyautogui")
     p.add_argument("--max-steps", type=int, default=15, help="agent predictions per task")
     p.add_argument("--sleep-after-action", type=float, default=0.0, help="seconds after each action")
+    p.add_argument("--task-timeout", type=float, default=None, metavar="SECONDS",
+                   help="a task's wall-clock bound, from its reset to its score: one past it ends as agent_error (or "
+                        "grader_error, when grading ran out of it), naming the cause, and the run goes on")
+    p.add_argument("--retry-errors", type=_statuses, default=(), metavar="STATUS,...",
+                   help="run a task that ends in one of these (agent_error, grader_error, setup_error) again on its "
+                        "session, up to --error-retries times with a backoff: rate limits and dropped connections "
+                        "are the usual passing ones")
+    p.add_argument("--error-retries", type=int, default=2, metavar="N", help="with --retry-errors: at most N more runs")
+    p.add_argument("--retry-backoff", type=float, default=10.0, metavar="SECONDS",
+                   help="with --retry-errors: the wait before the first run again, doubled before each next one")
+    p.add_argument("--step-timeout", type=float, default=None, metavar="SECONDS",
+                   help="the bound of one predict() of the agent: a hung agent ends its task as agent_error, and its "
+                        "worker goes on with a new agent")
     p.add_argument("--stagger", type=float, default=0.0, metavar="SECONDS",
                    help="start session i's first task i x SECONDS after the first, so that N sessions do not all "
                         "reset and start their apps at once")
@@ -68,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", type=Path, default=None, metavar="DIR",
                    help="read the files the tasks download from this cache (deskbox tasks fetch fills it), not the "
                         "network: the same bytes every run; what it lacks is named before the run starts")
+    p.add_argument("--force", action="store_true",
+                   help="go on with a run in --out although the agent, its settings, the options or the tasks "
+                        "differ from what its run.json says (results of both end up mixed)")
+    p.add_argument("--record", action="store_true",
+                   help="record each task's screen (recording.mp4 in its folder of OSWorld's layout, as OSWorld's "
+                        "run does): costs the session's CPU while the agent acts")
     p.add_argument("--no-trace", action="store_true",
                    help="keep no deskbox trace of each task (the screenshots the agent saw are kept anyway)")
     return p
@@ -132,6 +180,25 @@ def _cache_for(folder: Path | None, tasks: list) -> Cache | None:
               f"grading will reach for the network: " + "; ".join(
                   f"{key}: {', '.join(found)}" for key, found in sorted(missing.items()))[:4000], file=sys.stderr)
     return cache
+
+
+def _layout_model(args: argparse.Namespace) -> str:
+    """The model folder of OSWorld's layout: --model for an agent of one's own, the
+    built-in agent's name (noop, script, replay) for those, which ask no model."""
+    kind = args.agent.partition(":")[0]
+    return kind if args.agent == "noop" or kind in ("script", "replay") else args.model
+
+
+def _changed(out: Path, identity: dict) -> list[str]:
+    """What differs from the run ``out`` holds, when it holds results to go on from."""
+    results, recorded = out / "results.jsonl", out / "run.json"
+    if not (results.is_file() and results.stat().st_size and recorded.is_file()):
+        return []
+    try:
+        before = json.loads(recorded.read_text())
+    except ValueError:
+        return []
+    return differences(before, identity) if isinstance(before, dict) else []
 
 
 def _remove_leftovers(make_session: object) -> list[Leftover]:
@@ -225,19 +292,54 @@ def main(argv: list[str] | None = None) -> int:
     if args.sessions < 1 or args.max_steps < 1:
         print("deskbox run: --sessions and --max-steps are at least 1", file=sys.stderr)
         return 2
+    if args.error_retries < 0 or args.retry_backoff < 0:
+        print("deskbox run: --error-retries and --retry-backoff are at least 0", file=sys.stderr)
+        return 2
+    if any(t is not None and t <= 0 for t in (args.task_timeout, args.step_timeout)):
+        print("deskbox run: --task-timeout and --step-timeout are more than 0 seconds", file=sys.stderr)
+        return 2
     try:
         tasks = load_tasks(args.tasks, domains=args.domains, ids=args.task_ids, limit=args.limit)
         files = _cache_for(args.cache, tasks)
+        settings = {key: getattr(args, key) for key in OSWORLD_SETTINGS}
+        agent_args = dict(parse_agent_arg(a) for a in args.agent_arg)
         make_agent = agent_factory(args.agent, action_space=args.action_space,
-                                   observation_type=args.observation_type, max_steps=args.max_steps)
+                                   observation_type=args.observation_type, max_steps=args.max_steps,
+                                   settings=settings, args=agent_args)
+    except (TaskError, AgentError) as exc:
+        print(f"deskbox run: {exc}", file=sys.stderr)
+        return 2
+    identity = describe(agent=args.agent, agent_settings=settings, agent_args=agent_args, tasks=tasks,
+                        provider=args.provider, image=args.image,
+                        options={"max_steps": args.max_steps, "observation_type": args.observation_type,
+                                 "action_space": args.action_space, "sleep_after_action": args.sleep_after_action,
+                                 "screen": list(args.screen), "task_timeout_s": args.task_timeout,
+                                 "step_timeout_s": args.step_timeout})
+    changed = _changed(args.out, identity)
+    if changed and not args.force:
+        print(f"deskbox run: {args.out} holds a run that was started otherwise; going on with it now would mix two "
+              f"runs' results:\n  " + "\n  ".join(changed) + "\nGive another --out, the same options and tasks, or "
+              "--force to go on all the same.", file=sys.stderr)
+        return 2
+    if changed:
+        identity["forced"] = changed
+    try:
+        path_part(_layout_model(args))
+    except ValueError as exc:
+        print(f"deskbox run: --model {exc}", file=sys.stderr)
+        return 2
+    try:
         make_session = session_factory(args.provider, image=args.image, outputs=[f"{args.screen[0]}x{args.screen[1]}"],
                                        attach=args.attach, pool=args.pool)
-    except (TaskError, AgentError, ProviderError) as exc:
+    except ProviderError as exc:
         print(f"deskbox run: {exc}", file=sys.stderr)
         return 2
     options = RunOptions(out=args.out, max_steps=args.max_steps, sleep_after_action=args.sleep_after_action,
                          observation_type=args.observation_type, action_space=args.action_space, screen=args.screen,
-                         trace=not args.no_trace, stagger_s=args.stagger, files=files)
+                         trace=not args.no_trace, stagger_s=args.stagger, files=files, identity=identity,
+                         task_timeout_s=args.task_timeout, step_timeout_s=args.step_timeout,
+                         retry_errors=args.retry_errors, error_retries=args.error_retries,
+                         retry_backoff_s=args.retry_backoff, layout_model=_layout_model(args), record=args.record)
     sessions = min(args.sessions, len(tasks))
     runner: Runner | None = None
     pool: Pool | None = None
@@ -288,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "summary.json").write_text(json.dumps(result, indent=1))
     print(json.dumps(result["total"]))
     for domain, d in sorted(result["domains"].items()):
-        print(f"  {domain}: {d['graded']}/{d['tasks']} graded, mean {d['mean']}, infra errors {d['infra_error']}")
+        print(f"  {domain}: {d['graded']}/{d['tasks']} graded, mean {d['mean_all']} over every task (an error "
+              f"counts 0), {d['mean_graded']} over the graded; infra errors {d['infra_error']}")
     if runner.worker_errors or unrun:
         print(f"deskbox run: {len(unrun)} task(s) not run: every session was lost "
               f"({'; '.join(runner.worker_errors)[-1500:]}); the same command goes on with them", file=sys.stderr)

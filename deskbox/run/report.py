@@ -36,14 +36,17 @@ def _e(value: object) -> str:
 def _domains(records: list[dict]) -> str:
     s = summary(records)
     rows = "".join(
-        f"<tr><td>{_e(d)}</td><td>{v['tasks']}</td><td>{v['graded']}</td><td>{_e(v['mean'])}</td>"
+        f"<tr><td>{_e(d)}</td><td>{v['tasks']}</td><td>{v['graded']}</td><td>{_e(v['mean_all'])}</td>"
+        f"<td>{_e(v['mean_graded'])}</td>"
         f"<td>{v['infra_error']}</td><td>{v['setup_error']}</td><td>{v['agent_error']}</td>"
         f"<td>{v['grader_error']}</td></tr>"
         for d, v in sorted(s["domains"].items()))
     t = s["total"]
-    return ("<table><tr><th>domain</th><th>tasks</th><th>graded</th><th>mean score</th><th>infra errors</th>"
+    return ("<table><tr><th>domain</th><th>tasks</th><th>graded</th><th>mean, every task (an error is 0)</th>"
+            "<th>mean, graded tasks</th><th>infra errors</th>"
             "<th>setup errors</th><th>agent errors</th><th>grader errors</th></tr>" + rows +
-            f"<tr><th>all</th><th>{t['tasks']}</th><th>{t['graded']}</th><th>{_e(t['mean'])}</th>"
+            f"<tr><th>all</th><th>{t['tasks']}</th><th>{t['graded']}</th><th>{_e(t['mean_all'])}</th>"
+            f"<th>{_e(t['mean_graded'])}</th>"
             "<th></th><th></th><th></th><th></th></tr></table>")
 
 

@@ -19,7 +19,9 @@ What the out folder holds:
   can copy it out (local and podman sessions; elsewhere its path in the session is
   recorded);
 - ``events.jsonl``: sessions started and replaced, tasks started (with the session);
-- ``run.json``: the options of the run.
+- ``run.json``: what the run is (``deskbox.run.identity``): the agent and its settings,
+  the options, the task set's hash, the versions and image it ran on; ``earlier``, what
+  each earlier start of the run in this folder wrote.
 
 An infrastructure failure (a session that died or would not reset, a setup step that
 failed in a session that then did not answer) is never a score: the task is run again
@@ -32,18 +34,24 @@ the same command: tasks with a line in ``results.jsonl`` are skipped, but for
 
 from __future__ import annotations
 
+import datetime
 import json
+import logging
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 from ..provider import Environment, ProviderError
+from .agents import predict, reset_agent
 from .cache import Cache
 from .episode import Episode, InfrastructureError, SetupFailed
 from .graders import GraderUnavailable
+from .layout import OSWorldFolder
 from .sessions import Pool
 from .tasks import Task
 
@@ -59,6 +67,14 @@ class RunOptions:
     action_space: str = "pyautogui"
     screen: tuple[int, int] = (1920, 1080)
     retries: int = 1  # runs again on a fresh session after an infrastructure failure
+    # Wall-clock bounds: a task from its reset to its score, one predict() of the agent.
+    task_timeout_s: float | None = None
+    step_timeout_s: float | None = None
+    # Statuses run again on the same session (a rate limit, a dropped connection): up to
+    # ``error_retries`` times, ``retry_backoff_s`` before the first, doubling each time.
+    retry_errors: tuple[str, ...] = ()
+    error_retries: int = 2
+    retry_backoff_s: float = 10.0
     trace: bool = True  # a deskbox trace of the agent's steps per task, copied into its folder
     # Worker i starts its first task i x stagger_s after the first: N sessions that all
     # reset and start their apps in the same second slow each other's first steps.
@@ -66,6 +82,58 @@ class RunOptions:
     progress: bool = field(default_factory=lambda: sys.stderr.isatty())
     # The tasks' downloads, read from here rather than the network (deskbox.run.cache).
     files: Cache | None = None
+    # What the run is, for run.json (deskbox.run.identity.describe).
+    identity: dict[str, Any] = field(default_factory=dict)
+    # The model's folder of OSWorld's results layout (deskbox.run.layout); None: the run
+    # writes its own layout alone.
+    layout_model: str | None = None
+    # A recording of each task, in its folder of OSWorld's layout (recording.mp4).
+    record: bool = False
+
+
+class TaskTimeout(RuntimeError):
+    """A bounded part of a task (the agent's predict(), the grading) did not end in time."""
+
+
+def _bounded(call: Callable[[], Any], limit: float | None, what: str, why: str) -> Any:
+    """``call()``, given at most ``limit`` seconds (None: as long as it takes). One that
+    does not end in time is left running in its thread (a thread cannot be stopped) and
+    :class:`TaskTimeout` is raised, naming ``what`` and ``why``."""
+    if limit is None:
+        return call()
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # handed to the caller, whatever it is
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True, name=f"bounded-{what}")
+    thread.start()
+    thread.join(limit)
+    if thread.is_alive():
+        raise TaskTimeout(f"timeout: {what} had not ended after {limit:.0f} s ({why})")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+@contextmanager
+def _task_logger(task: Task, path: Path):
+    """The logger an agent's ``reset(logger)`` gets (OSWorld's run scripts pass their
+    ``runtime_logger``): the task's ``runtime.log``, not the run's stderr."""
+    logger = logging.getLogger(f"deskbox.run.task.{task.key}")
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield logger
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
 
 
 def read_results(out: Path) -> dict[str, dict]:
@@ -163,11 +231,18 @@ class Runner:
     # -- the run ----------------------------------------------------------------------------
 
     def run(self, workers: int) -> list[dict]:
-        (self.out / "run.json").write_text(json.dumps({
-            "started": time.time(), "tasks": len(self.tasks), "skipped_as_done": len(self.skipped),
+        path = self.out / "run.json"
+        try:
+            before = json.loads(path.read_text()) if path.is_file() else None
+        except ValueError:
+            before = None
+        earlier = [*before.pop("earlier", []), before] if isinstance(before, dict) and self.skipped else []
+        path.write_text(json.dumps({
             "max_steps": self.options.max_steps, "observation_type": self.options.observation_type,
             "action_space": self.options.action_space, "sleep_after_action": self.options.sleep_after_action,
-            "sessions": workers}, indent=1))
+            "screen": list(self.options.screen), **self.options.identity,
+            "started": time.time(), "tasks": len(self.tasks), "skipped_as_done": len(self.skipped),
+            "sessions": workers, "earlier": earlier}, indent=1))
         threads = [threading.Thread(target=self._worker, args=(i * self.options.stagger_s,), name=f"run-worker-{i}",
                                     daemon=True) for i in range(workers)]
         for t in threads:
@@ -205,7 +280,7 @@ class Runner:
                 self._put_back(task)
                 raise
             while env is not None and task is not None:
-                record, env = self._task(task, agent, env)
+                record, env, agent = self._task_retried(task, agent, env)
                 self._finish(record)
                 task = self._next(holding=True) if env is not None else None
             if env is not None:
@@ -221,6 +296,30 @@ class Runner:
         finally:
             if env is not None:
                 self.pool.release(env)
+
+    def _task_retried(self, task: Task, agent: Any, env: Environment) -> tuple[dict, Environment | None, Any]:
+        """The task, run again while it ends in one of ``retry_errors`` (with a backoff),
+        and the agent to go on with: a new one after one that hung."""
+        o = self.options
+        earlier: list[dict] = []
+        while True:
+            record, env = self._task(task, agent, env)
+            if record.get("timed_out") == "agent":
+                # Its predict() still runs in the thread it was left in: the worker goes
+                # on with a new agent.
+                agent = self.make_agent()
+            with self._lock:
+                stopped = self._stopped
+            if env is None or stopped or record["status"] not in o.retry_errors or len(earlier) >= o.error_retries:
+                break
+            wait = o.retry_backoff_s * 2 ** len(earlier)
+            earlier.append({"status": record["status"], "error": record.get("error")})
+            self.event({"event": "task_retried", "task": task.key, "status": record["status"],
+                        "error": (record.get("error") or "")[-500:], "after_s": wait})
+            time.sleep(wait)
+        if earlier:
+            record["retried"] = earlier
+        return record, env, agent
 
     def _task(self, task: Task, agent: Any, env: Environment) -> tuple[dict, Environment | None]:
         infra: list[str] = []
@@ -266,7 +365,23 @@ class Runner:
         episode.controller.retry_interval = 1
         if hasattr(agent, "begin_task"):
             agent.begin_task(task)
-        agent.reset()
+        theirs = None
+        if o.layout_model is not None:
+            theirs = OSWorldFolder(self.out, action_space=o.action_space, observation_type=o.observation_type,
+                                   model=o.layout_model, domain=task.domain, task_id=task.id)
+            theirs.begin()
+        with _task_logger(task, folder / "runtime.log") as logger:
+            if theirs is not None:
+                theirs.place(folder / "runtime.log", "runtime.log")
+            reset_agent(agent, logger, episode.vm_ip)
+            record = self._episode(task, agent, env, episode, folder, started, theirs)
+        if theirs is not None:
+            theirs.result(record["score"])
+        return record
+
+    def _episode(self, task: Task, agent: Any, env: Environment, episode: Episode, folder: Path,
+                 started: float, theirs: OSWorldFolder | None) -> dict:
+        o = self.options
         record: dict[str, Any] = {"task": task.key, "domain": task.domain, "id": task.id,
                                   "instruction": task.instruction, "session": env.name, "status": "done",
                                   "score": None, "steps": 0, "actions": [], "error": None}
@@ -278,27 +393,40 @@ class Runner:
                               **episode.timings, "total_s": time.monotonic() - started}.items()})
             return record
         responses: list[Any] = []
+        infos: list[Any] = []
         shots = 0
 
-        def shot(observation: dict) -> None:
+        def shot(observation: dict) -> Path | None:
             nonlocal shots
-            if isinstance(observation.get("screenshot"), bytes):
-                (folder / f"step_{shots:03d}.png").write_bytes(observation["screenshot"])
+            path = folder / f"step_{shots:03d}.png"
             shots += 1
+            if isinstance(observation.get("screenshot"), bytes):
+                path.write_bytes(observation["screenshot"])
+                return path
+            return None
 
         shot(obs)
         trace = self._trace_start(env, task)
+        recording = o.record and theirs is not None and self._recording(episode, task)
         agent_started = time.monotonic()
         done = False
         try:
-            for _ in range(o.max_steps):
-                response, actions = agent.predict(task.instruction, obs)
+            for step in range(o.max_steps):
+                limit = self._limit(started, o.step_timeout_s)
+                response, actions, info = _bounded(partial(predict, agent, task.instruction, obs, step), limit,
+                                                   "the agent's predict()", self._why(started, limit))
                 record["steps"] += 1
                 responses.append(_jsonable(response))
-                for action in actions or []:
-                    obs, _reward, done, info = episode.step(action)
+                infos.append(_jsonable(info))
+                for action in actions:
+                    obs, reward, done, info = episode.step(action)
+                    when = datetime.datetime.now()
                     record["actions"].append(_jsonable(action))
-                    shot(obs)
+                    path = shot(obs)
+                    if theirs is not None:
+                        theirs.step(step_num=step + 1, when=when, action=_jsonable(action),
+                                    response=_jsonable(response), reward=reward, done=done, info=_jsonable(info),
+                                    screenshot=path)
                     if ("execute" in info and info["execute"] is None) or obs.get("screenshot") is None:
                         if (problem := env.probe()) is not None:
                             raise InfrastructureError(f"the session stopped answering during the agent's steps: {problem}")
@@ -308,19 +436,28 @@ class Runner:
                     break
         except InfrastructureError:
             raise
+        except TaskTimeout as exc:
+            record.update(status="agent_error", error=str(exc), timed_out="agent")
         except Exception as exc:  # the agent's own failure: recorded, not graded
             record.update(status="agent_error", error=f"{type(exc).__name__}: {exc}"[-2000:])
         agent_s = time.monotonic() - agent_started
+        if recording:
+            self._end_recording(episode, task, theirs.path / "recording.mp4")  # type: ignore[union-attr]
         record["trace"] = self._trace_stop(env, trace, folder / "trace")
-        (folder / "steps.json").write_text(json.dumps({"responses": responses, "actions": record["actions"]},
-                                                      indent=1))
+        steps = {"responses": responses, "actions": record["actions"]}
+        if any(info is not None for info in infos):
+            steps["infos"] = infos
+        (folder / "steps.json").write_text(json.dumps(steps, indent=1))
         if (problem := env.probe()) is not None:
             raise InfrastructureError(f"the session is not healthy after the agent's steps: {problem}")
         if record["status"] == "done":
             try:
-                record["score"] = episode.evaluate()
+                limit = self._limit(started, None)
+                record["score"] = _bounded(episode.evaluate, limit, "grading", self._why(started, limit))
             except InfrastructureError:
                 raise
+            except TaskTimeout as exc:
+                record.update(status="grader_error", error=str(exc), timed_out="grading")
             except SetupFailed as exc:  # the postconfig's step, in a healthy session
                 record.update(status="setup_error", error=str(exc)[-2000:])
             except GraderUnavailable as exc:
@@ -332,6 +469,34 @@ class Runner:
         record["timings"] = {k: round(v, 3) for k, v in {
             **episode.timings, "agent_s": agent_s, "total_s": time.monotonic() - started}.items()}
         return record
+
+    def _recording(self, episode: Episode, task: Task) -> bool:
+        try:
+            episode.controller.start_recording()
+        except Exception as exc:  # (a recording is a record of the run, not part of the task)
+            self.event({"event": "recording_failed", "task": task.key, "error": str(exc)[-500:]})
+            return False
+        return True
+
+    def _end_recording(self, episode: Episode, task: Task, path: Path) -> None:
+        try:
+            episode.controller.end_recording(str(path))
+        except Exception as exc:
+            self.event({"event": "recording_failed", "task": task.key, "error": str(exc)[-500:]})
+
+    def _limit(self, started: float, step_s: float | None) -> float | None:
+        """How long the next bounded call may take: what is left of the task's time, or
+        ``step_s``, whichever is less (None: unbounded)."""
+        limits = [step_s] if step_s else []
+        if self.options.task_timeout_s:
+            limits.append(max(0.0, self.options.task_timeout_s - (time.monotonic() - started)))
+        return min(limits) if limits else None
+
+    def _why(self, started: float, limit: float | None) -> str:
+        o = self.options
+        if limit is not None and o.task_timeout_s and (o.step_timeout_s is None or limit < o.step_timeout_s):
+            return f"the task's --task-timeout of {o.task_timeout_s:g} s ran out"
+        return f"--step-timeout is {o.step_timeout_s:g} s" if o.step_timeout_s else ""
 
     def _trace_start(self, env: Environment, task: Task) -> bool:
         if not self.options.trace:
@@ -364,7 +529,10 @@ class Runner:
 
 
 def summary(records: list[dict]) -> dict[str, Any]:
-    """Scores by domain: tasks, graded, the mean score, and failures by kind."""
+    """Scores by domain and in total: tasks, graded, failures by kind, and two means that
+    are not to be mixed up: ``mean_all`` over every task, a task that ended in an error
+    counting 0 (as a leaderboard counts it), and ``mean_graded`` over the graded tasks
+    alone (``mean``, as older summaries named it)."""
     by: dict[str, dict[str, Any]] = {}
     for r in records:
         d = by.setdefault(r["domain"], {"tasks": 0, "graded": 0, "score": 0.0, "infra_error": 0, "setup_error": 0,
@@ -376,8 +544,13 @@ def summary(records: list[dict]) -> dict[str, Any]:
         if r["status"] in d:
             d[r["status"]] += 1
     for d in by.values():
-        d["mean"] = round(d["score"] / d["graded"], 4) if d["graded"] else None
+        _means(d, d["score"], d["graded"], d["tasks"])
     graded = [r for r in records if r["score"] is not None]
-    total = {"tasks": len(records), "graded": len(graded),
-             "mean": round(sum(float(r["score"]) for r in graded) / len(graded), 4) if graded else None}
+    total = {"tasks": len(records), "graded": len(graded)}
+    _means(total, sum(float(r["score"]) for r in graded), len(graded), len(records))
     return {"domains": by, "total": total}
+
+
+def _means(into: dict[str, Any], score: float, graded: int, tasks: int) -> None:
+    into["mean_all"] = round(score / tasks, 4) if tasks else None
+    into["mean_graded"] = into["mean"] = round(score / graded, 4) if graded else None
