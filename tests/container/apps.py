@@ -31,7 +31,7 @@ import urllib.parse
 import urllib.request
 
 from documents import pptx
-from drive import CheckFailed, Http, machine_flags, podman, published, wait_until
+from drive import CheckFailed, Http, Passed, machine_flags, podman, published, wait_until
 
 HOME = "/home/user"
 
@@ -60,8 +60,9 @@ def docx() -> bytes:
     return out.getvalue()
 
 
-class Apps:
+class Apps(Passed):
     def __init__(self, name: str, token: str) -> None:
+        super().__init__()
         ports = published(name)
         self.osworld = f"http://127.0.0.1:{ports[5000]}"
         self.scene = f"http://127.0.0.1:{ports[8000]}"
@@ -69,11 +70,6 @@ class Apps:
         self.vlc = f"http://127.0.0.1:{ports[8090]}"
         self.http = Http(token)
         self.token = token
-        self.passed: list[str] = []
-
-    def ok(self, what: str) -> None:
-        self.passed.append(what)
-        print(f"ok    {what}")
 
     def elements(self, window_title: str | None = None) -> list[dict]:
         """The Scene's elements; with ``window_title``, only those of the windows whose

@@ -59,6 +59,18 @@ class CheckFailed(Exception):
     pass
 
 
+class Passed:
+    """What a container check has passed so far, each said as it passes (the image
+    checks of this folder share it)."""
+
+    def __init__(self) -> None:
+        self.passed: list[str] = []
+
+    def ok(self, what: str) -> None:
+        self.passed.append(what)
+        print(f"ok    {what}", flush=True)
+
+
 class Http:
     def __init__(self, token: str | None) -> None:
         self.token = token
@@ -231,8 +243,9 @@ def png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-class Drive:
+class Drive(Passed):
     def __init__(self, name: str, token: str) -> None:
+        super().__init__()
         self.name = name
         self.token = token
         self.http = Http(token)
@@ -244,11 +257,6 @@ class Drive:
         self.observer = f"http://127.0.0.1:{ports[5001]}"
         self.cdp_published = f"http://127.0.0.1:{ports[9222]}"
         self.cdp_relay = f"http://127.0.0.1:{ports[9223]}"
-        self.passed: list[str] = []
-
-    def ok(self, what: str) -> None:
-        self.passed.append(what)
-        print(f"ok    {what}", flush=True)
 
     # -- checks ----------------------------------------------------------------------
 

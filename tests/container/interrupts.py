@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from drive import CheckFailed, wait_until  # noqa: E402  (this folder's: the image check's)
+from drive import CheckFailed, Passed, wait_until  # noqa: E402  (this folder's: the image check's)
 
 from deskbox.provider.leftovers import pid_namespace  # noqa: E402
 from deskbox.provider.podman import PodmanBackend  # noqa: E402
@@ -67,16 +67,12 @@ def ended_pid() -> int:
     return proc.pid
 
 
-class Checks:
+class Checks(Passed):
     def __init__(self, image: str, backend: PodmanBackend) -> None:
+        super().__init__()
         self.image = image
         self.backend = backend
-        self.passed: list[str] = []
         self.planted: list[str] = []
-
-    def ok(self, what: str) -> None:
-        self.passed.append(what)
-        print(f"ok    {what}", flush=True)
 
     def plant(self, name: str, owner_pid: int, pidns: str) -> str:
         """A container labelled as a podman session's, doing nothing."""

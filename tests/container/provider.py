@@ -64,7 +64,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from drive import CheckFailed, wait_until  # noqa: E402  (this folder's: the image check's)
+from drive import CheckFailed, Passed, wait_until  # noqa: E402  (this folder's: the image check's)
 
 from deskbox.provider import (  # noqa: E402
     CONTAINER_PORTS,
@@ -146,15 +146,11 @@ def local_image(image: str) -> str:
     return name if ":" in name.rsplit("/", 1)[-1] else name + ":latest"
 
 
-class Run:
+class Run(Passed):
     def __init__(self, image: str) -> None:
+        super().__init__()
         self.image = image
-        self.passed: list[str] = []
         self.started: list[Environment] = []
-
-    def ok(self, what: str) -> None:
-        self.passed.append(what)
-        print(f"ok    {what}", flush=True)
 
     def track(self, env: Environment) -> Environment:
         self.started.append(env)
