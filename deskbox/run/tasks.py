@@ -15,11 +15,17 @@ A config is OSWorld's: ``id``, ``instruction``, ``config`` (setup steps), ``eval
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
 __all__ = ["Task", "TaskError", "load_tasks"]
+
+
+# A task's domain and id name its results' folders: refused before they name one
+# outside the run's folder.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
 
 
 class TaskError(ValueError):
@@ -53,6 +59,10 @@ def _read(path: Path, domain: str) -> Task:
         raise TaskError(f"{path}: not a task config: {exc}") from exc
     if not isinstance(config, dict) or "id" not in config or "evaluator" not in config:
         raise TaskError(f"{path}: a task config has at least 'id' and 'evaluator'")
+    for what, name in (("domain", domain), ("id", str(config["id"]))):
+        if not _NAME.fullmatch(name) or ".." in name:
+            raise TaskError(f"{path}: the task's {what} {name!r} cannot name a folder of the results: letters, "
+                            "digits, '.', '_' and '-' (no '..' or '/')")
     return Task(domain, config, str(path))
 
 
