@@ -20,8 +20,10 @@ only for an agent that says FAIL: the do-nothing agent says DONE.)
 **The cost.** The agent does nothing, so what the machine spends is the environment's
 own work: resets, setups, graders, the sessions' idle. The machine's busy CPU is sampled
 each second and shared among the tasks running in that second: core-seconds per task,
-by domain, beside the tasks' reset, setup and grading seconds (median) and tasks an
-hour. Reported, not asserted."""
+by domain (the mean, total over tasks: what a run costs; the median beside it, which a
+task set of cheap and dear domains side by side makes jump from one to the other),
+beside the tasks' reset, setup and grading seconds (median) and tasks an hour.
+Reported, not asserted."""
 
 from __future__ import annotations
 
@@ -67,14 +69,17 @@ def listed_passes(text: str) -> dict[str, str]:
 
 def cost_by_task(samples: list[tuple[float, float]], spans: dict[str, tuple[float, float]]) -> dict[str, float]:
     """Core-seconds per task: each interval's busy CPU (``samples``: time, busy seconds
-    so far) shared equally among the tasks whose span (start, end) covers its middle.
-    CPU spent while no task ran (sessions starting, the run's end) is left out."""
+    so far) shared among the tasks running in it, by how much of it each ran (a task of
+    half a second in a sampled second gets its part of that second, beside a task that
+    ran all of it). CPU spent while no task ran (sessions starting, the run's end) is left
+    out, and every task that ran at all has a cost."""
     cost: dict[str, float] = defaultdict(float)
     for (t0, b0), (t1, b1) in zip(samples, samples[1:]):
-        middle = (t0 + t1) / 2
-        running = [task for task, (start, end) in spans.items() if start <= middle < end]
-        for task in running:
-            cost[task] += (b1 - b0) / len(running)
+        overlaps = {task: min(end, t1) - max(start, t0) for task, (start, end) in spans.items()}
+        running = {task: o for task, o in overlaps.items() if o > 0}
+        total = sum(running.values())
+        for task, o in running.items():
+            cost[task] += (b1 - b0) * o / total
     return dict(cost)
 
 
@@ -101,6 +106,7 @@ def summarise(records: list[dict], events: list[dict], samples: list[tuple[float
             "tasks": len(mine), "graded": sum(r["score"] is not None for r in mine), "statuses": dict(statuses),
             "passed": sum((r["score"] or 0) > 0 for r in mine),
             "core_s_per_task": _median(costs), "core_s_total": round(sum(costs), 1),
+            "core_s_mean": round(sum(costs) / len(costs), 2) if costs else None, "costed": len(costs),
             **{key: _median([r["timings"][key] for r in mine if key in (r.get("timings") or {})])
                for key in ("reset_s", "setup_s", "grading_s", "total_s")},
         }
@@ -110,7 +116,9 @@ def summarise(records: list[dict], events: list[dict], samples: list[tuple[float
     return {
         "tasks": len(records), "wall_s": round(wall_s, 1),
         "tasks_per_hour": round(len(records) / wall_s * 3600, 1) if wall_s else None,
-        "core_s_per_task": _median(all_costs), "domains": domains,
+        "core_s_per_task": _median(all_costs), "core_s_total": round(sum(all_costs), 1),
+        "core_s_mean": round(sum(all_costs) / len(all_costs), 2) if all_costs else None, "costed": len(all_costs),
+        "domains": domains,
         "passed": passed, "unlisted_passes": sorted(set(passed) - set(listed)),
         "listed_not_passing": sorted(t for t in listed if t not in passed and any(r["task"] == t for r in records)),
     }
@@ -119,23 +127,26 @@ def summarise(records: list[dict], events: list[dict], samples: list[tuple[float
 def markdown(result: dict) -> str:
     lines = [f"# A do-nothing agent over OSWorld's tasks ({result['sessions']} sessions, {result['image']})", "",
              f"{result['tasks']} tasks in {result['wall_s']} s: {result['tasks_per_hour']} tasks an hour; "
-             f"{result['core_s_per_task']} core-seconds a task (median).", "",
-             "| domain | tasks | graded | passed | statuses | core-s a task | reset s | setup s | grading s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             f"{result['core_s_mean']} core-seconds a task (mean: {result['core_s_total']} in all), "
+             f"{result['core_s_per_task']} (median).", "",
+             "| domain | tasks | graded | passed | statuses | core-s a task (mean) | median | reset s | setup s | "
+             "grading s |", "|---|---|---|---|---|---|---|---|---|---|"]
     for domain, d in result["domains"].items():
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(d["statuses"].items()))
         lines.append(f"| {domain} | {d['tasks']} | {d['graded']} | {d['passed']} | {statuses} | "
-                     f"{d['core_s_per_task']} | {d['reset_s']} | {d['setup_s']} | {d['grading_s']} |")
+                     f"{d.get('core_s_mean')} | {d['core_s_per_task']} | {d['reset_s']} | {d['setup_s']} | "
+                     f"{d['grading_s']} |")
     if result.get("baseline"):
         b = result["baseline"]
         lines += ["", f"Baseline `{b['image']}`, the same tasks just before: {b['tasks_per_hour']} tasks an hour, "
-                      f"{b['core_s_per_task']} core-seconds a task (median); this image's over the baseline's: "
-                      f"{result.get('core_s_ratio')}x.", "",
-                  "| domain | core-s a task, baseline | this image | reset s, baseline | this image |",
+                      f"{b.get('core_s_mean')} core-seconds a task (mean), {b['core_s_per_task']} (median); this "
+                      f"image's over the baseline's: {result.get('core_s_mean_ratio')}x (mean), "
+                      f"{result.get('core_s_ratio')}x (median).", "",
+                  "| domain | core-s a task (mean), baseline | this image | reset s, baseline | this image |",
                   "|---|---|---|---|---|"]
         for domain, d in result["domains"].items():
             o = b["domains"].get(domain, {})
-            lines.append(f"| {domain} | {o.get('core_s_per_task')} | {d['core_s_per_task']} | {o.get('reset_s')} | "
+            lines.append(f"| {domain} | {o.get('core_s_mean')} | {d.get('core_s_mean')} | {o.get('reset_s')} | "
                          f"{d['reset_s']} |")
     lines += ["", "Passed and not listed in docs/osworld.md: "
               + (", ".join(f"`{t}`" for t in result["unlisted_passes"]) or "none"),
@@ -216,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         result["baseline"] = baseline
         if baseline.get("core_s_per_task") and result.get("core_s_per_task") is not None:
             result["core_s_ratio"] = round(result["core_s_per_task"] / baseline["core_s_per_task"], 3)
+        if baseline.get("core_s_mean") and result.get("core_s_mean") is not None:
+            result["core_s_mean_ratio"] = round(result["core_s_mean"] / baseline["core_s_mean"], 3)
     write_results(args.results, "noop", result, markdown(result))
     return 1 if result["unlisted_passes"] else 0
 

@@ -135,26 +135,28 @@ def _noop(d: dict, plots: Plots) -> list[str]:
            f"tasks), {d.get('sessions')} sessions of `{d.get('image')}`, offline: a task whose setup downloads its "
            "files ends as setup_error unless a cache holds them. The agent does nothing, so what the machine spends "
            "is the environment's own work; each second's busy CPU is shared among the tasks running in it. "
-           f"{_int(d.get('tasks_per_hour'))} tasks an hour, {d.get('core_s_per_task')} core-seconds a task "
-           "(median); reset, setup and grading are medians in seconds.", ""]
+           f"{_int(d.get('tasks_per_hour'))} tasks an hour, {d.get('core_s_mean')} core-seconds a task (mean: what "
+           f"the run cost over its tasks), {d.get('core_s_per_task')} (median); reset, setup and grading are "
+           "medians in seconds.", ""]
     rows = []
     for domain, v in (d.get("domains") or {}).items():
         statuses = ", ".join(f"{k} {n}" for k, n in sorted((v.get("statuses") or {}).items()))
         rows.append([domain, _int(v.get("tasks")), _int(v.get("graded")), _int(v.get("passed")), statuses,
-                     str(v.get("core_s_per_task")), str(v.get("reset_s")), str(v.get("setup_s")),
-                     str(v.get("grading_s"))])
-    out += _table(["domain", "tasks", "graded", "passed", "statuses", "core-s a task", "reset", "setup", "grading"],
-                  ["l", "r", "r", "r", "l", "r", "r", "r", "r"], rows)
+                     str(v.get("core_s_mean")), str(v.get("core_s_per_task")), str(v.get("reset_s")),
+                     str(v.get("setup_s")), str(v.get("grading_s"))])
+    out += _table(["domain", "tasks", "graded", "passed", "statuses", "core-s a task (mean)", "median", "reset",
+                   "setup", "grading"], ["l", "r", "r", "r", "l", "r", "r", "r", "r", "r"], rows)
     if d.get("baseline"):
         b = d["baseline"]
         out += ["", f"Beside it, the same tasks on the baseline image `{b.get('image')}` just before: "
-                    f"{b.get('core_s_per_task')} core-seconds a task against {d.get('core_s_per_task')} "
-                    f"({d.get('core_s_ratio')}x), {_int(b.get('tasks_per_hour'))} tasks an hour against "
+                    f"{b.get('core_s_mean')} core-seconds a task against {d.get('core_s_mean')} "
+                    f"({d.get('core_s_mean_ratio')}x; the medians {b.get('core_s_per_task')} and "
+                    f"{d.get('core_s_per_task')}), {_int(b.get('tasks_per_hour'))} tasks an hour against "
                     f"{_int(d.get('tasks_per_hour'))}.", ""]
         out += _table(["domain", "core-s a task, baseline", "core-s a task", "reset, baseline", "reset"],
                       ["l", "r", "r", "r", "r"],
-                      [[domain, str((b.get("domains") or {}).get(domain, {}).get("core_s_per_task")),
-                        str(v.get("core_s_per_task")), str((b.get("domains") or {}).get(domain, {}).get("reset_s")),
+                      [[domain, str((b.get("domains") or {}).get(domain, {}).get("core_s_mean")),
+                        str(v.get("core_s_mean")), str((b.get("domains") or {}).get(domain, {}).get("reset_s")),
                         str(v.get("reset_s"))] for domain, v in (d.get("domains") or {}).items()])
     unlisted = d.get("unlisted_passes") or []
     out += ["", "Passed and not listed in docs/osworld.md: " + (", ".join(f"`{t}`" for t in unlisted) or "none")

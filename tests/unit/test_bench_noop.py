@@ -19,8 +19,10 @@ def test_every_task_docs_osworld_md_lists_has_a_reason():
     assert all(reason and not reason.startswith("`") for reason in listed.values()), listed
 
 
-def test_cpu_of_a_second_is_shared_among_the_tasks_running_in_it():
-    samples = [(0.0, 0.0), (1.0, 1.0), (2.0, 3.0), (3.0, 3.5)]
-    spans = {"a": (0.0, 2.0), "b": (1.0, 3.0)}
+def test_cpu_of_a_second_is_shared_among_the_tasks_running_in_it_by_how_long_each_ran():
+    samples = [(0.0, 0.0), (1.0, 1.0), (2.0, 3.0), (3.0, 3.5), (4.0, 5.5)]
+    spans = {"a": (0.0, 2.0), "b": (1.0, 3.0), "short": (3.25, 3.75), "longer": (3.0, 4.0)}
     cost = cost_by_task(samples, spans)
-    assert cost == {"a": 1.0 + 1.0, "b": 1.0 + 0.5}
+    assert cost == {"a": 1.0 + 1.0, "b": 1.0 + 0.5, "short": 2.0 / 3, "longer": 2.0 * 2 / 3}
+    # A task shorter than a sample, whose span holds no sample's middle, has its cost too.
+    assert set(cost_by_task([(0.0, 0.0), (1.0, 1.0)], {"quick": (0.6, 0.9)})) == {"quick"}
