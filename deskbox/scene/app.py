@@ -135,10 +135,10 @@ def create_app(config: SceneConfig | None = None, *, parts: Parts | None = None)
     app[TOOLSET] = Toolset(engine, app[ACTOR], desktop, bridge)
     vlm = app[VLM] = VisionModel(config.vlm_url, config.vlm_model, config.vlm_key)
     app[RECORDING] = Recording(desktop)
-    app[COMPUTER] = Computer(desktop, bridge, engine, input_lock, app.get(GATE))
+    control = SessionControl(config.control)
+    app[COMPUTER] = Computer(desktop, bridge, engine, input_lock, app.get(GATE), session=control)
     app[STARTED] = time.time()
     live_view = app[LIVE_VIEW] = LiveView(config.view, config.token, timeout=2.0) if config.view else None
-    control = SessionControl(config.control)
     app[SESSION] = SessionApi(control, engine)
     app[SCENE_METRICS] = engine.metrics = SceneMetrics(add_metrics(app), control)
 

@@ -22,6 +22,7 @@ from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...common.errors import ActionFailed, InvalidRequest, NotFoundError, Unavailable
+from ...common.session_api import SessionControl
 from ...common.web import read_body, taking_turn
 from ...geometry import (
     Display,
@@ -47,6 +48,8 @@ T = TypeVar("T")
 # 90; tests/test_computer_adapters.py checks the conversion). Providers that give scroll
 # distances in pixels (OpenAI, Gemini) are turned into notches with it.
 PIXELS_PER_NOTCH = 180.0
+# How long open_web_browser waits for the window of a browser it started.
+BROWSER_WINDOW_S = 20.0
 
 
 class ScreenQuery(BaseModel):
@@ -240,11 +243,15 @@ class Computer:
     browser through the bridge, change detection through the scene engine."""
 
     def __init__(self, desktop: Desktop, bridge: Bridge | None, engine: SceneEngine,
-                 input_lock: asyncio.Lock | None = None, gate: Gate | None = None) -> None:
+                 input_lock: asyncio.Lock | None = None, gate: Gate | None = None,
+                 session: SessionControl | None = None) -> None:
         self.desktop = desktop
         self.bridge = bridge
         self.engine = engine
         self.gate = gate
+        # The session's control, which starts a browser that is not running (an
+        # OSWorld-mode session after its reset); None outside deskbox up.
+        self.session = session
         # One action at a time: input is a shared resource (shared with /act's Actor).
         self.input_lock = input_lock or asyncio.Lock()
 
@@ -309,12 +316,23 @@ class Computer:
                 return url
             await asyncio.sleep(0.05)
 
-    async def focus_browser(self) -> None:
-        """Give the browser window the keyboard (browser shortcuts go to the focused
-        window); a 409 when there is no browser window."""
+    async def _browser_windows(self) -> list:
         tree = await self.desktop.tree()
-        windows = [w for w in tree.windows if (w.app_id or "").lower() in ("chromium", "chromium-browser",
-                                                                            "google-chrome", "chrome")]
+        return [w for w in tree.windows if (w.app_id or "").lower() in ("chromium", "chromium-browser",
+                                                                        "google-chrome", "chrome")]
+
+    async def focus_browser(self, *, start: bool = False) -> None:
+        """Give the browser window the keyboard (browser shortcuts go to the focused
+        window); a 409 when there is no browser window. With ``start``, a browser that
+        is not running is started first (through the session, which knows how), and
+        its window waited for."""
+        windows = await self._browser_windows()
+        if not windows and start and self.session is not None and self.session.available:
+            await self.session.call("POST", "/browser", {"urls": []})
+            deadline = time.monotonic() + BROWSER_WINDOW_S
+            while not windows and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
+                windows = await self._browser_windows()
         if not windows:
             raise ActionFailed("there is no browser window", code="no_browser")
         if not any(w.focused for w in windows):

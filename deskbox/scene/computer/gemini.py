@@ -15,7 +15,8 @@ its inline autocompletion may extend a typed URL from history, and the reference
 implementation also navigates the page directly (Playwright ``goto``). ``go_back`` and
 ``go_forward`` are the browser's own keys (alt+Left, alt+Right) pressed on its window:
 real input, with the same effect as its toolbar buttons. ``open_web_browser`` focuses the
-browser window (Chromium runs for the whole session).
+browser window, starting the browser first where it is not running (an OSWorld-mode
+session after its reset, which leaves it closed as OSWorld's VM starts a task).
 
 The reply is the ``FunctionResponse`` for the next turn, snake_case as the Python SDK
 names its fields (``types.FunctionResponse.model_validate(reply)``; the REST API takes
@@ -30,11 +31,14 @@ from typing import Annotated, Any, Awaitable, Callable, Literal, Union
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
-from ...common.errors import InvalidRequest
+from ...common.errors import InvalidRequest, ServiceError
+from ...common.logging import get_logger
 from ...common.web import json_ok, read_query, validate
 from .base import COMPUTER, Screen, ScreenQuery, key_name, read_object, split_combo
 
 __all__ = ["GeminiCall", "GeminiQuery", "HANDLERS", "handle"]
+
+log = get_logger("deskbox.scene.computer.gemini")
 
 DEFAULT_MAGNITUDE = 800
 WAIT_S = 5.0
@@ -182,7 +186,7 @@ _DIRECTIONS = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}
 
 
 async def _open_web_browser(s: Screen, c: OpenWebBrowser, q: GeminiQuery) -> None:
-    await s.computer.focus_browser()
+    await s.computer.focus_browser(start=True)
 
 
 async def _wait_5_seconds(s: Screen, c: Wait5, q: GeminiQuery) -> None:
@@ -310,9 +314,17 @@ async def handle(request: web.Request) -> web.Response:
     screen, _ = await computer.act(q, work, settle=call.name != "wait_5_seconds", action=call.name,
                                    args=call.args.model_dump(exclude_none=True))
     shot = await screen.screenshot()
+    # The action is done: a browser that does not answer now (starting, or gone) leaves
+    # the reply without its URL rather than answering an error for an action that was
+    # carried out, which a harness would send again.
+    try:
+        url = await computer.current_url()
+    except ServiceError as exc:
+        log.info("gemini.reply_without_url", error=str(exc))
+        url = None
     return json_ok({
         "name": call.name,
         "id": call.id,
-        "response": {"url": await computer.current_url()},
+        "response": {"url": url},
         "parts": [{"inline_data": {"mime_type": "image/png", "data": shot.b64}}],
     })
