@@ -31,6 +31,7 @@ die without stopping it (SIGKILL)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import socket
@@ -176,6 +177,12 @@ def _stop_all(envs: list[Environment]) -> None:
         t.join()
 
 
+def _own_token(spec: EnvironmentSpec) -> EnvironmentSpec:
+    """``spec`` with a token of its own: an agent in one session of a run (which may
+    read its session's token) cannot drive another."""
+    return dataclasses.replace(spec, token=new_token())
+
+
 class _LocalSessions:
     """``make(n)`` for local sessions; ``close()`` stops every one still running."""
 
@@ -189,7 +196,7 @@ class _LocalSessions:
         with self._lock:
             if self._closed:
                 raise ProviderError(f"local{n} was not started: the run is ending")
-            env = LocalEnvironment(f"local{n}", self.spec, f"deskbox-run{n}")
+            env = LocalEnvironment(f"local{n}", _own_token(self.spec), f"deskbox-run{n}")
             self._made.append(env)
         return env.start()
 
@@ -212,7 +219,7 @@ class _Started:
         self.spec = spec
 
     def __call__(self, n: int) -> Environment:
-        return self.backend.start(self.spec, name=f"deskbox-run-{os.getpid()}-{n}")
+        return self.backend.start(_own_token(self.spec), name=f"deskbox-run-{os.getpid()}-{n}")
 
     def close(self) -> list[str]:
         return self.backend.close()
@@ -233,8 +240,8 @@ def session_factory(provider: str, *, image: str = "deskbox", outputs: list[str]
         if provider != "kubernetes":
             raise ProviderError("--pool names running session pods: it goes with --provider kubernetes")
         return _FromPool(pool)
-    # Each session of a run asks for a token of its own: the runner sends it, OSWorld's
-    # controllers' requests included (deskbox.run.credentials).
+    # Each session of a run asks for a token of its own (each make(n) draws one): the
+    # runner sends it, OSWorld's controllers' requests included (deskbox.run.credentials).
     spec = EnvironmentSpec(image=image, outputs=outputs or ["1920x1080"], osworld=True, token=new_token(),
                            env=dict(settings or {}))
     if provider == "local":

@@ -1,4 +1,4 @@
-"""deskbox run's summary means, and the bounds a run's callers wait for."""
+"""deskbox run's summary means, the bounds a run's callers wait for, and its sessions' tokens."""
 
 from __future__ import annotations
 
@@ -26,3 +26,26 @@ def test_the_providers_reset_waits_longer_than_the_scene_bounds_its_reset_route(
 
     assert RESET_TIMEOUT_S < SCENE_RESET_S < RESET_WAIT_S
     assert inspect.signature(Environment.reset).parameters["timeout"].default == RESET_WAIT_S
+
+
+def test_each_session_a_run_starts_has_a_token_of_its_own():
+    """An agent in one session of a run (its commands may read the session's token)
+    cannot drive another: every make(n) draws its own."""
+    from deskbox.provider import EnvironmentSpec
+    from deskbox.run.sessions import _Started
+
+    class Backend:
+        def __init__(self) -> None:
+            self.specs = []
+
+        def start(self, spec, name):
+            self.specs.append(spec)
+            return name
+
+    backend = Backend()
+    make = _Started(backend, EnvironmentSpec(token="shared", osworld=True))
+    make(0)
+    make(1)
+    tokens = [s.token for s in backend.specs]
+    assert len(set(tokens)) == 2 and "shared" not in tokens and all(len(t) >= 24 for t in tokens), tokens
+    assert all(s.osworld for s in backend.specs)
