@@ -264,7 +264,11 @@ class PodmanBackend:
             for service, host_port in ports.items():
                 args += ["-p", f"{self.host}:{host_port}:{CONTAINER_PORTS[service]}"]
             try:
-                self.podman(*args, spec.image, env=env)
+                # Shielded too: a `podman run` that a Ctrl+C ends half-way through leaves its
+                # port forwarding behind (CNI's rules for a container no longer there, which
+                # send a later session's ports nowhere). It returns within seconds (-d); the
+                # harness's close() waits for it, then removes the container whole.
+                self._shielded(*args, spec.image, timeout=120, env=env)
             except ProviderError:
                 self.podman("rm", "-f", "-t", "0", name, check=False)  # created but not started
                 raise
@@ -288,12 +292,12 @@ class PodmanBackend:
                 ports[service] = int(outer.rsplit(":", 1)[1])
         return PodmanEnvironment(self, name, spec, ports)
 
-    def _shielded(self, *args: str, timeout: float) -> subprocess.CompletedProcess:
+    def _shielded(self, *args: str, timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         """podman in a session of its own: a Ctrl+C at the terminal (SIGINT to the whole
         foreground process group) does not reach it, only the harness, which decides."""
         try:
             out = subprocess.run([self.podman_bin, *args], capture_output=True, text=True, timeout=timeout,
-                                 start_new_session=True)
+                                 start_new_session=True, env=env)
         except FileNotFoundError:
             raise ProviderError(f"{self.podman_bin} is not installed (scripts/container-build installs it)") from None
         except subprocess.TimeoutExpired:
