@@ -39,7 +39,7 @@ from typing import Any, Callable, Protocol
 from .tasks import Task
 
 __all__ = ["Agent", "NoopAgent", "ScriptAgent", "agent_factory", "AgentError", "OSWORLD_SETTINGS",
-           "parse_agent_arg", "reset_agent", "predict"]
+           "parse_agent_arg", "reset_agent", "predict", "built_in"]
 
 
 class AgentError(ValueError):
@@ -131,14 +131,21 @@ def _declares(function: Callable[..., Any], name: str) -> bool:
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
+def built_in(spec: str) -> str | None:
+    """The built-in agent ``spec`` names (``noop``, ``script``, ``replay``), or None for a
+    MODULE:NAME agent."""
+    kind = spec.partition(":")[0]
+    return kind if spec == "noop" or kind in ("script", "replay") else None
+
+
 def agent_factory(spec: str, *, action_space: str, observation_type: str, max_steps: int,
                   settings: dict[str, Any] | None = None, args: dict[str, Any] | None = None) -> Callable[[], Any]:
     """A callable making one agent per session worker, from ``--agent``: ``settings``
     (over :data:`OSWORLD_SETTINGS`) offered where declared, ``args`` (``--agent-arg``)
     given, each declared or refused."""
     args = args or {}
-    if args and (spec in ("noop",) or spec.partition(":")[0] in ("script", "replay")):
-        raise AgentError(f"--agent-arg is for MODULE:NAME agents, not {spec.partition(':')[0]}")
+    if args and (builtin := built_in(spec)):
+        raise AgentError(f"--agent-arg is for MODULE:NAME agents, not {builtin}")
     if spec == "noop":
         return NoopAgent
     kind, _, arg = spec.partition(":")

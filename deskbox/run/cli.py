@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..provider import ProviderError
 from ..provider.leftovers import Leftover
-from .agents import OSWORLD_SETTINGS, AgentError, agent_factory, parse_agent_arg
+from .agents import OSWORLD_SETTINGS, AgentError, agent_factory, built_in, parse_agent_arg
 from .cache import Cache
 from .episode import ACTION_SPACES, OBSERVATION_TYPES
 from .identity import describe, differences
@@ -185,8 +185,7 @@ def _cache_for(folder: Path | None, tasks: list) -> Cache | None:
 def _layout_model(args: argparse.Namespace) -> str:
     """The model folder of OSWorld's layout: --model for an agent of one's own, the
     built-in agent's name (noop, script, replay) for those, which ask no model."""
-    kind = args.agent.partition(":")[0]
-    return kind if args.agent == "noop" or kind in ("script", "replay") else args.model
+    return built_in(args.agent) or args.model
 
 
 def _changed(out: Path, identity: dict) -> list[str]:
