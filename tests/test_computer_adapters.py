@@ -266,7 +266,7 @@ def test_a_hold_whose_client_leaves_ends_and_lets_the_key_go(session, pages, pag
     not 30 s later, and the next action answers at once instead of queueing."""
     body = json.dumps({"action": "hold_key", "text": "shift", "duration": 30}).encode()
     with socket.create_connection(("127.0.0.1", session.scene_port)) as s:
-        s.sendall(b"POST /api/v1/computer/anthropic HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        s.sendall(b"POST /api/v1/computer/anthropic HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
         down = pages.wait_for(type="keydown", key="Shift")
     up = pages.wait_for(type="keyup", key="Shift", timeout=10)

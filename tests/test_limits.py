@@ -124,7 +124,7 @@ def test_a_client_that_goes_away_stops_its_input_and_holds_no_key(session, pages
     pages.clear()
     body = json.dumps({"action": "type", "text": "y" * 200, "interval_ms": 50}).encode()
     with socket.create_connection(("127.0.0.1", session.desktopd_port)) as s:
-        s.sendall(b"POST /api/v1/keyboard HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        s.sendall(b"POST /api/v1/keyboard HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
         wait_until(lambda: len(pages.matching(type="keydown")) >= 3, 10, what="typing to begin")
     pages.settle(1.0)
@@ -193,7 +193,7 @@ def test_a_wait_answers_within_its_own_bound_and_stops_when_its_client_leaves(se
     before = _answered(session, "/api/v1/wait_for", 499)
     body = json.dumps({**never, "timeout_ms": 30_000}).encode()
     with socket.create_connection(("127.0.0.1", session.scene_port)) as s:
-        s.sendall(b"POST /api/v1/wait_for HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        s.sendall(b"POST /api/v1/wait_for HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
         time.sleep(1.0)
     wait_until(lambda: _answered(session, "/api/v1/wait_for", 499) > before, 10, interval=0.2,

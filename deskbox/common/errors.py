@@ -87,6 +87,11 @@ class NotFoundError(InvalidRequest):
     code = "not_found"
 
 
+class UnsupportedMediaType(InvalidRequest):
+    status = 415
+    code = "unsupported_media_type"
+
+
 class Expired(InvalidRequest):
     status = 410
     code = "expired"

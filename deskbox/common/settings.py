@@ -56,6 +56,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
             "expose nothing) (--ocr)", "deskbox up, the scene"),
     Setting("DESKBOX_USER", None, "as root: the session's user (--user)", _UP),
     Setting("DESKBOX_HOME", None, "a home to use and keep (--home)", _UP),
+    Setting("DESKBOX_NO_TOKEN", "0", "1: listening beyond loopback with no DESKBOX_TOKEN, serve without a token "
+            "instead of making one and printing it (--no-token)", "deskbox up, the image"),
     Setting("DESKBOX_SUDO", "0", "1: the session user may sudo with password 'password' (--sudo)", _UP),
     Setting("DESKBOX_TTL", None, "seconds the session lives (--ttl)", "deskbox up, the image"),
     Setting("DESKBOX_CONTEXTS_DIR", None, "the folder of persistent browser contexts (--contexts-dir)",
@@ -76,6 +78,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     # -- every service -------------------------------------------------------------------
     Setting("DESKBOX_TOKEN", None, "the bearer token every service asks of its callers, and that clients send",
             "every service, clients, the image"),
+    Setting("DESKBOX_ALLOWED_ORIGINS", None, "web origins (https://dash.example.org, space or comma separated; * "
+            "for any) whose pages may call the services, beside the services' own pages", _SERVICES),
+    Setting("DESKBOX_ALLOWED_HOSTS", None, "names the services answer to in Host, beside addresses, localhost and "
+            "the machine's name (.example.org for its subdomains; * for any)", _SERVICES),
     Setting("DESKBOX_LOG_LEVEL", "info", "debug, info, warning or error", _SERVICES),
     Setting("DESKBOX_GC", None, "default: Python's own garbage collector thresholds (the services tune them)",
             _SERVICES),

@@ -18,13 +18,14 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from pydantic import BaseModel, ValidationError
 
-from .errors import Busy, ClientGone, InvalidRequest, ServiceError, Unauthorized
+from .errors import Busy, ClientGone, InvalidRequest, ServiceError, Unauthorized, UnsupportedMediaType
 from .logging import get_logger
 
 __all__ = [
     "error_middleware",
     "auth_middleware",
     "read_body",
+    "require_json",
     "read_query",
     "read_form",
     "validate",
@@ -166,6 +167,19 @@ def validate(model: type[ModelT], data: Any, *, context: dict[str, Any] | None =
         raise InvalidRequest(message, code="validation_error", details=details) from exc
 
 
+def require_json(request: web.Request) -> None:
+    """A 415 unless the body says it is JSON (``application/json`` or a ``+json`` type).
+    The types a web page may send to another origin without asking first (``text/plain``,
+    a form, no type at all) are what a page uses to make a service act for it
+    (``common.callers``), so a JSON route takes none of them, whatever its body holds."""
+    media = request.content_type  # (aiohttp: "application/octet-stream" when none is given)
+    if media != "application/json" and not (media.startswith("application/") and media.endswith("+json")):
+        given = request.headers.get("Content-Type")
+        raise UnsupportedMediaType(
+            f"the body must be sent as JSON, with Content-Type: application/json (it was "
+            f"{'not given' if given is None else repr(given)}); with curl: --json '{{...}}'")
+
+
 async def read_body(request: web.Request, model: type[ModelT], *, context: dict[str, Any] | None = None) -> ModelT:
     """Parse the JSON body into ``model`` or raise a 400 that says what is wrong. Parsed
     once per request and model (a route whose time bound depends on the body reads it
@@ -176,6 +190,7 @@ async def read_body(request: web.Request, model: type[ModelT], *, context: dict[
     raw = await request.read()
     if not raw:
         raise InvalidRequest("request body is empty; send a JSON object", code="invalid_json")
+    require_json(request)
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -25,7 +25,7 @@ from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
 from ..common.errors import ServiceError, Unauthorized, Unavailable, error_body
 from ..common.logging import get_logger
-from ..common.web import INTERFACE_HEADER, INTERNAL_HEADER, json_ok, read_body
+from ..common.web import INTERFACE_HEADER, INTERNAL_HEADER, json_ok, read_body, require_json
 from .models import GateStateRequest
 
 __all__ = ["GateClient", "GATE_CLIENT", "BLUR", "gate_middleware", "gate_state"]
@@ -122,6 +122,8 @@ BLUR = "deskbox_blur"
 async def _args(request: web.Request) -> dict[str, Any]:
     if request.method == "GET":
         return dict(request.query)
+    if request.body_exists:
+        require_json(request)  # (before the policy is asked about a body the route will refuse)
     try:
         body = orjson.loads(await request.read())  # (aiohttp keeps the body for the handler)
     except ValueError:

@@ -1,5 +1,6 @@
 """MCP over streamable HTTP at ``/mcp`` of the scene aggregator, behind its bearer token
-like every other route of it.
+and its check of who calls (``common.callers``: DNS rebinding, other sites' pages) like
+every other route of it.
 
 The SDK's streamable HTTP transport is an ASGI application and aiohttp is not an ASGI
 server, so each aiohttp request is handed to the SDK's session manager as one ASGI call
@@ -44,6 +45,7 @@ class McpEndpoint:
         async with self._lock:
             if self._manager is None:
                 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+                from mcp.server.transport_security import TransportSecuritySettings
 
                 from .server import build_server
 
@@ -51,7 +53,13 @@ class McpEndpoint:
                 # (No desktopd URL: this app serves desktopd's routes itself, as mock mode does.)
                 urls = {**self._urls, "desktopd": self._urls["desktopd"] or own}
                 self._client = AsyncClient(own, token=self._token, interface="mcp", **urls)
-                manager = StreamableHTTPSessionManager(build_server(self._client), stateless=True, json_response=True)
+                # (Host and Origin are checked for /mcp as for every route of the scene, by
+                # common.callers, with the same names and allow-lists: the SDK's own check,
+                # which takes exact host:port patterns only, would refuse a session reached
+                # by an address nobody listed.)
+                security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+                manager = StreamableHTTPSessionManager(build_server(self._client), stateless=True, json_response=True,
+                                                       security_settings=security)
                 running = asyncio.Event()
                 self._task = asyncio.create_task(self._run(manager, running))
                 waiter = asyncio.create_task(running.wait())

@@ -27,6 +27,7 @@ from typing import Any
 from aiohttp import ClientError, ClientTimeout, web
 
 from ..atspi.source import NativeSource
+from ..common.callers import callers_middleware
 from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, ServiceError, Unavailable
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.net import outside_session
@@ -86,7 +87,7 @@ def create_app(config: OsworldConfig) -> web.Application:
     if os.geteuid() == 0:
         raise PermissionError("the OSWorld server runs commands: it must not run as root")
     app = web.Application(
-        middlewares=[metrics_middleware, error_middleware, auth_middleware(config.token, OPEN_PATHS)],
+        middlewares=[metrics_middleware, error_middleware, callers_middleware(), auth_middleware(config.token, OPEN_PATHS)],
         client_max_size=16 * 1024 * 1024,
     )
     app[CONFIG] = config

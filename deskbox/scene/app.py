@@ -16,6 +16,7 @@ import orjson
 from aiohttp import WSMsgType, web
 from PIL import Image
 
+from ..common.callers import callers_middleware
 from ..common.errors import InvalidRequest, ServiceError
 from ..common.logging import get_logger
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
@@ -99,8 +100,8 @@ class Parts:
 def create_app(config: SceneConfig | None = None, *, parts: Parts | None = None) -> web.Application:
     config = config or SceneConfig()
     app = web.Application(
-        middlewares=[metrics_middleware, error_middleware, auth_middleware(config.token, OPEN_PATHS),
-                     interface_middleware],
+        middlewares=[metrics_middleware, error_middleware, callers_middleware(),
+                     auth_middleware(config.token, OPEN_PATHS), interface_middleware],
         client_max_size=1024 * 1024,
     )
     native = None

@@ -30,6 +30,7 @@ from urllib.parse import quote, unquote
 from aiohttp import web
 from PIL import Image
 
+from ..common.callers import callers_middleware
 from ..common.errors import InvalidRequest, NotFoundError
 from ..common.logging import configure_logging
 from ..common.web import error_middleware
@@ -236,7 +237,7 @@ async def _file(request: web.Request) -> web.StreamResponse:
 
 def create_app(trace_dir: Path) -> web.Application:
     """An app serving the trace folder: its page at / (and /index.html), its files by path."""
-    app = web.Application(middlewares=[error_middleware])
+    app = web.Application(middlewares=[error_middleware, callers_middleware()])
     app[TRACE_DIR] = Path(trace_dir).resolve()
     app.router.add_get("/", _index)
     app.router.add_get("/" + INDEX, _index)

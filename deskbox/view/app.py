@@ -5,9 +5,9 @@ One wayvnc per display, started on first view, serves VNC on a UNIX socket in th
 session's runtime folder (nothing listens on TCP); this service relays a browser's
 websocket to it, reading the viewer's RFB messages and dropping its input unless that
 connection was opened with control (``relay``). The page is our own, on noVNC's client
-(Debian's ``novnc`` package). With a token set, the page asks for it once (a form, or
-``?token=`` exchanged for a cookie and taken out of the address); the token is never
-logged. ``GET /api/status`` says who has control: the scene's health reports it."""
+(Debian's ``novnc`` package). With a token set, the page asks for it once in a form and
+keeps a cookie (a token in the address is not taken: it would stay in the history); the
+token is never logged. ``GET /api/status`` says who has control: the scene's health reports it."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from pathlib import Path
 from aiohttp import WSMsgType, web
 
 from ..client import AsyncClient
+from ..common.callers import callers_middleware
 from ..common.errors import InvalidRequest, NotFoundError, Unauthorized, Unavailable
 from ..common.logging import get_logger
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
@@ -126,16 +127,14 @@ async def view_auth(request: web.Request, handler) -> web.StreamResponse:
     view = request.app[VIEW]
     if request.path in _OPEN or request.path.startswith("/novnc/") or view.authorized(request):
         return await handler(request)
-    if request.path == "/" and "token" in request.query:
-        return await login_with_query(request)
-    if request.path == "/":
+    if request.path == "/":  # (a ?token= is not taken: it would stay in the history and the logs)
         raise web.HTTPFound("/login")
     raise Unauthorized("missing or wrong token: log in at /login, or send Authorization: Bearer <token>")
 
 
 def create_app(config: ViewConfig | None = None) -> web.Application:
     config = config or ViewConfig()
-    app = web.Application(middlewares=[metrics_middleware, error_middleware, view_auth])
+    app = web.Application(middlewares=[metrics_middleware, error_middleware, callers_middleware(), view_auth])
     add_metrics(app)
     app[VIEW] = view = View(config)
 
@@ -186,13 +185,6 @@ async def login_post(request: web.Request) -> web.Response:
         return web.Response(text=_FORM.format(note=" <p>That is not the token.</p>"), content_type="text/html",
                             status=401)
     raise _logged_in(request, session)
-
-
-async def login_with_query(request: web.Request) -> web.Response:
-    session = request.app[VIEW].login(request.query.get("token", ""))
-    if session is None:
-        raise Unauthorized("wrong token")
-    raise _logged_in(request, session)  # (to /, so the token leaves the address bar)
 
 
 async def health(request: web.Request) -> web.Response:
