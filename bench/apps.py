@@ -210,7 +210,8 @@ def apps_memory(timeout: float = 180) -> dict:
     flags = subprocess.run([str(Path(__file__).resolve().parents[1] / "scripts" / "container-flags")],
                            capture_output=True, text=True).stdout.split()
     name = f"deskbox-bench-apps-{os.getpid()}"
-    _podman("run", "-d", "--name", name, *flags, "-e", "DESKBOX_OSWORLD_SERVER=1", "-e", "DESKBOX_OUTPUTS=1920x1080",
+    _podman("run", "-d", "--name", name, *flags, "-e", "DESKBOX_NO_TOKEN=1",  # (published on loopback only)
+            "-e", "DESKBOX_OSWORLD_SERVER=1", "-e", "DESKBOX_OUTPUTS=1920x1080",
             "-p", "127.0.0.1::5000", "deskbox-apps")
     try:
         port = int(_podman("port", name, "5000").stdout.strip().rsplit(":", 1)[1])

@@ -70,7 +70,8 @@ class Container:
     def start(self) -> None:
         t0 = time.monotonic()
         publish = [a for port in PORTS.values() for a in ("-p", f"127.0.0.1::{port}")]
-        podman("run", "-d", "--name", self.name, *self.flags, *publish, self.image)
+        # (No token, as the bench calls the services bare: published on loopback only.)
+        podman("run", "-d", "--name", self.name, *self.flags, "-e", "DESKBOX_NO_TOKEN=1", *publish, self.image)
         self.run_s = time.monotonic() - t0
         for line in podman("port", self.name).stdout.splitlines():
             inner, _, outer = line.partition(" -> ")

@@ -116,7 +116,10 @@ class EnvironmentSpec:
 
     image: str = "deskbox"
     outputs: list[str] = field(default_factory=lambda: ["1920x1080"])  # DESKBOX_OUTPUTS
-    token: str | None = None  # DESKBOX_TOKEN: bearer token of every endpoint but health
+    # DESKBOX_TOKEN: bearer token of every endpoint but health; one of its own for each
+    # environment unless given. None: no token (DESKBOX_NO_TOKEN=1, as the image would
+    # otherwise make one that nobody here knows).
+    token: str | None = field(default_factory=new_token)
     osworld: bool = True  # DESKBOX_OSWORLD_SERVER=1: OSWorld's server on 5000
     urls: list[str] = field(default_factory=list)  # DESKBOX_URLS
     context: str | None = None  # DESKBOX_CONTEXT: start the browser on this persistent context
@@ -136,6 +139,8 @@ class EnvironmentSpec:
             env["DESKBOX_URLS"] = " ".join(self.urls)
         if self.token:
             env["DESKBOX_TOKEN"] = self.token
+        else:
+            env["DESKBOX_NO_TOKEN"] = "1"
         if self.context:
             env["DESKBOX_CONTEXT"] = self.context
             env["DESKBOX_CONTEXT_PERSIST"] = "1" if self.context_persist else "0"

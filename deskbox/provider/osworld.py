@@ -37,10 +37,12 @@ it, ``$DESKBOX_PROVIDER`` (``podman`` | ``kubernetes``, default podman) and
 DesktopEnv treats "deskbox" as it treats "docker": an environment starts clean, so
 its first ``reset()`` does not revert; it reverts after a step or a task's setup.
 
-**No token.** OSWorld's controllers send no ``Authorization`` header, so sessions made
-for DesktopEnv run without ``DESKBOX_TOKEN``. Their ports are published on 127.0.0.1
-only; anyone on this machine can reach their command-running OSWorld API, as with
-OSWorld's own docker provider.
+**A token of its own.** Each session made for DesktopEnv has a token of its own, and
+OSWorld's controllers, setup steps and getters, which have no way to add a header, send it
+on every request to that session's OSWorld server and on no other
+(``deskbox.provider.credentials``). Another user of the machine, or another session's
+agent, cannot run commands in it; a web page cannot either, token or not
+(``deskbox.common.callers``).
 
 desktop-env is a test dependency: this module imports it only inside ``register()``
 (and the base classes guarded), so it imports without it.
@@ -55,7 +57,16 @@ import logging
 import threading
 from typing import Any
 
-from . import Environment, EnvironmentSpec, ProviderError, SnapshotNotFound, Target, parse_target
+from . import (
+    Environment,
+    EnvironmentSpec,
+    ProviderError,
+    SnapshotNotFound,
+    Target,
+    credentials,
+    new_token,
+    parse_target,
+)
 
 try:  # the real base classes when desktop-env is installed (isinstance checks hold)
     from desktop_env.providers.base import Provider as _Provider
@@ -88,7 +99,7 @@ def spec_from_target(target: Target, screen_size: tuple[int, int] | None = None)
     return EnvironmentSpec(
         image=target.image,
         outputs=[s for s in screen.split(",") if s],
-        token=None,  # OSWorld's controllers send none (see the module's docstring)
+        token=new_token(),  # sent for OSWorld's controllers (see the module's docstring)
         osworld=True,
         context=opts.get("context") or None,
         context_persist=opts.get("persist", "1") not in ("0", "false", "no"),
@@ -193,6 +204,8 @@ class DeskboxProvider(_Provider):
         target = parse_target(path)
         backend = self.backend or make_backend(target)
         self.environment = backend.start(spec_from_target(target, self.screen_size), timeout=self.start_timeout)
+        if self.environment.spec.token:
+            credentials.authorize(self.environment.url("osworld"), self.environment.spec.token)
         self._path = path
         self.starts += 1
         log.info("deskbox: %s up at %s", self.environment.name, self.environment.osworld_address())
@@ -200,6 +213,7 @@ class DeskboxProvider(_Provider):
     def _drop(self) -> None:
         env, self.environment = self.environment, None
         if env is not None:
+            credentials.forget(env.url("osworld"))
             try:
                 env.stop()
             except ProviderError as exc:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.waiting import wait_until
-from ..provider import Environment, ProviderError
-from . import credentials, graders
+from ..provider import Environment, ProviderError, credentials
+from . import graders
 from .cache import Cache
 from .tasks import Task
 

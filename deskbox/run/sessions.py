@@ -241,7 +241,7 @@ def session_factory(provider: str, *, image: str = "deskbox", outputs: list[str]
             raise ProviderError("--pool names running session pods: it goes with --provider kubernetes")
         return _FromPool(pool)
     # Each session of a run asks for a token of its own (each make(n) draws one): the
-    # runner sends it, OSWorld's controllers' requests included (deskbox.run.credentials).
+    # runner sends it, OSWorld's controllers' requests included (deskbox.provider.credentials).
     spec = EnvironmentSpec(image=image, outputs=outputs or ["1920x1080"], osworld=True, token=new_token(),
                            env=dict(settings or {}))
     if provider == "local":

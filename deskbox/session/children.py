@@ -215,7 +215,7 @@ class SessionChildren:
                     name="osworld", argv=lambda: self._osworld_argv(desktopd_url, bridge_url),
                     # The session's own environment: the commands it runs are the session's programs.
                     # `python -m` from the folder holding the package finds the services.
-                    env=envs.session,
+                    env=envs.commanding,
                     ready=lambda child: self._http_ready(child, lay.url(args.osworld_port) + "/health", "osworld"),
                     # No restart with the others: it only calls them (HTTP, a fresh AT-SPI walker
                     # each time), and a restart would drop the debugging-port relays it keeps.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import secrets
 import sys
 
 from ..common.errors import InvalidRequest
@@ -21,6 +22,7 @@ from ..common.options import (
 )
 from ..common.paths import SWAY_CONFIG
 from ..common.settings import env, env_flag, env_int
+from .layout import beyond_loopback
 from .lifecycle import OSWORLD_CDP_PORT, OSWORLD_USER, SESSION_USER, Session, SessionError
 from .outputs import OutputSpec, parse_output
 
@@ -64,7 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "65 MB (default: on with --osworld and in the apps image, off otherwise; "
                          "DESKBOX_XWAYLAND=1 or 0 says so too)")
     up.add_argument("--host", default=env("DESKBOX_HOST"),
-                    help="address the HTTP services listen on")
+                    help="address the HTTP services listen on; beyond loopback (0.0.0.0, an interface) with no "
+                         "DESKBOX_TOKEN, the session makes a token and prints it")
+    up.add_argument("--no-token", action="store_true", default=env_flag("DESKBOX_NO_TOKEN"),
+                    help="serve beyond loopback without a token instead of making one: anyone who reaches the "
+                         "ports drives the session and runs commands in it (web pages still cannot)")
     up.add_argument("--desktopd-port", type=int, default=env_int("DESKBOX_DESKTOPD_PORT"),
                     help="desktopd's port")
     up.add_argument("--bridge-port", type=int, default=env_int("DESKBOX_BRIDGE_PORT"),
@@ -198,6 +204,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _token_beyond_loopback(args: argparse.Namespace) -> None:
+    """A session that listens beyond loopback has a token: DESKBOX_TOKEN's, or one made
+    here and printed (once, on stderr: the container's log), unless --no-token."""
+    if env("DESKBOX_TOKEN") or args.no_token or not beyond_loopback(args.host):
+        return
+    token = secrets.token_urlsafe(24)
+    os.environ["DESKBOX_TOKEN"] = token  # (read by the session, given to its services)
+    print(f"deskbox: listening on {args.host} with no DESKBOX_TOKEN, so this session has one of its own; "
+          f"send it as Authorization: Bearer {token}\n"
+          f"deskbox: (set DESKBOX_TOKEN to choose it, or --no-token / DESKBOX_NO_TOKEN=1 to serve without one)",
+          file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:2] == ["trace", "view"]:
@@ -215,6 +234,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(tasks_main(argv[1:]))
     args = build_parser().parse_args(argv)
     configure_logging("deskbox", args.log_level)
+    if args.command == "up":
+        _token_beyond_loopback(args)
     if args.command == "up" and args.mock:
         # No desktop at all: the scenario answers the scene's API (and, with --observer,
         # OS Screen Observer's) on the same ports a session would use.

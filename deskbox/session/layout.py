@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import os
 import sys
 from dataclasses import dataclass, field
@@ -24,14 +25,28 @@ from ..common.paths import IMPORT_ROOT, SHIMS_DIR
 from .cursor import THEME_NAME
 from .users import SYSTEM_PATH
 
-__all__ = ["Layout", "Live", "Environments", "SESSION_SITE", "url_host"]
+__all__ = ["Layout", "Live", "Environments", "SESSION_SITE", "url_host", "beyond_loopback"]
 
 # Beside the pyautogui shims (paths.SHIMS_DIR), what they import (pyscreeze, for image search), installed with
 # the venv (scripts/install-deps, the Containerfile) from deskbox/shims/requirements.txt.
 SESSION_SITE = Path(sys.prefix) / "session-site"
 # What the services pass on from deskbox up's own environment to every program of the session.
-PASSED_ON = ("DESKBOX_TOKEN", "DESKBOX_LOG_LEVEL", "DESKBOX_CHROMIUM_FLAGS", "DESKBOX_RECORDING_MAX_S", "DESKBOX_GC",
-             "TZ")
+# (Not the token: the services get it (Environments.service), the apps and Chromium do not.)
+PASSED_ON = ("DESKBOX_LOG_LEVEL", "DESKBOX_CHROMIUM_FLAGS", "DESKBOX_RECORDING_MAX_S", "DESKBOX_GC",
+             "DESKBOX_ALLOWED_ORIGINS", "DESKBOX_ALLOWED_HOSTS", "TZ")
+
+
+def beyond_loopback(host: str | None) -> bool:
+    """Whether services listening on ``host`` can be reached from other machines (the
+    any-address, a name, an interface's address): anything but a loopback address and
+    ``localhost``."""
+    name = (host or "").strip("[]").lower()
+    if name in ("localhost", "localhost.") or name.endswith(".localhost"):
+        return False
+    try:
+        return not ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return True  # (the any-address "" and "0.0.0.0" included: is_loopback is False for them)
 
 
 def url_host(host: str) -> str:
@@ -61,6 +76,7 @@ class Layout:
     headless_outputs: int
     start_urls: tuple[str, ...]
     internal_secret: str  # between desktopd and the scene only
+    token: str | None = None  # the services' bearer token (DESKBOX_TOKEN); the services' environment only
     traces_dir: Path | None = None
     browser_window_size: tuple[int, int] | None = None  # the first display's logical size: the browser opens at it
 
@@ -142,9 +158,18 @@ class Environments:
             env["DISPLAY"] = self.live.x_display
         return env
 
+    def commanding(self) -> dict[str, str]:
+        """The OSWorld server's (the commands it runs are the session's programs): the
+        session's, and the services' token, which the pyautogui and google-chrome shims in
+        those commands send. Chromium and the apps the session starts are not given it."""
+        env = self.session()
+        if self.layout.token:
+            env["DESKBOX_TOKEN"] = self.layout.token
+        return env
+
     def service(self) -> dict[str, str]:
         """deskbox's own services': the session's, with deskbox importable."""
-        env = self.session()
+        env = self.commanding()
         env["PYTHONPATH"] = str(IMPORT_ROOT)
         if self.layout.service_uid is None:
             env["HOME"] = os.path.expanduser("~root")

@@ -311,7 +311,8 @@ class Session:
             args=self.args, runtime=self.runtime, runtime_seen=self.runtime_seen, home=self.home.path, uid=self.uid,
             gid=self.gid, user_name=self.user_name, service_uid=self.service_uid, dbus_address=self.dbus_address,
             x11=self.x11, browser_binary=self.browser_binary, headless_outputs=len(self.outputs),
-            start_urls=tuple(self.urls), internal_secret=self.internal_secret, traces_dir=self.traces_dir,
+            start_urls=tuple(self.urls), internal_secret=self.internal_secret, token=self.token,
+            traces_dir=self.traces_dir,
             browser_window_size=self.outputs[0].logical_size)
         self.envs = Environments(self.layout, self.live)
         self.background = wallpaper.Background(self.layout.home, self.envs.run)

@@ -26,6 +26,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import secrets
 import socket
 import struct
@@ -410,16 +411,17 @@ class Drive(Passed):
         return message
 
 
-def osworld(image: str, flags: list[str], token: str, timeout: float) -> str:
+def osworld(image: str, flags: list[str], timeout: float) -> str:
     """A second container in OSWorld mode (DESKBOX_OSWORLD_SERVER=1), driven as OSWorld's
-    PythonController drives its VM: through the published port 5000 only."""
+    PythonController drives its VM: through the published port 5000 only. It is given no
+    token: it makes one (it listens on 0.0.0.0) and prints it in its log, where this
+    reads it."""
     name = f"deskbox-test-osworld-{os.getpid()}"
-    env = {**os.environ, "DESKBOX_TOKEN": token}
-    podman("run", "-d", "--name", name, *flags, "-e", "DESKBOX_TOKEN", "-e", "DESKBOX_OSWORLD_SERVER=1",
-           "-e", f"DESKBOX_OUTPUTS={OUTPUT[0]}x{OUTPUT[1]}", "-p", "127.0.0.1::5000", image, env=env)
+    podman("run", "-d", "--name", name, *flags, "-e", "DESKBOX_OSWORLD_SERVER=1",
+           "-e", f"DESKBOX_OUTPUTS={OUTPUT[0]}x{OUTPUT[1]}", "-p", "127.0.0.1::5000", image)
     try:
         base = f"http://127.0.0.1:{published(name)[5000]}"
-        http = Http(token)
+        http = Http(None)
 
         def up() -> bool:
             state = podman("inspect", "--format", "{{.State.Status}}", name).stdout.strip()
@@ -435,6 +437,11 @@ def osworld(image: str, flags: list[str], token: str, timeout: float) -> str:
         status, _, _ = http.request("POST", base + "/execute", {"command": "true", "shell": True}, token=False)
         if status != 401:
             raise CheckFailed(f"/execute without the token -> {status}, not 401")
+        logs = podman("logs", name, check=False)
+        made = re.findall(r"Authorization: Bearer (\S+)", logs.stdout + logs.stderr)
+        if len(made) != 1:
+            raise CheckFailed(f"the container given no token printed {len(made)} tokens in its log, not one")
+        http.token = made[0]
         status, _, body = http.request("GET", base + "/screenshot")
         if status != 200 or png_size(body) != OUTPUT:
             raise CheckFailed(f"/screenshot -> {status}, {body[:40]!r}")
@@ -450,7 +457,7 @@ def osworld(image: str, flags: list[str], token: str, timeout: float) -> str:
         tree = http.json("GET", base + "/accessibility")
         if 'name="Google Chrome"' not in tree.get("AT", ""):
             raise CheckFailed(f"/accessibility has no Google Chrome application: {tree.get('AT', '')[:300]!r}")
-        return ("OSWorld mode: 401 without the token; /screenshot a 1280x800 PNG; /execute runs "
+        return ("OSWorld mode, given no token: made one, printed it in its log, 401 without it; /screenshot a 1280x800 PNG; /execute runs "
                 "python -c 'import pyautogui' (the shim: size and a move read back), socat and wf-recorder "
                 "are there; /accessibility lists Google Chrome")
     finally:
@@ -489,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
         drive.cdp()
         drive.view_and_observer(args.timeout)
         if not args.keep:
-            drive.ok(osworld(args.image, flags, token, args.timeout))
+            drive.ok(osworld(args.image, flags, args.timeout))
         if not args.no_kube and not args.keep:
             podman("rm", "-f", "-t", "5", name, check=False)
             drive.ok(kube_play(args.image, flags, name))

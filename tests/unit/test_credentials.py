@@ -1,4 +1,4 @@
-"""deskbox.run.credentials: the session's token reaches the session's origin through
+"""deskbox.provider.credentials: the session's token reaches the session's origin through
 desktop-env's own `requests` calls, and nothing else (local HTTP servers here)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
-from deskbox.run import credentials
+from deskbox.provider import credentials
 
 
 class Recorder(BaseHTTPRequestHandler):

@@ -83,3 +83,39 @@ def test_the_run_overlay_makes_a_warm_pool_the_jobs_runner_can_reach_and_claim()
     token = next(e for e in runner["env"] if e["name"] == "DESKBOX_TOKEN")
     session_token = next(e for e in container["env"] if e["name"] == "DESKBOX_TOKEN")
     assert token["valueFrom"] == session_token["valueFrom"]
+
+
+def test_a_cluster_s_sessions_are_closed_unless_opened():
+    run = patched(patched(load(DEPLOY / "deskbox.yaml"), yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())),
+                  yaml.safe_load((DEPLOY / "run" / "kustomization.yaml").read_text()))
+    pool = by_kind(run, "Deployment")
+    container = pool["spec"]["template"]["spec"]["containers"][0]
+    job = by_kind(load(DEPLOY / "run" / "job.yaml"), "Job")
+    runner = job["spec"]["template"]["spec"]["containers"][0]
+    # The token's Secret is required, by the sessions and by the runner: no pod starts open.
+    for c in (container, runner):
+        ref = next(e for e in c["env"] if e["name"] == "DESKBOX_TOKEN")["valueFrom"]["secretKeyRef"]
+        assert ref.get("optional", False) is False, c["name"]
+
+    # Only the clients reach the sessions, on every port the sessions serve (the raw
+    # DevTools port OSWorld's Chrome tasks relay included); the sessions are not clients.
+    policy = by_kind(run, "NetworkPolicy")
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= \
+        pool["spec"]["template"]["metadata"]["labels"].items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    [rule] = policy["spec"]["ingress"]
+    [source] = rule["from"]
+    clients = source["podSelector"]["matchLabels"]
+    assert set(source) == {"podSelector"}  # (no namespaceSelector, no ipBlock: this namespace's clients only)
+    assert clients.items() <= job["spec"]["template"]["metadata"]["labels"].items()
+    assert not clients.items() <= pool["spec"]["template"]["metadata"]["labels"].items()
+    assert {p["port"] for p in rule["ports"]} == {p["containerPort"] for p in container["ports"]}
+
+    # The egress policy users switch on keeps DNS and the internet, not the cluster's ranges.
+    [egress] = load(DEPLOY / "egress.yaml")
+    assert egress["spec"]["podSelector"] == policy["spec"]["podSelector"]
+    blocks = [t["ipBlock"] for r in egress["spec"]["egress"] for t in r["to"] if "ipBlock" in t]
+    assert blocks == [{"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+                                                         "169.254.0.0/16", "100.64.0.0/10"]}]
+    dns = [r for r in egress["spec"]["egress"] if any(p["port"] == 53 for p in r.get("ports", []))]
+    assert len(dns) == 1
