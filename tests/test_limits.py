@@ -198,3 +198,28 @@ def test_a_wait_answers_within_its_own_bound_and_stops_when_its_client_leaves(se
         time.sleep(1.0)
     wait_until(lambda: _answered(session, "/api/v1/wait_for", 499) > before, 10, interval=0.2,
                what="the wait stopped after its client left")
+
+
+def test_a_service_answers_at_most_its_limit_at_once_and_refuses_the_rest_with_retry_after():
+    import concurrent.futures
+
+    s = Session(["800x600"], browser=False, extra_env={"DESKBOX_MAX_REQUESTS": "3"})
+    s.start()
+    try:
+        # Three waits hold the scene (each for a window that never comes, 4 s) ...
+        wait = {"any_of": [{"type": "window_appears", "title_regex": "never-such-a-window"}], "timeout_ms": 4000,
+                "poll_ms": 200}
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            held = [pool.submit(http, "POST", s.scene + "/api/v1/wait_for", wait) for _ in range(3)]
+            # ... so a fourth request is refused before any work, saying when to come back.
+            refused = wait_until(lambda: (r := http("GET", s.scene + "/api/v1/snapshots")).status == 503 and r, 3,
+                                 what="a request over the limit refused")
+            assert refused.headers.get("retry-after") == "1"
+            error = refused.json()["error"]
+            assert error["code"] == "overloaded" and error["context"] == {"in_flight": 3, "limit": 3}
+            assert http("GET", s.scene + "/api/v1/health").status == 200  # (probes are not counted)
+            assert http("GET", s.desktopd + "/api/v1/tree").status == 200  # (each service counts its own)
+            assert all(f.result().status == 200 for f in held)
+        assert http("GET", s.scene + "/api/v1/snapshots").status == 200  # (and the slots come back)
+    finally:
+        s.stop()

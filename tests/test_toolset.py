@@ -15,7 +15,7 @@ from PIL import Image
 
 from deskbox.scene.toolset.observation import apply_patch, tree_hash
 from tests.conftest import open_fixture
-from tests.support import ROOT, Process, http, wait_until
+from tests.support import ROOT, Process, http, run_js, wait_until
 
 
 @pytest.fixture
@@ -79,6 +79,29 @@ def test_a_bad_selector_answers_a_structured_error(page):
     error = resp.json()["error"]
     assert error["code"] == "invalid_selector" and "colour" in error["message"]
     assert error["recoverable"] is True and "suggested_next_tool" in error and "context" in error
+
+
+def test_a_regex_that_backtracks_without_end_answers_400_and_holds_up_nothing_else(page):
+    """A selector's ~= is matched in a thread within a time budget (scene.toolset.patterns):
+    with Python's re on the event loop, this find ran for minutes and the scene with it."""
+    tab = next(t for t in page.tabs() if t["url"].endswith("toolset.html"))
+    run_js(page, tab["id"], "document.getElementById('add').textContent = 'a'.repeat(40) + '!'")
+    wait_until(lambda: find(page, 'button[name*="aaaaaaaaaaaaaaaaaaaa"]')["count"] == 1, 10, 0.2,
+               what="the renamed button in the scene")
+    query = urllib.parse.urlencode({"selector": 'button[name~="(a|aa)+"]', "mode": "agent-turn"})
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(http, "GET", page.scene + "/api/v1/find?" + query)
+        time.sleep(0.2)
+        health = http("GET", page.scene + "/api/v1/health")
+        health_done = time.monotonic()
+        resp = slow.result()
+        slow_done = time.monotonic()
+    assert resp.status == 400, resp.body[:300]
+    error = resp.json()["error"]
+    assert error["code"] == "regex_too_slow" and "(a|aa)+" in error["message"]
+    assert health.status == 200 and health_done < slow_done
+    # The scene goes on: the same page, another selector.
+    assert find(page, 'button[name~="a{40}!"]')["count"] == 1
 
 
 def test_observe_gives_a_token_then_only_what_changed(page, pages):

@@ -11,11 +11,10 @@ import orjson
 from aiohttp import ClientSession, ClientTimeout, web
 
 from ..cdp import CDPClosed, CDPError
-from ..common.callers import callers_middleware
 from ..common.errors import ActionFailed, NotFoundError, Unavailable
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
-from ..common.web import auth_middleware, error_middleware, json_ok, read_body, read_query
+from ..common.web import error_middleware, guarded, json_ok, read_body, read_query
 from .browser import Browser, TabGone
 from .chromium import AttachedChromium, BrowserProcess, Chromium, ChromiumConfig
 from .element import element_action
@@ -38,8 +37,7 @@ OPEN_PATHS = frozenset({"/health", "/openapi.json"})
 
 
 def create_app(config: BridgeConfig) -> web.Application:
-    app = web.Application(middlewares=[metrics_middleware, error_middleware, callers_middleware(),
-                                       auth_middleware(config.token, OPEN_PATHS)],
+    app = web.Application(middlewares=[metrics_middleware, error_middleware, *guarded(config.token, OPEN_PATHS)],
                           client_max_size=1024 * 1024)
     chromium = AttachedChromium(config.chromium) if config.chromium.attach else Chromium(config.chromium)
     browser = Browser(chromium)

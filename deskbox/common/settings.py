@@ -78,6 +78,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     # -- every service -------------------------------------------------------------------
     Setting("DESKBOX_TOKEN", None, "the bearer token every service asks of its callers, and that clients send",
             "every service, clients, the image"),
+    Setting("DESKBOX_MAX_REQUESTS", "64", "requests each service answers at once (a websocket counts while open); "
+            "beyond them: 503 overloaded, with Retry-After", _SERVICES),
     Setting("DESKBOX_ALLOWED_ORIGINS", None, "web origins (https://dash.example.org, space or comma separated; * "
             "for any) whose pages may call the services, beside the services' own pages", _SERVICES),
     Setting("DESKBOX_ALLOWED_HOSTS", None, "names the services answer to in Host, beside addresses, localhost and "

@@ -9,8 +9,10 @@ import base64
 import contextlib
 import hmac
 import json
+import os
 import time
 import uuid
+from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import structlog
@@ -18,12 +20,16 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from pydantic import BaseModel, ValidationError
 
-from .errors import Busy, ClientGone, InvalidRequest, ServiceError, Unauthorized, UnsupportedMediaType
+from .callers import callers_middleware
+from .errors import Busy, ClientGone, InvalidRequest, ServiceError, Unauthorized, Unavailable, UnsupportedMediaType
 from .logging import get_logger
+from .settings import env_int
 
 __all__ = [
     "error_middleware",
     "auth_middleware",
+    "concurrency_middleware",
+    "guarded",
     "read_body",
     "require_json",
     "read_query",
@@ -33,6 +39,7 @@ __all__ = [
     "json_ok",
     "ModelT",
     "stop_when_client_leaves",
+    "send_and_remove",
     "client_left",
     "taking_turn",
     "TURN_WAIT_S",
@@ -149,6 +156,38 @@ def auth_middleware(token: str | None, open_paths: frozenset[str]):
     return middleware
 
 
+def concurrency_middleware(open_paths: frozenset[str], limit: int | None = None):
+    """At most ``limit`` requests in the service at once (``DESKBOX_MAX_REQUESTS``; a
+    websocket counts while it is open), ``open_paths`` (health probes) aside: beyond it,
+    503 ``overloaded`` with ``Retry-After`` before any work, so that a flood (a page,
+    a runaway harness) costs the session a refusal each rather than its memory."""
+    most = limit if limit is not None else env_int("DESKBOX_MAX_REQUESTS")
+    in_flight = 0
+
+    @web.middleware
+    async def middleware(request: web.Request, handler) -> web.StreamResponse:
+        nonlocal in_flight
+        if request.path in open_paths:
+            return await handler(request)
+        if in_flight >= most:
+            raise Unavailable(f"the service is answering {in_flight} requests, its most at once "
+                              "(DESKBOX_MAX_REQUESTS); try again in a moment", code="overloaded",
+                              context={"in_flight": in_flight, "limit": most})
+        in_flight += 1
+        try:
+            return await handler(request)
+        finally:
+            in_flight -= 1
+
+    return middleware
+
+
+def guarded(token: str | None, open_paths: frozenset[str]) -> list:
+    """What every service puts in front of its handlers, in this order: who may call
+    (``callers``: web pages, DNS rebinding), how many at once, and the token."""
+    return [callers_middleware(), concurrency_middleware(open_paths), auth_middleware(token, open_paths)]
+
+
 def _validation_message(exc: ValidationError) -> tuple[str, list[dict[str, Any]]]:
     details = []
     parts = []
@@ -234,6 +273,29 @@ async def read_form(request: web.Request) -> Any:
         return await request.post()
     except BODY_ERRORS as exc:
         raise InvalidRequest(f"the form body cannot be read: {exc}", code="validation_error") from exc
+
+
+_FILE_CHUNK = 256 * 1024
+
+
+async def send_and_remove(request: web.Request, path: Path, content_type: str,
+                          headers: dict[str, str] | None = None) -> web.StreamResponse:
+    """``path`` (a file made for this answer alone: a recording, up to gigabytes) sent in
+    chunks rather than read whole, and removed: unlinked as soon as it is open, so it is
+    gone whether or not the client reads it to the end."""
+    f = await asyncio.to_thread(open, path, "rb")
+    try:
+        await asyncio.to_thread(path.unlink, True)
+        resp = web.StreamResponse(headers=headers)
+        resp.content_type = content_type
+        resp.content_length = os.fstat(f.fileno()).st_size
+        await resp.prepare(request)
+        while chunk := await asyncio.to_thread(f.read, _FILE_CHUNK):
+            await resp.write(chunk)
+        await resp.write_eof()
+        return resp
+    finally:
+        f.close()
 
 
 # How often a long request looks whether its client is still there.

@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from aiohttp import web
 from prometheus_client import Counter
 
-from ..common.callers import callers_middleware
 from ..common.errors import DeadlineExceeded, InvalidRequest
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Longest, Route, add_routes, openapi_document
-from ..common.web import auth_middleware, client_left, error_middleware, json_ok, read_body, read_query
+from ..common.web import client_left, error_middleware, guarded, json_ok, read_body, read_query
 from .actions import (
     Keys,
     Pause,
@@ -85,8 +84,7 @@ OPEN_PATHS = frozenset({"/api/v1/health", "/health", "/api/v1/openapi.json"})
 def create_app(backend: Backend, config: DesktopdConfig | None = None) -> web.Application:
     config = config or DesktopdConfig()
     app = web.Application(
-        middlewares=[metrics_middleware, error_middleware, callers_middleware(),
-                     auth_middleware(config.token, OPEN_PATHS), gate_middleware],
+        middlewares=[metrics_middleware, error_middleware, *guarded(config.token, OPEN_PATHS), gate_middleware],
         client_max_size=1024 * 1024,
     )
     app[BACKEND] = backend

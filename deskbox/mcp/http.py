@@ -89,8 +89,11 @@ class McpEndpoint:
             # The stream a GET opens is for messages the server sends unasked: these tools
             # send none, and a stateless manager would hold it open for nothing.
             raise web.HTTPMethodNotAllowed("GET", ["POST"])
+        # The whole body first, within the scene's request size (client_max_size: 413
+        # beyond it), rather than passed on chunk by chunk with no end.
+        body = await request.read()
         manager = await self._started(request)
-        exchange = _Exchange(request)
+        exchange = _Exchange(request, body)
         await manager.handle_request(exchange.scope(), exchange.receive, exchange.send)
         if exchange.response is None:
             raise Unavailable("the MCP transport gave no answer", code="mcp_unavailable")
@@ -102,9 +105,10 @@ class _Exchange:
     written (JSON, or an event stream), and ``http.disconnect`` once the answer is done
     or the client has gone."""
 
-    def __init__(self, request: web.Request) -> None:
+    def __init__(self, request: web.Request, body: bytes) -> None:
         self.request = request
         self.response: web.StreamResponse | None = None
+        self._body = body
         self._body_read = False
         self._done = asyncio.Event()
 
@@ -122,9 +126,8 @@ class _Exchange:
 
     async def receive(self) -> dict[str, Any]:
         if not self._body_read:
-            chunk = await self.request.content.readany()
-            self._body_read = not chunk or self.request.content.at_eof()
-            return {"type": "http.request", "body": chunk, "more_body": not self._body_read}
+            self._body_read = True
+            return {"type": "http.request", "body": self._body, "more_body": False}
         # aiohttp does not cancel a handler whose client went away: look now and then.
         while not self._done.is_set() and not self._gone():
             with contextlib.suppress(asyncio.TimeoutError):

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from ..client import AsyncClient, DeskboxError
-from ..common.callers import callers_middleware
 from ..common.errors import NotServed, ServiceError
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.options import DEFAULT_URLS
-from ..common.web import auth_middleware, error_middleware
+from ..common.web import error_middleware, guarded
 from . import gate, inspector, shapes, v1, v2
 from .lookups import OBSERVER, PROTOCOL_VERSION, Observer, __version__, as_json
 
@@ -64,9 +63,8 @@ async def oso_errors(request: web.Request, handler) -> web.StreamResponse:
 
 def create_app(config: ObserverConfig | None = None) -> web.Application:
     config = config or ObserverConfig()
-    app = web.Application(middlewares=[metrics_middleware, error_middleware, callers_middleware(),
-                                       auth_middleware(config.token, OPEN_PATHS), oso_errors],
-                          client_max_size=1024 * 1024)
+    app = web.Application(middlewares=[metrics_middleware, error_middleware, *guarded(config.token, OPEN_PATHS),
+                                       oso_errors], client_max_size=1024 * 1024)
     add_metrics(app)
     client = AsyncClient(config.scene, config.desktopd, config.bridge, config.token, timeout=120, interface="observer")
     app[OBSERVER] = Observer(client)

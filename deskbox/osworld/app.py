@@ -27,7 +27,6 @@ from typing import Any
 from aiohttp import ClientError, ClientTimeout, web
 
 from ..atspi.source import NativeSource
-from ..common.callers import callers_middleware
 from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, ServiceError, Unavailable
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.net import outside_session
@@ -36,7 +35,7 @@ from ..common.recording import Recorder, RecordingError
 from ..common.service_client import BridgeClient, DesktopdClient, NotAnswering
 from ..common.session_api import RESET_TIMEOUT_S, SessionControl
 from ..common.waiting import until
-from ..common.web import auth_middleware, error_middleware, json_ok, read_body
+from ..common.web import error_middleware, guarded, json_ok, read_body, send_and_remove
 from . import accessibility, commands, files, windows
 from .base import (
     ATSPI,
@@ -87,7 +86,7 @@ def create_app(config: OsworldConfig) -> web.Application:
     if os.geteuid() == 0:
         raise PermissionError("the OSWorld server runs commands: it must not run as root")
     app = web.Application(
-        middlewares=[metrics_middleware, error_middleware, callers_middleware(), auth_middleware(config.token, OPEN_PATHS)],
+        middlewares=[metrics_middleware, error_middleware, *guarded(config.token, OPEN_PATHS)],
         client_max_size=16 * 1024 * 1024,
     )
     app[CONFIG] = config
@@ -414,12 +413,10 @@ async def end_recording(request: web.Request) -> web.StreamResponse:
         path = await recorder.stop()
     except RecordingError as exc:
         return osworld_error(str(exc))
-    body = await asyncio.to_thread(path.read_bytes)
-    path.unlink(missing_ok=True)
     headers = {"Content-Disposition": 'attachment; filename="recording.mp4"'}
     if recorder.limit:
         headers["X-Deskbox-Recording-Limit"] = recorder.limit  # it was ended by its limit, finished
-    return web.Response(body=body, content_type="video/mp4", headers=headers)
+    return await send_and_remove(request, path, "video/mp4", headers)
 
 
 # -- the session's google-chrome wrapper --------------------------------------------

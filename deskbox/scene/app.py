@@ -16,14 +16,13 @@ import orjson
 from aiohttp import WSMsgType, web
 from PIL import Image
 
-from ..common.callers import callers_middleware
 from ..common.errors import InvalidRequest, ServiceError
 from ..common.logging import get_logger
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document, typing_if
 from ..common.options import DEFAULT_URLS
 from ..common.session_api import SessionControl
-from ..common.web import WS_PROTOCOL, auth_middleware, error_middleware, json_ok, read_body, read_query
+from ..common.web import WS_PROTOCOL, error_middleware, guarded, json_ok, read_body, read_query
 from ..geometry import device_rect
 from ..inspect import page_handler
 from ..mcp.http import add_mcp
@@ -100,8 +99,7 @@ class Parts:
 def create_app(config: SceneConfig | None = None, *, parts: Parts | None = None) -> web.Application:
     config = config or SceneConfig()
     app = web.Application(
-        middlewares=[metrics_middleware, error_middleware, callers_middleware(),
-                     auth_middleware(config.token, OPEN_PATHS), interface_middleware],
+        middlewares=[metrics_middleware, error_middleware, *guarded(config.token, OPEN_PATHS), interface_middleware],
         client_max_size=1024 * 1024,
     )
     native = None

@@ -17,7 +17,7 @@ from ..common.errors import ActionFailed, InvalidRequest, Unavailable
 from ..common.openapi import SLOW, Route
 from ..common.recording import Recorder, RecordingError
 from ..common.settings import env
-from ..common.web import json_ok, read_body
+from ..common.web import json_ok, read_body, send_and_remove
 from .sources import Desktop
 
 __all__ = ["RECORDING", "Recording", "ROUTES"]
@@ -72,7 +72,7 @@ async def start(request: web.Request) -> web.Response:
     return json_ok(rec.status())
 
 
-async def stop(request: web.Request) -> web.Response:
+async def stop(request: web.Request) -> web.StreamResponse:
     rec = request.app[RECORDING]
     async with rec.lock:
         if not rec.recorder.recording:
@@ -82,13 +82,11 @@ async def stop(request: web.Request) -> web.Response:
             path = await rec.recorder.stop()
         except RecordingError as exc:
             raise Unavailable(str(exc), code="recorder_failed") from exc
-    body = await asyncio.to_thread(path.read_bytes)
-    path.unlink(missing_ok=True)
     headers = {"Content-Disposition": f'attachment; filename="display-{display}.mp4"',
                "X-Deskbox-Recording-Seconds": f"{time.time() - (started or time.time()):.1f}"}
     if rec.recorder.limit:
         headers["X-Deskbox-Recording-Limit"] = rec.recorder.limit  # ended by its limit, finished
-    return web.Response(body=body, content_type="video/mp4", headers=headers)
+    return await send_and_remove(request, path, "video/mp4", headers)
 
 
 async def status(request: web.Request) -> web.Response:

@@ -33,7 +33,7 @@ SESSION_SITE = Path(sys.prefix) / "session-site"
 # What the services pass on from deskbox up's own environment to every program of the session.
 # (Not the token: the services get it (Environments.service), the apps and Chromium do not.)
 PASSED_ON = ("DESKBOX_LOG_LEVEL", "DESKBOX_CHROMIUM_FLAGS", "DESKBOX_RECORDING_MAX_S", "DESKBOX_GC",
-             "DESKBOX_ALLOWED_ORIGINS", "DESKBOX_ALLOWED_HOSTS", "TZ")
+             "DESKBOX_ALLOWED_ORIGINS", "DESKBOX_ALLOWED_HOSTS", "DESKBOX_MAX_REQUESTS", "TZ")
 
 
 def beyond_loopback(host: str | None) -> bool:

@@ -28,8 +28,8 @@ from ..common.errors import InvalidRequest, NotFoundError, Unauthorized, Unavail
 from ..common.logging import get_logger
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.options import DEFAULT_URLS
-from ..common.web import error_middleware, json_ok, read_form
-from .relay import ClientStream, RfbError, forward
+from ..common.web import concurrency_middleware, error_middleware, json_ok, read_form
+from .relay import MAX_MESSAGE, ClientStream, RfbError, forward
 
 __all__ = ["create_app", "ViewConfig"]
 
@@ -134,7 +134,8 @@ async def view_auth(request: web.Request, handler) -> web.StreamResponse:
 
 def create_app(config: ViewConfig | None = None) -> web.Application:
     config = config or ViewConfig()
-    app = web.Application(middlewares=[metrics_middleware, error_middleware, callers_middleware(), view_auth])
+    app = web.Application(middlewares=[metrics_middleware, error_middleware, callers_middleware(),
+                                       concurrency_middleware(_OPEN), view_auth])
     add_metrics(app)
     app[VIEW] = view = View(config)
 
@@ -214,7 +215,7 @@ async def relay(request: web.Request) -> web.StreamResponse:
     if display not in listed:
         raise NotFoundError(f"no display {display}; the session has {sorted(listed)}", code="unknown_display")
     reader, writer = await view.servers.connect(display, listed[display].name)
-    ws = web.WebSocketResponse(protocols=("binary",), max_msg_size=0)
+    ws = web.WebSocketResponse(protocols=("binary",), max_msg_size=MAX_MESSAGE + 64)
     await ws.prepare(request)
     stream = ClientStream(control=control)
     took = time.time()

@@ -10,7 +10,7 @@ import contextlib
 import struct
 from typing import Awaitable, Callable
 
-__all__ = ["ClientStream", "RfbError", "INPUT_TYPES", "forward"]
+__all__ = ["ClientStream", "RfbError", "INPUT_TYPES", "MAX_MESSAGE", "forward"]
 
 # Client message types (RFC 6143 7.5; 150, 248-255 are the registered extensions).
 _SET_PIXEL_FORMAT, _SET_ENCODINGS, _UPDATE_REQUEST, _KEY, _POINTER, _CUT_TEXT = 0, 2, 3, 4, 5, 6
@@ -20,6 +20,12 @@ INPUT_TYPES = frozenset({_KEY, _POINTER, _CUT_TEXT, _QEMU})
 
 class RfbError(Exception):
     pass
+
+
+# The largest client message passed on: a clipboard's text is the only one that can be
+# long, and a viewer's paste of this much is already more than anyone types. Beyond it
+# the connection ends, rather than the relay buffering what the message says will come.
+MAX_MESSAGE = 1024 * 1024
 
 
 class ClientStream:
@@ -46,6 +52,8 @@ class ClientStream:
                 self._handshake.pop(0)
                 continue
             size = self._message_size()
+            if size is not None and size > MAX_MESSAGE:
+                raise RfbError(f"a client message of {size} bytes is over the relay's {MAX_MESSAGE}")
             if size is None or len(self._buf) < size:
                 break
             message = bytes(self._buf[:size])

@@ -357,8 +357,10 @@ class Run(Passed):
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), Script)
         threading.Thread(target=server.serve_forever, daemon=True).start()
-        focused = ("python -c \"import json, os, urllib.request; t = json.load(urllib.request.urlopen("
-                   "os.environ['DESKBOX_DESKTOPD'] + '/api/v1/tree')); "
+        # (The commands the OSWorld server runs have the session's token: the shims send it.)
+        focused = ("python -c \"import json, os, urllib.request as u; t = json.load(u.urlopen(u.Request("
+                   "os.environ['DESKBOX_DESKTOPD'] + '/api/v1/tree', headers={'Authorization': "
+                   "'Bearer ' + os.environ['DESKBOX_TOKEN']}))); "
                    "print(any(w['focused'] and 'notes.txt' in (w['title'] or '') for w in t['windows']))\" > ~/focused.txt")
 
         def cat(path: str) -> dict:

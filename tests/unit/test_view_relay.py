@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from deskbox.view.relay import ClientStream, RfbError, forward
+from deskbox.view.relay import MAX_MESSAGE, ClientStream, RfbError, forward
 
 HANDSHAKE = b"RFB 003.008\n" + bytes([1]) + bytes([1])
 ENCODINGS = bytes([2, 0]) + struct.pack(">H", 2) + struct.pack(">ii", 0, -223)
@@ -45,6 +45,17 @@ def test_a_message_it_does_not_know_is_refused(message):
     stream.feed(HANDSHAKE)
     with pytest.raises(RfbError):
         stream.feed(message)
+
+
+def test_a_message_that_says_it_is_longer_than_the_limit_ends_the_connection_before_it_comes():
+    stream = ClientStream(control=True)
+    stream.feed(HANDSHAKE)
+    fits = bytes([6, 0, 0, 0]) + struct.pack(">I", MAX_MESSAGE - 8)
+    assert stream.feed(fits) == b""  # (waiting for the text)
+    stream = ClientStream(control=True)
+    stream.feed(HANDSHAKE)
+    with pytest.raises(RfbError, match="over the relay"):
+        stream.feed(bytes([6, 0, 0, 0]) + struct.pack(">i", -(2**31 - 1)))
 
 
 def test_the_server_killed_with_the_viewers_bytes_unread_ends_the_forwarding(tmp_path):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
-import re
 from typing import Any, Awaitable, Callable
 
 import numpy as np
@@ -19,7 +18,8 @@ from PIL import Image
 
 from ...common.errors import InvalidRequest
 from .observation import document, tree_hash
-from .selector import nodes_of, select
+from .patterns import budget, compile_pattern, fullmatch, search
+from .selector import nodes_of, select_bounded
 
 __all__ = ["Look", "check", "ssim"]
 
@@ -80,25 +80,17 @@ def _brief(node: dict) -> dict[str, Any]:
             "bbox": node.get("bbox")}
 
 
-def _regex(regex: str) -> re.Pattern:
-    """A client's regex, or a clear 400 for one that does not compile."""
-    try:
-        return re.compile(regex)
-    except re.error as exc:
-        raise InvalidRequest(f"bad regex {regex!r}: {exc}", code="invalid_regex") from None
-
-
 def _text_test(spec: Any) -> Callable[[str], bool]:
     if spec.regex is not None:
-        pattern = _regex(spec.regex)
-        return lambda s: pattern.search(s) is not None
+        pattern = compile_pattern(spec.regex)
+        return lambda s: search(pattern, s)
     needle = spec.text.lower()
     return lambda s: needle in s.lower()
 
 
 def _title_test(regex: str | None, app: str | None) -> Callable[[dict], bool]:
-    pattern = _regex(regex) if regex is not None else None
-    return lambda w: ((pattern is None or pattern.search(w.get("name") or "") is not None)
+    pattern = compile_pattern(regex) if regex is not None else None
+    return lambda w: ((pattern is None or search(pattern, w.get("name") or ""))
                       and (app is None or (w.get("app") or "").lower() == app.lower()))
 
 
@@ -121,25 +113,31 @@ async def _text_visible(spec: Any, look: Look) -> tuple[bool, Any]:
 
 async def check(spec: Any, look: Look, start: Look | None = None) -> tuple[bool, Any]:
     """Whether ``spec`` (a wait_for condition or an assert_state predicate) holds in
-    ``look``; ``start`` is the first look of a wait (what "changes" compare with)."""
+    ``look``; ``start`` is the first look of a wait (what "changes" compare with). Its
+    regexes, all together, take at most ``patterns.BUDGET_S``."""
+    with budget():
+        return await _check(spec, look, start)
+
+
+async def _check(spec: Any, look: Look, start: Look | None) -> tuple[bool, Any]:
     kind = getattr(spec, "type", None) or spec.kind
     if kind in ("element_appears", "element_exists", "element_absent"):
-        found = select(spec.selector, look.nodes)
+        found = await select_bounded(spec.selector, look.nodes)
         return (not found if kind == "element_absent" else bool(found)), {
             "count": len(found), "matches": [_brief(n) for n in found[:_MAX_OBSERVED]]}
     if kind == "element_disappears":
-        found = (select(spec.selector, look.nodes) if spec.selector is not None
+        found = (await select_bounded(spec.selector, look.nodes) if spec.selector is not None
                  else [n for n in look.nodes if n["id"] == spec.element_id])
         return not found, {"count": len(found)}
     if kind in ("value_equals", "value_matches"):
-        found = select(spec.selector, look.nodes)
+        found = await select_bounded(spec.selector, look.nodes)
         if not found:
             return False, {"count": 0, "value": None}
         value = found[0].get("value")
         if kind == "value_equals":
             passed = value == spec.expected
         else:
-            passed = value is not None and _regex(spec.regex).fullmatch(value) is not None
+            passed = value is not None and fullmatch(compile_pattern(spec.regex), value)
         return passed, {"count": len(found), "value": value, "element": _brief(found[0])}
     if kind == "text_visible":
         return await _text_visible(spec, look)
@@ -162,9 +160,9 @@ async def check(spec: Any, look: Look, start: Look | None = None) -> tuple[bool,
             match = [w for w in look.windows() if test(w)]
         return not match, {"matched": [m["id"] for m in match]}
     if kind == "url_matches":
-        pattern = _regex(spec.regex)
+        pattern = compile_pattern(spec.regex)
         tabs = await look.tabs()
-        hit = next((t for t in tabs if pattern.search(t.get("url") or "")), None)
+        hit = next((t for t in tabs if search(pattern, t.get("url") or "")), None)
         return hit is not None, {"url": hit.get("url") if hit else None,
                                  "urls": [t.get("url") for t in tabs[:_MAX_OBSERVED]]}
     if kind == "tree_changes":

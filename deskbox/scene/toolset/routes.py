@@ -43,7 +43,7 @@ from .models import (
     WaitRequest,
 )
 from .observation import diff, document, tree_hash
-from .selector import nodes_of, parse, select
+from .selector import nodes_of, parse, select_bounded
 from .sketch import describe, sketch
 from .store import Store
 
@@ -139,7 +139,7 @@ async def find(request: web.Request) -> web.Response:
     q = read_query(request, FindQuery)
     selector = parse(q.selector)  # (a bad selector answers before anything is read)
     scene = await request.app[TOOLSET].engine.scene(q.mode)
-    found = select(selector, nodes_of(scene.to_json()))
+    found = await select_bounded(selector, nodes_of(scene.to_json()))
     return json_ok({"selector": q.selector, "count": len(found), "ambiguous": len(found) > 1,
                     "truncated": len(found) > q.limit, "matches": [_match(n) for n in found[:q.limit]],
                     "scene_seq": scene.seq})

@@ -25,13 +25,17 @@ of a window whose title has Calc in it. Pure logic: the nodes are plain dicts
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...common.errors import InvalidRequest
+import regex
 
-__all__ = ["Selector", "SelectorError", "parse", "select", "nodes_of", "STATES"]
+from ...common.errors import InvalidRequest
+from .patterns import budget, compile_pattern, fullmatch
+
+__all__ = ["Selector", "SelectorError", "parse", "select", "select_bounded", "nodes_of", "STATES"]
 
 STATES = frozenset({"focused", "enabled", "disabled", "checked", "selected", "expanded", "collapsed", "editable",
                     "pressed", "focusable", "multiline", "visible", "interactive"})
@@ -53,7 +57,7 @@ class _Predicate:
     attribute: str
     op: str | None  # None: a state alone
     value: str | None
-    pattern: re.Pattern | None = None
+    pattern: regex.Pattern | None = None
 
 
 @dataclass(slots=True)
@@ -214,9 +218,9 @@ class _Parser:
             if len(value) > _MAX_REGEX:
                 raise self.fail(f"a regex is at most {_MAX_REGEX} characters")
             try:
-                pattern = re.compile(value)
-            except re.error as exc:
-                raise self.fail(f"bad regex {value!r}: {exc}") from None
+                pattern = compile_pattern(value)
+            except InvalidRequest as exc:
+                raise self.fail(exc.message) from None
         if attribute == "role":
             value = normalise_role(value) if op in ("=", "!=") else value
         c.predicates.append(_Predicate(attribute, op, value, pattern))
@@ -276,6 +280,16 @@ def nodes_of(scene_json: dict[str, Any]) -> list[dict[str, Any]]:
     for rest in by_window.values():
         out += rest
     return out
+
+
+async def select_bounded(selector: Selector | str, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`select` for a request: a selector with a regex is matched in a thread and
+    within the patterns' time limit (``patterns``), so that it cannot hold the scene."""
+    sel = parse(selector) if isinstance(selector, str) else selector
+    if not any(p.pattern is not None for _, c in sel.steps for p in c.predicates):
+        return select(sel, nodes)
+    with budget():
+        return await asyncio.to_thread(select, sel, nodes)
 
 
 def select(selector: Selector | str, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -349,7 +363,7 @@ def _matches(c: _Compound, node: dict, children: dict, by_id: dict) -> bool:
             return False
         if p.op == "!=" and have == p.value:
             return False
-        if p.op == "~=" and (have is None or p.pattern.fullmatch(have) is None):
+        if p.op == "~=" and (have is None or not fullmatch(p.pattern, have)):
             return False
         if p.op == "*=" and (have is None or p.value.lower() not in have.lower()):
             return False
