@@ -19,6 +19,7 @@ bench: deps
 	.venv/bin/python -m bench.scene
 	.venv/bin/python -m bench.container
 	.venv/bin/python -m bench.reset
+	.venv/bin/python -m bench.sandbox
 	.venv/bin/python -m bench.osworld
 	.venv/bin/python -m bench.accessibility
 	.venv/bin/python -m bench.full_read

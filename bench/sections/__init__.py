@@ -3,12 +3,12 @@ results (its ``<name>.json``) and answers Markdown lines, with plots where it dr
 them (bench.charts). The page around them is bench.measurements'."""
 
 from bench.sections.agents import _toolset, _trace, _view
-from bench.sections.desktop import _bridge, _container, _desktopd, _idle, _reset, _scene, _soak
+from bench.sections.desktop import _bridge, _container, _desktopd, _idle, _reset, _sandbox, _scene, _soak
 from bench.sections.format import NOISE, _table
 from bench.sections.osworld import _accessibility, _apps, _execute, _fleet, _full_read, _noop, _osworld, _run, _vscode
 
 __all__ = [
     "NOISE", "_accessibility", "_apps", "_bridge", "_container", "_desktopd", "_execute", "_fleet",
-    "_full_read", "_idle", "_noop", "_osworld", "_reset", "_run", "_scene", "_soak", "_table", "_toolset", "_trace",
+    "_full_read", "_idle", "_noop", "_osworld", "_reset", "_run", "_sandbox", "_scene", "_soak", "_table", "_toolset", "_trace",
     "_view", "_vscode"
 ]

@@ -308,3 +308,19 @@ def _soak(d: dict, plots: Plots) -> list[str]:
                            [Bar(re.sub(r"`", "", SOAK_LABELS.get(k, k)), v.get("p50_ms"), v.get("p95_ms"))
                             for k, v in eps.items()]), ""]
     return out
+
+
+def _sandbox(d: dict, plots: Plots) -> list[str]:
+    a = d.get("args") or {}
+    out = [f"A bare session at 1920x1080 started as root, {a.get('rounds', '?')} round(s) of each, alternating, "
+           f"{a.get('resets', '?')} resets a round. Baseline: `--no-sandbox`, the command line sessions started "
+           "as root had before. Medians.", ""]
+    rows = [[name, f"{s['start_s']:.2f} s", f"{s['reset_s']:.2f} s", _mb(s["chromium_mb"]),
+             "yes" if s["sandboxed"] else "no"] for name, s in (d.get("summary") or {}).items()]
+    out += _table(["browser", "start to its window", "reset to its window", "Chromium memory (PSS)",
+                   "renderers sandboxed"], ["l", "r", "r", "r", "l"], rows)
+    r = d.get("ratios") or {}
+    if r:
+        out += ["", f"- With the sandbox against the baseline: start {r['start']:.2f}x, reset {r['reset']:.2f}x, "
+                    f"memory {r['memory']:.2f}x."]
+    return out + [""]

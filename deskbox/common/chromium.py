@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 __all__ = ["BASE_FLAGS", "OSWORLD_DISABLED_FEATURES", "chromium_argv", "with_disabled_features", "real_executable",
-           "named_chrome", "named_as", "CHROME_NAME", "CODE_NAME"]
+           "named_chrome", "named_as", "sandbox_refused", "CHROME_NAME", "CODE_NAME"]
 
 BASE_FLAGS = (
     "--no-first-run",
@@ -107,9 +108,31 @@ def named_as(binary: str, name: str) -> tuple[str, str | None]:
     return str(link), None
 
 
+def sandbox_refused(user: tuple[int, int] | None = None) -> str | None:
+    """Why Chromium's sandbox cannot run for ``user`` (uid, gid; None: this process's),
+    or None when it can. Its sandbox is a user namespace with its own pids and network
+    (Debian's Chromium has no setuid helper); a kernel or seccomp profile that refuses
+    unprivileged user namespaces refuses the sandbox, and Chromium then does not start
+    unless told --no-sandbox. Tried here as Chromium would make it."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return "unshare (util-linux) is not installed, so the sandbox could not be tried"
+    kwargs: dict = {}
+    if user is not None and os.geteuid() == 0 and user[0] != 0:
+        kwargs.update(user=user[0], group=user[1], extra_groups=[])
+    try:
+        done = subprocess.run([unshare, "--user", "--pid", "--net", "--fork", "/bin/true"], capture_output=True,
+                              text=True, timeout=10, **kwargs)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unshare could not run: {exc}"
+    if done.returncode != 0:
+        return f"the kernel refuses an unprivileged user namespace: {done.stderr.strip() or done.returncode}"
+    return None
+
+
 def chromium_argv(executable: str, *, cdp_port: int, user_data_dir: str, wayland: bool,
                   extra_flags: list[str] | tuple[str, ...] = (), urls: list[str] | tuple[str, ...] = (),
-                  window_size: tuple[int, int] | None = None) -> list[str]:
+                  window_size: tuple[int, int] | None = None, sandbox: bool | None = None) -> list[str]:
     """Native Wayland when the session has a Wayland display, X11 otherwise; DevTools on
     loopback only.
 
@@ -119,13 +142,19 @@ def chromium_argv(executable: str, *, cdp_port: int, user_data_dir: str, wayland
     sometimes kept sending pointer events placed as if the smaller surface were still
     centred in the tile: a click after a restart landed 125 px left and 31 px up of where
     it was sent (2 to 5 restarts in 40), and others 6 px to the right. Opened at the
-    display's size, none did in 120."""
+    display's size, none did in 120.
+
+    ``sandbox``: whether Chromium runs its sandbox (``sandbox_refused`` says whether it
+    can); None: unless this process is root, whose Chromium the sandbox refuses."""
     argv = [executable, f"--ozone-platform={'wayland' if wayland else 'x11'}", *BASE_FLAGS,
             "--remote-debugging-address=127.0.0.1", f"--remote-debugging-port={cdp_port}",
             f"--user-data-dir={user_data_dir}"]
     if window_size is not None:
         argv.append(f"--window-size={window_size[0]},{window_size[1]}")
-    if os.geteuid() == 0:
-        # Chromium's sandbox refuses root; deskbox up runs it as the session user.
-        argv.append("--no-sandbox")
+    if sandbox is None:
+        sandbox = os.geteuid() != 0  # (Chromium's sandbox refuses root)
+    if not sandbox:
+        # (--test-type: no "unsupported command-line flag" bar across every page, which
+        # agents would see and OSWorld's Chrome does not show.)
+        argv += ["--no-sandbox", "--test-type"]
     return [*argv, *extra_flags, *urls]

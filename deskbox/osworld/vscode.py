@@ -192,7 +192,7 @@ def open_windows(port: int, paths: list[str]) -> None:
         argv = [str(binary), f"--ozone-platform={platform}", *BASE_FLAGS,
                 f"--user-data-dir={_state_dir() / 'window'}", f"--app={window_url(port, path)}"]
         if os.geteuid() == 0:
-            argv.append("--no-sandbox")
+            argv += ["--no-sandbox", "--test-type"]  # (as common.chromium: no flag warning bar)
         subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)
 

@@ -126,7 +126,15 @@ class EnvironmentSpec:
     context_persist: bool = True  # DESKBOX_CONTEXT_PERSIST: save it back when the session ends
     contexts_dir: str | None = None  # host folder mounted at /var/lib/deskbox/contexts
     ttl: float | None = None  # DESKBOX_TTL: the session (and container) ends after this many seconds
+    # Whether the session user may sudo (with OSWorld's password, as OSWorld's tasks do);
+    # None: in OSWorld mode only. Without it the container runs with every capability
+    # dropped and no-new-privileges (the podman back end), so sudo cannot work at all.
+    sudo: bool | None = None
     env: dict[str, str] = field(default_factory=dict)  # anything else, passed as it is
+
+    @property
+    def may_sudo(self) -> bool:
+        return self.osworld if self.sudo is None else self.sudo
 
     def environment(self) -> dict[str, str]:
         """The container's environment (the token included: pass it without putting it

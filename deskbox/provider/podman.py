@@ -76,7 +76,8 @@ from . import (
 from .launches import Launches
 from .leftovers import OWNER_PID, OWNER_PIDNS, Leftover, leftovers, pid_namespace, process_started
 
-__all__ = ["PodmanBackend", "PodmanEnvironment", "machine_flags", "port_lock", "allocate_ports", "published_ports"]
+__all__ = ["PodmanBackend", "PodmanEnvironment", "hardening", "machine_flags", "port_lock", "allocate_ports",
+           "published_ports"]
 
 LOCK_PATH = env("DESKBOX_PORT_LOCK")
 PORT_BASE = env_int("DESKBOX_PORT_BASE")
@@ -84,6 +85,26 @@ PORT_MAX = 32767  # below Linux's ephemeral range, where outgoing connections ta
 LABEL = "deskbox.provider"
 
 _flags_cache: list[str] | None = None
+
+
+# Caps on one session's container: against a runaway (a fork bomb an agent's command
+# starts, a page that eats memory), not figures to pack by (bench.fleet measures those:
+# about 650 MB a session with an app open). Threads count as pids: Chromium with a few
+# tabs and LibreOffice run about 700.
+PIDS_LIMIT = 4096
+MEMORY_LIMIT = "4g"
+
+
+def hardening(spec: EnvironmentSpec) -> list[str]:
+    """``podman run``'s flags for ``spec`` beyond the machine's: the caps above always;
+    and unless the session user may sudo (``spec.may_sudo``: OSWorld mode), every
+    capability dropped but SYS_CHROOT (Chromium's sandbox chroots inside its user
+    namespace) and no-new-privileges, so that no setuid program (sudo) raises anything.
+    Nothing in the session needs more: it runs as the unprivileged user ``user``."""
+    flags = [f"--pids-limit={PIDS_LIMIT}", f"--memory={MEMORY_LIMIT}"]
+    if not spec.may_sudo:
+        flags += ["--cap-drop=ALL", "--cap-add=SYS_CHROOT", "--security-opt=no-new-privileges"]
+    return flags
 
 
 def machine_flags(podman: str = "podman") -> list[str]:
@@ -246,7 +267,7 @@ class PodmanBackend:
         name = name or f"{self.name_prefix}{uuid.uuid4().hex[:10]}"
         env = {**os.environ, **spec.environment()}
         args = ["run", "-d", "--name", name, "--label", f"{LABEL}=podman", "--label", f"{OWNER_PID}={os.getpid()}",
-                "--label", f"{OWNER_PIDNS}={pid_namespace()}", *self.flags, *self.extra_args]
+                "--label", f"{OWNER_PIDNS}={pid_namespace()}", *hardening(spec), *self.flags, *self.extra_args]
         for key in spec.environment():
             args += ["-e", key]  # the value comes from podman's environment, not this command line
         if spec.context:

@@ -114,7 +114,8 @@ class SessionChildren:
             urls = self._last_tabs()
         return chromium_argv(self.layout.browser_binary, cdp_port=self.args.cdp_port,
                              user_data_dir=str(self.layout.profile_dir), wayland=True, extra_flags=extra,
-                             urls=urls or [], window_size=self.layout.browser_window_size)
+                             urls=urls or [], window_size=self.layout.browser_window_size,
+                             sandbox=self.layout.chromium_sandbox)
 
     async def _close_browser(self, child: Child) -> None:
         """Quit the browser as its menu does (Browser.close): it writes its profile out.

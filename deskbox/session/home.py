@@ -13,6 +13,7 @@ Names of snapshots are checked against ``NAME_PATTERN``: they become folder name
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -221,78 +222,121 @@ class Home:
         return counts
 
     # -- copying ------------------------------------------------------------------------
+    #
+    # The home is the session user's, and an agent's commands run as that user while
+    # deskbox (as root) saves and restores it: between the look at an entry and its use,
+    # a file or a folder can become a symlink to anywhere. So every step goes through
+    # folders opened with O_NOFOLLOW and names relative to them (``dir_fd``), files are
+    # opened with O_NOFOLLOW and made with O_EXCL: a link is copied as a link and never
+    # followed, on either side, whatever it became in between.
 
-    def _copy_tree(self, src: Path, dst: Path, index: _Index, *, record_source: bool, rel: str = "") -> tuple[int, int]:
-        """Copy ``src`` into a new ``dst``; with ``record_source`` the index gets the
-        source's stats (the home, when saving), else the copy's."""
+    def _copy_tree(self, src: Path, dst: Path, index: _Index, *, record_source: bool) -> tuple[int, int]:
+        """Copy ``src`` into ``dst`` (made if missing); with ``record_source`` the index
+        gets the source's stats (the home, when saving), else the copy's."""
         dst.mkdir(mode=stat.S_IMODE(src.stat().st_mode) | 0o700, exist_ok=True)
+        src_fd, dst_fd = _open_dir(str(src)), _open_dir(str(dst))
+        try:
+            return self._copy_at(src_fd, dst_fd, index, record_source, "")
+        finally:
+            os.close(src_fd)
+            os.close(dst_fd)
+
+    def _copy_at(self, src_fd: int, dst_fd: int, index: _Index, record_source: bool, rel: str) -> tuple[int, int]:
         files = size = 0
-        with os.scandir(src) as entries:
+        with os.scandir(src_fd) as entries:
             for entry in entries:
-                r = f"{rel}/{entry.name}" if rel else entry.name
-                if r in self.skip or entry.name == MARKER and not rel:
+                name = entry.name
+                r = f"{rel}/{name}" if rel else name
+                if r in self.skip or name == MARKER and not rel:
                     continue
-                target = dst / entry.name
                 try:
-                    if entry.is_symlink():
-                        os.symlink(os.readlink(entry.path), target)
-                    elif entry.is_dir():
-                        f, s = self._copy_tree(Path(entry.path), target, index, record_source=record_source, rel=r)
-                        files, size = files + f, size + s
-                    elif entry.is_file():
-                        shutil.copy2(entry.path, target)
-                        st = entry.stat() if record_source else target.stat()
+                    kind = _kind(entry)
+                    if kind == "link":
+                        os.symlink(os.readlink(name, dir_fd=src_fd), name, dir_fd=dst_fd)
+                    elif kind == "dir":
+                        mode = stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode) | 0o700
+                        os.mkdir(name, mode, dir_fd=dst_fd)
+                        sub_src, sub_dst = _open_dir(name, src_fd), _open_dir(name, dst_fd)
+                        try:
+                            f, n = self._copy_at(sub_src, sub_dst, index, record_source, r)
+                        finally:
+                            os.close(sub_src)
+                            os.close(sub_dst)
+                        files, size = files + f, size + n
+                    elif kind == "file":
+                        copied = _copy_file(src_fd, name, dst_fd)
+                        if copied is None:
+                            continue  # (not a regular file any more)
+                        theirs, ours = copied
+                        st = theirs if record_source else ours
                         index[r] = (st.st_ino, st.st_ctime_ns)
                         files, size = files + 1, size + st.st_size
                     # sockets, fifos and devices are not part of a home's state
-                except FileNotFoundError:
-                    continue  # went while we copied (a lock file)
+                except (FileNotFoundError, NotADirectoryError, OSError) as exc:
+                    if isinstance(exc, (FileNotFoundError, NotADirectoryError)) or exc.errno == errno.ELOOP:
+                        continue  # went, or became a link, while we copied (a lock file)
+                    raise
         return files, size
 
     def _sync(self, src: Path, dst: Path, rel: str, basis: _Index, index: _Index, counts: dict) -> None:
-        wanted = {}
-        with os.scandir(src) as entries:
-            for entry in entries:
-                wanted[entry.name] = entry
-        with os.scandir(dst) as entries:
-            present = {e.name: e for e in entries}
-        for name, entry in present.items():
+        src_fd, dst_fd = _open_dir(str(src)), _open_dir(str(dst))
+        try:
+            self._sync_at(src_fd, dst_fd, rel, basis, index, counts)
+        finally:
+            os.close(src_fd)
+            os.close(dst_fd)
+
+    def _sync_at(self, src_fd: int, dst_fd: int, rel: str, basis: _Index, index: _Index, counts: dict) -> None:
+        with os.scandir(src_fd) as entries:
+            wanted = {e.name: _kind(e) for e in entries}
+        with os.scandir(dst_fd) as entries:
+            present = {e.name: _kind(e) for e in entries}
+        for name, kind in present.items():
             if not rel and name == MARKER:
                 continue
-            theirs = wanted.get(name)
-            if theirs is None or _kind(theirs) != _kind(entry):
-                _remove(Path(entry.path))
+            if wanted.get(name) != kind:
+                _remove_at(dst_fd, name)
                 counts["removed"] += 1
-        for name, entry in wanted.items():
+        for name, kind in wanted.items():
             r = f"{rel}/{name}" if rel else name
-            target = dst / name
-            kind = _kind(entry)
             if kind == "dir":
-                if not target.is_dir() or target.is_symlink():
-                    target.mkdir(mode=stat.S_IMODE(entry.stat().st_mode) | 0o700)
-                    self.chown(target)
-                self._sync(Path(entry.path), target, r, basis, index, counts)
-            elif kind == "link":
-                link = os.readlink(entry.path)
-                if not target.is_symlink() or os.readlink(target) != link:
-                    _remove(target)
-                    os.symlink(link, target)
-                    os.lchown(target, self.uid, self.gid) if os.geteuid() == 0 else None
-            elif kind == "file":
+                if present.get(name) != "dir":
+                    mode = stat.S_IMODE(os.stat(name, dir_fd=src_fd, follow_symlinks=False).st_mode) | 0o700
+                    os.mkdir(name, mode, dir_fd=dst_fd)
+                    self._chown_at(dst_fd, name)
+                sub_src, sub_dst = _open_dir(name, src_fd), _open_dir(name, dst_fd)
                 try:
-                    st = target.stat(follow_symlinks=False)
+                    self._sync_at(sub_src, sub_dst, r, basis, index, counts)
+                finally:
+                    os.close(sub_src)
+                    os.close(sub_dst)
+            elif kind == "link":
+                link = os.readlink(name, dir_fd=src_fd)
+                if present.get(name) != "link" or os.readlink(name, dir_fd=dst_fd) != link:
+                    _remove_at(dst_fd, name)
+                    os.symlink(link, name, dir_fd=dst_fd)
+                    self._chown_at(dst_fd, name)
+            elif kind == "file":
+                if present.get(name) == "file":
+                    st = os.stat(name, dir_fd=dst_fd, follow_symlinks=False)
                     if basis.get(r) == (st.st_ino, st.st_ctime_ns):
                         index[r] = basis[r]
                         counts["kept"] += 1
                         continue
-                except FileNotFoundError:
-                    pass
-                _remove(target)
-                shutil.copy2(entry.path, target)
-                self.chown(target)
-                st = target.stat()
+                _remove_at(dst_fd, name)
+                copied = _copy_file(src_fd, name, dst_fd, owner=self._owner())
+                if copied is None:
+                    continue
+                st = copied[1]
                 index[r] = (st.st_ino, st.st_ctime_ns)
                 counts["copied"] += 1
+
+    def _owner(self) -> tuple[int, int] | None:
+        return (self.uid, self.gid) if os.geteuid() == 0 else None
+
+    def _chown_at(self, dir_fd: int, name: str) -> None:
+        if os.geteuid() == 0:
+            os.chown(name, self.uid, self.gid, dir_fd=dir_fd, follow_symlinks=False)
 
     def _mkdir(self, path: Path) -> None:
         if not path.exists():
@@ -313,6 +357,55 @@ def _kind(entry: os.DirEntry) -> str:
     if entry.is_file(follow_symlinks=False):
         return "file"
     return "other"
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_dir(name: str, dir_fd: int | None = None) -> int:
+    """A folder, opened without following a link (ELOOP / ENOTDIR if it is one now)."""
+    return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
+def _copy_file(src_fd: int, name: str, dst_fd: int,
+               owner: tuple[int, int] | None = None) -> tuple[os.stat_result, os.stat_result] | None:
+    """``name`` of folder ``src_fd`` copied to a new ``name`` in ``dst_fd`` (mode, times,
+    and ``owner``), neither side followed if it is a link; the source's stat and the
+    copy's, or None when the source is not a regular file (any more)."""
+    src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=src_fd)
+    try:
+        theirs = os.fstat(src)
+        if not stat.S_ISREG(theirs.st_mode):
+            return None
+        dst = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                      stat.S_IMODE(theirs.st_mode), dir_fd=dst_fd)
+        try:
+            left = theirs.st_size
+            while left > 0:
+                sent = os.sendfile(dst, src, None, min(left, 1 << 30))
+                if sent == 0:
+                    break  # (it got shorter while we copied)
+                left -= sent
+            os.fchmod(dst, stat.S_IMODE(theirs.st_mode))
+            if owner is not None:
+                os.fchown(dst, *owner)
+            os.utime(dst, ns=(theirs.st_atime_ns, theirs.st_mtime_ns))
+            return theirs, os.fstat(dst)
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)
+
+
+def _remove_at(dir_fd: int, name: str) -> None:
+    """``name`` in folder ``dir_fd`` removed, a folder with all it holds (links not followed)."""
+    try:
+        if stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+            shutil.rmtree(name, dir_fd=dir_fd)
+        else:
+            os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
 
 
 def _remove(path: Path) -> None:

@@ -77,6 +77,7 @@ class Layout:
     start_urls: tuple[str, ...]
     internal_secret: str  # between desktopd and the scene only
     token: str | None = None  # the services' bearer token (DESKBOX_TOKEN); the services' environment only
+    chromium_sandbox: bool = True  # whether the browser runs its sandbox (the kernel may refuse it)
     traces_dir: Path | None = None
     browser_window_size: tuple[int, int] | None = None  # the first display's logical size: the browser opens at it
 

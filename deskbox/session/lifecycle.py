@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from ..common.chromium import CODE_NAME, named_as, named_chrome, real_executable
+from ..common.chromium import CODE_NAME, named_as, named_chrome, real_executable, sandbox_refused
 from ..common.logging import get_logger
 from ..common.paths import IMPORT_ROOT, PACKAGE_DIR
 from ..common.settings import env
@@ -304,15 +304,21 @@ class Session:
                 os.chown(path, self.uid, self.gid, follow_symlinks=False)
         self._prepare_home(own_home)
         self._prepare_traces()
+        for user in users.revoke_leftovers():
+            log.warning("put back the password and sudo of a session that died without its end", user=user)
         if self.args.sudo:
             self.sudoers = users.grant_sudo(self.user_name, OSWORLD_PASSWORD)
         assert self.home is not None
+        refused = sandbox_refused((self.uid, self.gid))
+        if refused:
+            log.warning("Chromium runs without its sandbox (--no-sandbox): a renderer an exploit takes over "
+                        "is then the session user", reason=refused)
         self.layout = Layout(
             args=self.args, runtime=self.runtime, runtime_seen=self.runtime_seen, home=self.home.path, uid=self.uid,
             gid=self.gid, user_name=self.user_name, service_uid=self.service_uid, dbus_address=self.dbus_address,
             x11=self.x11, browser_binary=self.browser_binary, headless_outputs=len(self.outputs),
             start_urls=tuple(self.urls), internal_secret=self.internal_secret, token=self.token,
-            traces_dir=self.traces_dir,
+            traces_dir=self.traces_dir, chromium_sandbox=refused is None,
             browser_window_size=self.outputs[0].logical_size)
         self.envs = Environments(self.layout, self.live)
         self.background = wallpaper.Background(self.layout.home, self.envs.run)
@@ -415,7 +421,7 @@ class Session:
         if self.login is not None and self.runtime is not None:
             login_dir.release(self.login, self.runtime)
         if self.sudoers is not None:
-            self.sudoers.unlink(missing_ok=True)
+            users.revoke_sudo(self.user_name)  # (its password as it was, the sudoers entry gone)
         if self.home is not None:
             if not self.keep_home:
                 self.home.remove()

@@ -234,11 +234,23 @@ class Run(Passed):
         else:
             raise CheckFailed("a reset to an unknown snapshot was accepted")
 
-        b = self.track(backend.start(EnvironmentSpec(image=self.image, outputs=["1024x768"])))
+        # The second is not in OSWorld mode: its user may not sudo, and the container has
+        # every capability dropped but SYS_CHROOT and no-new-privileges (provider.podman.hardening).
+        b = self.track(backend.start(EnvironmentSpec(image=self.image, outputs=["1024x768"], osworld=False)))
         shared = set(a.ports.values()) & set(b.ports.values())
         if shared:
             raise CheckFailed(f"two environments share host ports {shared}")
         self.ok(f"podman: a second environment {b.osworld_address()} shares no port with the first")
+        probe = "echo password | sudo -S id -u; grep -E '^(NoNewPrivs|CapBnd):' /proc/self/status"
+        hardened = podman("exec", b.name, "sh", "-c", probe)
+        status = dict(line.split(":\t") for line in hardened.stdout.splitlines() if ":\t" in line)
+        if "no new privileges" not in hardened.stderr or status.get("NoNewPrivs") != "1" \
+                or int(status.get("CapBnd", "0"), 16) != 1 << 18:
+            raise CheckFailed(f"the plain environment is not hardened: {hardened.stdout!r} {hardened.stderr[-300:]!r}")
+        if b.request("GET", "desktopd", "/api/v1/screenshot")[0] != 200:
+            raise CheckFailed("the hardened environment does not take a screenshot")
+        self.ok("podman: outside OSWorld mode the container has no-new-privileges and only CAP_SYS_CHROOT "
+                "(Chromium's sandbox): sudo is refused, the session works")
         for env in (a, b):
             env.stop()
         left = [n for n in (a.name, b.name) if podman("container", "exists", n).returncode == 0]

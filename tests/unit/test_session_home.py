@@ -162,3 +162,38 @@ def test_a_session_that_could_not_take_a_home_never_removes_it(home):
         other.lock()
     other.remove()
     assert (home.path / MARKER).exists() and (home.path / "Desktop").is_dir()
+
+
+def test_a_save_copies_links_as_links_and_never_what_they_point_at(home, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("top secret")
+    (home.path / "Documents" / "secret").symlink_to(outside / "secret.txt")
+    (home.path / "elsewhere").symlink_to(outside)
+    home.save("s1", {})
+    saved = tmp_path / "snapshots" / "s1" / "home"
+    assert os.readlink(saved / "Documents" / "secret") == str(outside / "secret.txt")
+    assert os.readlink(saved / "elsewhere") == str(outside)
+    assert not any(p.is_file() and not p.is_symlink() and "top secret" in p.read_text(errors="replace")
+                   for p in saved.rglob("*"))
+
+
+def test_a_restore_never_writes_through_a_link_planted_where_it_writes(home, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("theirs")
+    (home.path / "Desktop" / "a.txt").write_text("ours")
+    (home.path / "Documents" / "b.txt").write_text("ours too")
+    home.save("s1", {})
+    saved = tree(home.path)
+    # A task's command replaces a folder and a file the restore will write with links out of the home.
+    import shutil
+
+    shutil.rmtree(home.path / "Desktop")
+    (home.path / "Desktop").symlink_to(outside)
+    (home.path / "Documents" / "b.txt").unlink()
+    (home.path / "Documents" / "b.txt").symlink_to(outside / "keep.txt")
+    home.restore("s1")
+    assert tree(home.path) == saved
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"] and (outside / "keep.txt").read_text() == "theirs"
+    assert (home.path / "Desktop").is_dir() and not (home.path / "Desktop").is_symlink()

@@ -33,3 +33,17 @@ def test_every_environment_has_a_token_of_its_own_unless_told_none():
 def test_osworld_s_desktopenv_sessions_have_tokens_of_their_own():
     first, second = (spec_from_target(parse_target("podman:deskbox-apps")) for _ in range(2))
     assert first.token and second.token and first.token != second.token
+
+
+def test_a_container_drops_every_capability_and_setuid_unless_its_user_may_sudo():
+    from deskbox.provider.podman import MEMORY_LIMIT, PIDS_LIMIT, hardening
+
+    plain = hardening(EnvironmentSpec(osworld=False))
+    assert {"--cap-drop=ALL", "--cap-add=SYS_CHROOT", "--security-opt=no-new-privileges"} <= set(plain)
+    # OSWorld's tasks sudo with its password: OSWorld mode keeps podman's default capabilities.
+    for spec in (EnvironmentSpec(osworld=True), EnvironmentSpec(osworld=False, sudo=True)):
+        assert spec.may_sudo and not any(f.startswith(("--cap-drop", "--security-opt")) for f in hardening(spec))
+    assert not EnvironmentSpec(osworld=True, sudo=False).may_sudo
+    # The caps against a runaway, always.
+    for spec in (EnvironmentSpec(osworld=False), EnvironmentSpec(osworld=True)):
+        assert {f"--pids-limit={PIDS_LIMIT}", f"--memory={MEMORY_LIMIT}"} <= set(hardening(spec))
