@@ -113,7 +113,24 @@ def _pct(values: list[float], q: float) -> float | None:
 
 
 def level(n: int, image: str, steps: int, think_s: float, work: Path, per_session: int = 2,
-          stagger_s: float | None = None, warm_python: bool = True) -> dict:
+          stagger_s: float | None = None, warm_python: bool = True, hardened: bool = True) -> dict:
+    """One level; ``hardened``: the containers with the provider's caps and capability
+    drop (deskbox.provider.podman.hardening), else without (the baseline)."""
+    before = os.environ.get("DESKBOX_PODMAN_HARDENING")
+    os.environ["DESKBOX_PODMAN_HARDENING"] = "1" if hardened else "0"
+    try:
+        row = _level(n, image, steps, think_s, work, per_session, stagger_s, warm_python)
+    finally:
+        if before is None:
+            os.environ.pop("DESKBOX_PODMAN_HARDENING", None)
+        else:
+            os.environ["DESKBOX_PODMAN_HARDENING"] = before
+    row["containers"] = "hardened" if hardened else "unhardened"
+    return row
+
+
+def _level(n: int, image: str, steps: int, think_s: float, work: Path, per_session: int,
+           stagger_s: float | None, warm_python: bool) -> dict:
     from deskbox.run import Pool, Runner, RunOptions, load_tasks, session_factory
 
     folder = work / f"tasks{n}"
@@ -229,24 +246,32 @@ def markdown(result: dict) -> str:
              f"{OBSERVE_P95_S} s, action p95 <= {ACTION_P95_S} s and no infrastructure failure.", "",
              "`python -c`: forked from the session's warm interpreter (the default), or cold: started afresh "
              "(`DESKBOX_OSWORLD_WARM_PYTHON=0`, the baseline).", "",
-             "| sessions | python -c | tasks/hour | observe p50/p95 s | action p50/p95 s | reset p50/p95 s | "
+             "Containers: hardened (the provider's pids and memory caps; outside OSWorld mode also every "
+             "capability dropped and no-new-privileges), or unhardened (`DESKBOX_PODMAN_HARDENING=0`, the baseline).",
+             "",
+             "| sessions | python -c | containers | tasks/hour | observe p50/p95 s | action p50/p95 s | reset p50/p95 s | "
              "setup p50/p95 s | CPU s/step | CPU s/task | CPU busy | memory peak MB | load | held | ran out |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in result["levels"]:
         lines.append(
-            f"| {r['sessions']} | {r.get('python', 'cold')} | {r['tasks_per_hour']} | {r['observe_p50_s']} / {r['observe_p95_s']} | "
+            f"| {r['sessions']} | {r.get('python', 'cold')} | {r.get('containers', 'unhardened')} | "
+            f"{r['tasks_per_hour']} | {r['observe_p50_s']} / {r['observe_p95_s']} | "
             f"{r['action_p50_s']} / {r['action_p95_s']} | {r['reset_p50_s']} / {r['reset_p95_s']} | "
             f"{r['setup_p50_s']} / {r['setup_p95_s']} | {r['cpu_s_per_step']} | {r['cpu_s_per_task']} | "
             f"{r['cpu_busy_share']} | {r['memory_peak_mb']:.0f} | {r['load1']} | {'yes' if r['held'] else '**no**'} | "
             f"{r['ran_out'] or '-'} |")
-    warm = [r for r in result["levels"] if r.get("python", "warm") == "warm"]
+    warm = [r for r in result["levels"] if r.get("python", "warm") == "warm"
+            and r.get("containers", "hardened") == "hardened"]
     last = warm[-1] if warm else None
     if last and last.get("observe_by_app"):
         lines += ["", f"Observations at {last['sessions']} sessions, by the app observed (p50 / p95 s): "
                   + ", ".join(f"{app} {v['p50_s']} / {v['p95_s']}" for app, v in last["observe_by_app"].items())
                   + "."]
-    held = [r["sessions"] for r in result["levels"] if r["held"] and r.get("python", "warm") == "warm"]
+    held = [r["sessions"] for r in warm if r["held"]]
     lines += ["", f"**Held: {max(held) if held else 0} sessions.**"]
+    bare = [r["sessions"] for r in result["levels"] if r["held"] and r.get("containers") == "unhardened"]
+    if a.get("unhardened_too"):
+        lines.append(f"Without the hardening (the baseline): {max(bare) if bare else 0} sessions held.")
     if result.get("idle"):
         i = result["idle"]
         line = (f"One idle session over {i['seconds']:.0f} s: {i['cpu_s']} CPU s ({i['cpu_share_of_a_core']} of a "
@@ -274,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="seconds between the sessions' first tasks, or 'spread' (one task's length over N)")
     p.add_argument("--idle-s", type=float, default=60.0, help="how long the idle session is measured (0: not)")
     p.add_argument("--keep-going", action="store_true", help="measure every level, past the first that fails")
+    p.add_argument("--unhardened-too", action="store_true",
+                   help="each level also without the containers' hardening (DESKBOX_PODMAN_HARDENING=0), the baseline")
     p.add_argument("--cold-python-too", action="store_true",
                    help="run each level a second time with `python -c` started afresh (the baseline of the warm "
                         "interpreter)")
@@ -286,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
                              "cpus": os.cpu_count(), "memory_gb": round(_total_mb() / 1024, 1)},
                     "args": {"image": args.image, "levels": args.levels, "steps": args.steps,
                              "think_s": args.think_s, "tasks_per_session": args.tasks_per_session,
-                             "stagger": args.stagger, "cold_python_too": args.cold_python_too}, "levels": []}
+                             "stagger": args.stagger, "cold_python_too": args.cold_python_too,
+                             "unhardened_too": args.unhardened_too}, "levels": []}
     started = time.time()
     if args.idle_s > 0:
         result["idle"] = idle_session(args.image, args.idle_s)
@@ -295,6 +323,11 @@ def main(argv: list[str] | None = None) -> int:
         row = level(n, args.image, args.steps, args.think_s, work, args.tasks_per_session, stagger)
         result["levels"].append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
+        if args.unhardened_too:
+            bare = level(n, args.image, args.steps, args.think_s, work / "unhardened", args.tasks_per_session,
+                         stagger, hardened=False)
+            result["levels"].append(bare)
+            print(json.dumps(bare), file=sys.stderr, flush=True)
         if args.cold_python_too:
             cold = level(n, args.image, args.steps, args.think_s, work / "cold", args.tasks_per_session, stagger,
                          warm_python=False)

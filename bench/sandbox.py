@@ -25,9 +25,9 @@ import urllib.request
 from pathlib import Path
 
 from bench.container import pss_by_program
-from bench.idle import _tree
 from bench.page import free_port
 from bench.report import write_results
+from deskbox.session.processes import descendants, process_table
 from deskbox.session.spawn import SpawnedSession
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,7 +90,7 @@ def measure(flags: str, resets: int) -> dict:
             _browser_window(desktopd)
             took.append(time.monotonic() - t)
         time.sleep(3)
-        pids = _tree(session.proc.pid)
+        pids = [session.proc.pid, *descendants(session.proc.pid, process_table())]
         memory = pss_by_program(pids)
         return {"start_s": round(start_s, 2), "reset_s": [round(x, 2) for x in took],
                 "chromium_mb": memory.get("chromium", 0.0), "sandboxed": _sandboxed(pids)}

@@ -9,24 +9,8 @@ import urllib.parse
 from pathlib import Path
 
 from deskbox.common.chromium import chromium_argv, sandbox_refused
+from deskbox.session.processes import descendants, process_table
 from tests.support import http, wait_until
-
-
-def _browser_processes(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += children.get(pid, [])
-    return out
 
 
 def test_the_session_s_browser_runs_its_sandbox_and_shows_no_flag_warning(single, pages):
@@ -37,7 +21,7 @@ def test_the_session_s_browser_runs_its_sandbox_and_shows_no_flag_warning(single
     own = os.readlink(f"/proc/{browser}/ns/pid")
 
     def sandboxed_renderers() -> list[int]:
-        return [p for p in _browser_processes(browser)
+        return [p for p in descendants(browser, process_table())
                 if b"--type=renderer" in Path(f"/proc/{p}/cmdline").read_bytes()
                 and os.readlink(f"/proc/{p}/ns/pid") != own]
 

@@ -76,6 +76,17 @@ def test_json_a_scene_cannot_write_is_refused_and_later_scenes_are_served(sessio
     assert http("GET", session.scene + "/api/v1/scene").status == 200
 
 
+def test_an_mcp_body_over_the_scene_s_limit_is_a_413_and_mcp_goes_on(session):
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}, "pad": "x" * (1024 * 1024 + 10)}
+    resp = http("POST", session.scene + "/mcp", call, headers={"Accept": "application/json, text/event-stream",
+                                                              "Content-Type": "application/json"})
+    assert resp.status == 413 and error_code(resp) == "payload_too_large", resp.body[:300]
+    del call["pad"]
+    listed = http("POST", session.scene + "/mcp", call, headers={"Accept": "application/json, text/event-stream",
+                                                                "Content-Type": "application/json"})
+    assert listed.status == 200 and any(t["name"] == "observe" for t in listed.json()["result"]["tools"])
+
+
 def test_navigating_to_javascript_is_refused(session):
     resp = http("POST", session.scene + "/api/v1/computer/gemini",
                 {"name": "navigate", "args": {"url": "javascript:alert(1)"}})

@@ -189,16 +189,21 @@ def _fleet(d: dict, plots: Plots) -> list[str]:
            f"accessibility tree, one pyautogui move and {args.get('think_s', 5)} s of think time; first tasks "
            f"staggered: {args.get('stagger', 0)}. A level holds with observation p95 <= 1 s, action p95 <= 0.5 s "
            "and no infrastructure failure. Times in seconds. `python -c`: OSWorld's actions forked from the "
-           "session's warm interpreter (the default), or cold, started afresh (the baseline).", ""]
-    out += _table(["sessions", "python -c", "tasks/hour", "observe p50/p95", "action p50/p95", "reset p50/p95", "CPU s/step",
-                   "CPU busy", "memory peak", "held", "ran out"], ["r", "l", "r", "r", "r", "r", "r", "r", "r", "l", "l"],
-                  [[str(r["sessions"]), r.get("python", "cold"), _int(r.get("tasks_per_hour")),
+           "session's warm interpreter (the default), or cold, started afresh (the baseline). Containers: "
+           "hardened (the podman provider's caps and capability drop, the default) or unhardened "
+           "(`DESKBOX_PODMAN_HARDENING=0`, the baseline).", ""]
+    out += _table(["sessions", "python -c", "containers", "tasks/hour", "observe p50/p95", "action p50/p95",
+                   "reset p50/p95", "CPU s/step", "CPU busy", "memory peak", "held", "ran out"],
+                  ["r", "l", "l", "r", "r", "r", "r", "r", "r", "r", "l", "l"],
+                  [[str(r["sessions"]), r.get("python", "cold"), r.get("containers", "unhardened"),
+                    _int(r.get("tasks_per_hour")),
                     f"{r.get('observe_p50_s')} / {r.get('observe_p95_s')}",
                     f"{r.get('action_p50_s')} / {r.get('action_p95_s')}",
                     f"{r.get('reset_p50_s')} / {r.get('reset_p95_s')}", str(r.get("cpu_s_per_step")),
                     f"{(r.get('cpu_busy_share') or 0) * 100:.0f} %", _mb(r.get("memory_peak_mb")),
                     "yes" if r.get("held") else "**no**", r.get("ran_out") or "-"] for r in d.get("levels") or []])
-    warm = [r for r in d.get("levels") or [] if r.get("python", "warm") == "warm"]
+    warm = [r for r in d.get("levels") or [] if r.get("python", "warm") == "warm"
+            and r.get("containers", "hardened") == "hardened"]
     last = warm[-1] if warm else None
     if last and last.get("observe_by_app"):
         out += ["", f"- Observations at {last['sessions']} sessions, by the app observed (p50 / p95 s): "

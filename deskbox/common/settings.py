@@ -124,6 +124,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
             _PROVIDER),
     Setting("DESKBOX_PODMAN_FLAGS", None, "podman run's extra flags (default: what scripts/container-flags "
             "finds)", _PROVIDER),
+    Setting("DESKBOX_PODMAN_HARDENING", "1", "0: podman runs sessions without their pids and memory caps, "
+            "capability drop and no-new-privileges (to debug one; bench.fleet's baseline)", _PROVIDER),
     Setting("DESKBOX_KUBE_RUNNER", None, "kubectl or podman (kube play) for the Kubernetes back end", _PROVIDER),
     # -- the image ----------------------------------------------------------------------------
     Setting("DESKBOX_OUTPUTS", None, "displays, e.g. \"1920x1080\" or \"1280x800@2 1280x800\"", _IMAGE),

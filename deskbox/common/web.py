@@ -13,7 +13,7 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
+from typing import Any, AsyncIterator, Awaitable, BinaryIO, Callable, TypeVar
 
 import structlog
 from aiohttp import web
@@ -40,6 +40,7 @@ __all__ = [
     "ModelT",
     "stop_when_client_leaves",
     "send_and_remove",
+    "send_stream",
     "client_left",
     "taking_turn",
     "TURN_WAIT_S",
@@ -275,25 +276,32 @@ async def read_form(request: web.Request) -> Any:
         raise InvalidRequest(f"the form body cannot be read: {exc}", code="validation_error") from exc
 
 
-_FILE_CHUNK = 256 * 1024
+_FILE_CHUNK = 1 << 20
+
+
+async def send_stream(request: web.Request, stream: BinaryIO, size: int, content_type: str,
+                      headers: dict[str, str] | None = None) -> web.StreamResponse:
+    """``size`` bytes of ``stream`` (a file, a spooled archive) sent in chunks read off the
+    event loop, rather than read whole first."""
+    resp = web.StreamResponse(headers=headers)
+    resp.content_type = content_type
+    resp.content_length = size
+    await resp.prepare(request)
+    while chunk := await asyncio.to_thread(stream.read, _FILE_CHUNK):
+        await resp.write(chunk)
+    await resp.write_eof()
+    return resp
 
 
 async def send_and_remove(request: web.Request, path: Path, content_type: str,
                           headers: dict[str, str] | None = None) -> web.StreamResponse:
-    """``path`` (a file made for this answer alone: a recording, up to gigabytes) sent in
-    chunks rather than read whole, and removed: unlinked as soon as it is open, so it is
-    gone whether or not the client reads it to the end."""
+    """``path`` (a file made for this answer alone: a recording, up to gigabytes) sent with
+    :func:`send_stream` and removed: unlinked as soon as it is open, so it is gone whether
+    or not the client reads it to the end."""
     f = await asyncio.to_thread(open, path, "rb")
     try:
         await asyncio.to_thread(path.unlink, True)
-        resp = web.StreamResponse(headers=headers)
-        resp.content_type = content_type
-        resp.content_length = os.fstat(f.fileno()).st_size
-        await resp.prepare(request)
-        while chunk := await asyncio.to_thread(f.read, _FILE_CHUNK):
-            await resp.write(chunk)
-        await resp.write_eof()
-        return resp
+        return await send_stream(request, f, os.fstat(f.fileno()).st_size, content_type, headers)
     finally:
         f.close()
 

@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..common.paths import source_tree
-from ..common.settings import env, env_int
+from ..common.settings import env, env_flag, env_int
 from . import (
     CONTAINER_CONTEXTS_DIR,
     CONTAINER_PORTS,
@@ -100,7 +100,10 @@ def hardening(spec: EnvironmentSpec) -> list[str]:
     and unless the session user may sudo (``spec.may_sudo``: OSWorld mode), every
     capability dropped but SYS_CHROOT (Chromium's sandbox chroots inside its user
     namespace) and no-new-privileges, so that no setuid program (sudo) raises anything.
-    Nothing in the session needs more: it runs as the unprivileged user ``user``."""
+    Nothing in the session needs more: it runs as the unprivileged user ``user``.
+    ``DESKBOX_PODMAN_HARDENING=0``: none of it."""
+    if not env_flag("DESKBOX_PODMAN_HARDENING"):
+        return []
     flags = [f"--pids-limit={PIDS_LIMIT}", f"--memory={MEMORY_LIMIT}"]
     if not spec.may_sudo:
         flags += ["--cap-drop=ALL", "--cap-add=SYS_CHROOT", "--security-opt=no-new-privileges"]

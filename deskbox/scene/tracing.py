@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..common.errors import NotServed
 from ..common.openapi import SLOW, Route
-from ..common.web import json_ok, read_body, validate
+from ..common.web import json_ok, read_body, send_stream, validate
 from ..trace.archive import TRACE_ID, pack
 from .gate import Gate
 
@@ -75,10 +75,6 @@ async def trace_stop(request: web.Request) -> web.Response:
     return json_ok(await gate_of(request).stop_trace())
 
 
-# How much of a trace's tar stream is read and sent at a time.
-_CHUNK = 1 << 20
-
-
 async def trace_archive(request: web.Request) -> web.StreamResponse:
     """A finished trace's folder as a tar stream, for a runner that cannot copy files
     out of the session (deskbox.trace.archive.unpack writes it back as a folder)."""
@@ -88,14 +84,8 @@ async def trace_archive(request: web.Request) -> web.StreamResponse:
     try:
         size = await asyncio.to_thread(lambda: stream.seek(0, 2))
         stream.seek(0)
-        resp = web.StreamResponse(headers={"Content-Type": "application/x-tar",
-                                           "Content-Disposition": f'attachment; filename="{trace_id}.tar"'})
-        resp.content_length = size
-        await resp.prepare(request)
-        while chunk := await asyncio.to_thread(stream.read, _CHUNK):
-            await resp.write(chunk)
-        await resp.write_eof()
-        return resp
+        return await send_stream(request, stream, size, "application/x-tar",
+                                 {"Content-Disposition": f'attachment; filename="{trace_id}.tar"'})
     finally:
         stream.close()
 
