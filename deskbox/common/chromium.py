@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 __all__ = ["BASE_FLAGS", "OSWORLD_DISABLED_FEATURES", "chromium_argv", "with_disabled_features", "real_executable",
-           "named_chrome", "named_as", "sandbox_refused", "CHROME_NAME", "CODE_NAME"]
+           "named_chrome", "named_as", "sandbox_refused", "NO_SANDBOX_FLAGS", "CHROME_NAME", "CODE_NAME"]
 
 BASE_FLAGS = (
     "--no-first-run",
@@ -23,6 +23,10 @@ BASE_FLAGS = (
     "--force-renderer-accessibility",
     "--hide-crash-restore-bubble",
 )
+
+# A browser without its sandbox; --test-type keeps the "unsupported command-line flag"
+# bar off every page (agents would see it; OSWorld's Chrome does not show it).
+NO_SANDBOX_FLAGS = ("--no-sandbox", "--test-type")
 
 # What OSWorld mode turns off so that the browser starts as the Google Chrome of
 # OSWorld's VM does. LocalNetworkAccessChecks: Chromium 156 marks every profile it opens
@@ -154,7 +158,5 @@ def chromium_argv(executable: str, *, cdp_port: int, user_data_dir: str, wayland
     if sandbox is None:
         sandbox = os.geteuid() != 0  # (Chromium's sandbox refuses root)
     if not sandbox:
-        # (--test-type: no "unsupported command-line flag" bar across every page, which
-        # agents would see and OSWorld's Chrome does not show.)
-        argv += ["--no-sandbox", "--test-type"]
+        argv += NO_SANDBOX_FLAGS
     return [*argv, *extra_flags, *urls]

@@ -35,7 +35,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..common.chromium import BASE_FLAGS, CODE_NAME, real_executable
+from ..common.chromium import BASE_FLAGS, CODE_NAME, NO_SANDBOX_FLAGS, real_executable
 from ..common.settings import env
 
 __all__ = ["CodeArgs", "parse_args", "install_dir", "window_url", "main", "HOST", "APP_NAME"]
@@ -192,7 +192,7 @@ def open_windows(port: int, paths: list[str]) -> None:
         argv = [str(binary), f"--ozone-platform={platform}", *BASE_FLAGS,
                 f"--user-data-dir={_state_dir() / 'window'}", f"--app={window_url(port, path)}"]
         if os.geteuid() == 0:
-            argv += ["--no-sandbox", "--test-type"]  # (as common.chromium: no flag warning bar)
+            argv += NO_SANDBOX_FLAGS
         subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)
 

@@ -184,17 +184,15 @@ def test_a_description_says_the_window_the_focus_and_what_can_be_done_in_reading
 
 def test_a_catastrophic_regex_ends_within_its_budget_with_a_clear_error():
     import asyncio
-    import time
 
     from deskbox.scene.toolset.patterns import BUDGET_S, PatternTooSlow
     from deskbox.scene.toolset.selector import select_bounded
 
     nodes = [_el(f"a0-{i}", "button", "a" * 40 + "b") for i in range(50)]
-    started = time.monotonic()
+    # (Without the time limit this match runs for minutes: the error is the limit at work.)
     with pytest.raises(PatternTooSlow) as err:
         asyncio.run(select_bounded('button[name~="(a|aa)+"]', nodes))
-    # One budget for the whole request, not one per node.
-    assert time.monotonic() - started < BUDGET_S + 1.0
+    assert err.value.context == {"budget_s": BUDGET_S}
     assert err.value.status == 400 and err.value.code == "regex_too_slow" and "(a|aa)+" in err.value.message
     # A pattern that answers at once still matches, in the thread and without one.
     nodes[7]["name"] = "aab"
