@@ -8,7 +8,9 @@ checkout's ``evaluation_examples`` (its ``test_all.json`` and ``examples/``), an
 ``--tasks`` another index beside it. The run is ``deskbox run ... --agent noop`` itself,
 offline as these machines are: a task whose setup downloads its files ends as
 ``setup_error`` (its files are not there) and is not graded, unless ``--cache`` names a
-cache ``deskbox tasks fetch`` filled.
+cache ``deskbox tasks fetch`` filled. The tasks are graded by the checkout's own graders
+when ``--examples`` is inside one (``desktop_env/`` beside it; ``--graders`` names
+another): its tasks name getters and metrics newer than desktop-env's on PyPI.
 
 **The scores.** A feasible task that a do-nothing agent passes measures the start state,
 not the agent: the session differs from OSWorld's VM where the task's getter looks.
@@ -167,6 +169,8 @@ def run_once(args: argparse.Namespace, image: str, out: Path) -> dict:
         command += ["--limit", str(args.limit)]
     if args.cache:
         command += ["--cache", str(args.cache)]
+    if args.graders:
+        command += ["--graders", str(args.graders)]
     samples: list[tuple[float, float]] = []
     done = threading.Event()
 
@@ -210,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--cache", type=Path, default=None, help="a cache deskbox tasks fetch filled")
     p.add_argument("--out", type=Path, default=None, help="the runs' folder (a new one by default)")
+    p.add_argument("--graders", type=Path, default=None, metavar="PATH",
+                   help="OSWorld's checkout whose graders grade (deskbox run --graders); by default the checkout "
+                        "that holds --examples, when it has desktop_env/")
     p.add_argument("--no-build", action="store_true")
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)
@@ -217,12 +224,15 @@ def main(argv: list[str] | None = None) -> int:
     if not index.is_file():
         print(f"bench.noop: {index} is not there: --examples names OSWorld's evaluation_examples", file=sys.stderr)
         return 2
+    if args.graders is None and (args.examples.resolve().parent / "desktop_env" / "evaluators").is_dir():
+        args.graders = args.examples.resolve().parent
     if not container_bench_ready("bench.noop", args.image, not args.no_build):
         return 2
     out = args.out or Path(tempfile.mkdtemp(prefix="deskbox-noop-"))
     baseline = run_once(args, args.baseline_image, out / "baseline") if args.baseline_image else None
     result = run_once(args, args.image, out / "run")
-    result.update(examples=str(args.examples), index=args.tasks)
+    result.update(examples=str(args.examples), index=args.tasks,
+                  graders=str(args.graders) if args.graders else "desktop-env")
     if baseline is not None:
         result["baseline"] = baseline
         if baseline.get("core_s_per_task") and result.get("core_s_per_task") is not None:

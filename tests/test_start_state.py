@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from playwright.sync_api import sync_playwright
 
+from deskbox.common import timezone
 from deskbox.provider import Environment
 from deskbox.run.episode import Episode
 from deskbox.run.tasks import Task
@@ -52,8 +54,9 @@ def test_chrome_starts_without_the_content_settings_the_delete_on_close_task_loo
         "expected": {"type": "rule", "rules": {"expected": "true"}}},
         [{"type": "launch", "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337"]}}])
     session.browser_window()
-    preferences = wait_until(lambda: episode.controller.get_file(PREFERENCES), 30, 0.5,
-                             what="Chrome's Preferences written")
+    # (The home starts with a Preferences of its own: Chrome's is the one it writes.)
+    preferences = wait_until(lambda: json.loads(episode.controller.get_file(PREFERENCES) or b"{}").get("profile")
+                             and episode.controller.get_file(PREFERENCES), 30, 0.5, what="Chrome's Preferences written")
     profile = json.loads(preferences)["profile"]
     assert "default_content_setting_values" not in profile, profile.get("default_content_setting_values")
     assert episode.evaluate() == 0.0
@@ -92,3 +95,50 @@ def test_videos_open_in_gnomes_videos_so_making_vlc_the_default_is_still_to_do(e
         "import subprocess; print(subprocess.run(['xdg-mime', 'query', 'default', 'video/mp4'], "
         "capture_output=True, text=True).stdout.strip())")
     assert answer["output"].strip() == "org.gnome.Totem.desktop", answer
+
+
+def test_chrome_starts_with_the_gtk_theme_as_on_gnome_so_the_dark_mode_task_is_still_to_do(env, session, tmp_path):
+    """OSWorld's task "turn off dark mode" sets dark mode in Preferences, starts Chrome,
+    and a newer OSWorld's getter reads the mode from chrome://settings/appearance, where
+    it takes a classic theme (``extensions.theme.system_theme`` 0, Chromium's default on
+    Sway) as light: the task scored for an agent that did nothing. On GNOME a new profile
+    has the GTK theme (1), and so does OSWorld mode's."""
+    preferences = ("mkdir -p ~/.config/google-chrome/Default && cd ~/.config/google-chrome/Default && "
+                   "([ -f Preferences ] || echo '{}' > Preferences) && python3 -c \"import json; d = "
+                   "json.load(open('Preferences')); t = d.setdefault('browser', {}).setdefault('theme', {}); "
+                   "t['color_scheme'] = 2; t['color_scheme2'] = 2; json.dump(d, open('Preferences', 'w'))\"")
+    episode = reset_for(env, tmp_path, {"func": "infeasible"}, [
+        {"type": "execute", "parameters": {"command": preferences, "shell": True}},
+        {"type": "launch", "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337"]}}])
+    session.browser_window()
+    with sync_playwright() as p:
+        browser = p.chromium.connect_over_cdp(session.cdp)
+        page = browser.contexts[0].new_page()
+        page.goto("chrome://settings/appearance", wait_until="domcontentloaded")
+        prefs = wait_until(lambda: page.evaluate(
+            "() => { const ui = document.querySelector('settings-ui'); const p = ui && ui.prefs;"
+            " const t = p && p.extensions && p.extensions.theme && p.extensions.theme.system_theme;"
+            " return t ? {system: t.value} : null }"), 20, 0.3, what="the settings page's prefs")
+        browser.close()
+    assert prefs == {"system": 1}, prefs
+    # (the task's own setting kept beside it)
+    theme = json.loads(episode.controller.get_file(PREFERENCES))["browser"]["theme"]
+    assert theme["color_scheme"] == 2, theme
+
+
+def test_timedatectl_answers_without_systemd_with_the_zone_programs_see(env, tmp_path):
+    """OSWorld's "set my time zone to UTC+0" task reads ``timedatectl status``; a session
+    has no systemd (the real one answers "System has not been booted with systemd").
+    A session on the machine's own user has the machine's zone; deskbox's images start in
+    a zone of the session's own (tests/container/drive.py)."""
+    episode = reset_for(env, tmp_path, {
+        "func": "is_utc_0", "result": {"type": "vm_command_line", "command": "timedatectl status", "shell": True}})
+    answer = episode.controller.execute_python_command(
+        "import subprocess; r = subprocess.run(['timedatectl'], capture_output=True, text=True); "
+        "print(r.returncode); print(r.stdout, end='')")
+    code, *lines = answer["output"].split("\n")
+    assert code == "0", answer
+    offset = episode.controller.execute_python_command(
+        "import time; print(time.strftime('%z'))")["output"].strip()
+    assert lines[3].strip().startswith(f"Time zone: {timezone.zone_name()} (") and lines[3].endswith(f"{offset})")
+    assert episode.evaluate() == (1.0 if offset == "+0000" else 0.0)

@@ -45,6 +45,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("DESKBOX_OSWORLD_BROWSER_AT_RESET", "0", "1: with --osworld, a reset to the start snapshot starts the "
             "browser again, instead of leaving it closed as OSWorld's VM starts a task, for the task's google-chrome "
             "to start (--osworld-browser-at-reset)", _UP),
+    Setting("DESKBOX_TIMEZONE", "", "the session's time zone at start and after each reset, where the session owns "
+            "its zone (deskbox's images); with --osworld the default is Europe/Berlin, a zone that is not UTC+0 "
+            "as OSWorld's VM's is not (--timezone)", _UP),
     Setting("DESKBOX_VLC_PORT", "8090", "VLC's HTTP interface with --osworld (--vlc-port)", _UP, ("VLC_PORT",)),
     Setting("DESKBOX_OBSERVER", "0", "1: serve OS Screen Observer's API (--observer)", _UP),
     Setting("DESKBOX_OBSERVER_PORT", "5001", "the Observer API's port (--observer-port)", _UP),

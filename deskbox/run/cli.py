@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..provider import ProviderError
 from ..provider.leftovers import Leftover
+from . import graders
 from .agents import OSWORLD_SETTINGS, AgentError, agent_factory, built_in, parse_agent_arg
 from .cache import Cache
 from .episode import ACTION_SPACES, OBSERVATION_TYPES
@@ -110,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", type=Path, default=None, metavar="DIR",
                    help="read the files the tasks download from this cache (deskbox tasks fetch fills it), not the "
                         "network: the same bytes every run; what it lacks is named before the run starts")
+    p.add_argument("--graders", type=Path, default=None, metavar="PATH",
+                   help="take OSWorld's getters and metrics from this checkout of OSWorld's repository, not from "
+                        "the desktop-env package (a newer task set names graders the package does not have)")
     p.add_argument("--force", action="store_true",
                    help="go on with a run in --out although the agent, its settings, the options or the tasks "
                         "differ from what its run.json says (results of both end up mixed)")
@@ -298,6 +302,12 @@ def main(argv: list[str] | None = None) -> int:
         print("deskbox run: --task-timeout and --step-timeout are more than 0 seconds", file=sys.stderr)
         return 2
     try:
+        if args.graders is not None:
+            graders.use(args.graders)
+    except graders.GraderUnavailable as exc:
+        print(f"deskbox run: --graders: {exc}", file=sys.stderr)
+        return 2
+    try:
         tasks = load_tasks(args.tasks, domains=args.domains, ids=args.task_ids, limit=args.limit)
         files = _cache_for(args.cache, tasks)
         settings = {key: getattr(args, key) for key in OSWORLD_SETTINGS}
@@ -309,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"deskbox run: {exc}", file=sys.stderr)
         return 2
     identity = describe(agent=args.agent, agent_settings=settings, agent_args=agent_args, tasks=tasks,
-                        provider=args.provider, image=args.image,
+                        provider=args.provider, image=args.image, graders=graders.source(),
                         options={"max_steps": args.max_steps, "observation_type": args.observation_type,
                                  "action_space": args.action_space, "sleep_after_action": args.sleep_after_action,
                                  "screen": list(args.screen), "task_timeout_s": args.task_timeout,

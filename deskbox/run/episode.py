@@ -115,6 +115,12 @@ class Episode:
     def vm_platform(self) -> str:
         return self.controller.get_vm_platform()
 
+    @property
+    def vm_machine(self) -> str:
+        """The session's architecture as Python names it (``x86_64``): newer getters
+        choose Chrome's or Chromium's paths by it."""
+        return self.controller.execute_python_command("import platform; print(platform.machine())")["output"].strip()
+
     # -- the gymnasium-shaped loop --------------------------------------------------------
 
     def reset(self) -> dict[str, Any]:

@@ -15,12 +15,19 @@ formulas, tldextract, openpyxl ...), a normaliser of deskbox's own stands in for
 function. The getters import ``pydrive`` (Google Drive steps) and ``pandas`` (one xlsx
 getter) at module top: empty stand-ins are registered when those are not installed, and
 raise if a task uses them. So are easyocr (``docs.py``), librosa, acoustid and fastdtw
-(``vlc.py``), which deskbox[osworld] leaves out: their modules' other metrics run."""
+(``vlc.py``), which deskbox[osworld] leaves out: their modules' other metrics run.
+
+OSWorld's task set moves faster than its package on PyPI: tasks of a newer checkout name
+getters and metrics desktop-env 1.0.2 does not have. :func:`use` takes the graders from a
+checkout of OSWorld's repository instead (``deskbox run --graders PATH``), before anything
+of them is imported; :func:`source` says which graders a run used."""
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib
+import importlib.metadata
 import importlib.util
 import sys
 import threading
@@ -30,12 +37,13 @@ from types import SimpleNamespace
 from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["GraderUnavailable", "load", "metric", "getter", "compare_urls", "check"]
+__all__ = ["GraderUnavailable", "load", "metric", "getter", "compare_urls", "check", "use", "source"]
 
 _METRICS = "desktop_env.evaluators.metrics"
 _lock = threading.Lock()
 _loaded: SimpleNamespace | None = None
 _metric_modules: dict[str, str] | None = None
+_checkout: Path | None = None
 
 
 class GraderUnavailable(RuntimeError):
@@ -112,7 +120,64 @@ def _stand_in(name: str, used_by: str) -> types.ModuleType:
 _EXTRA_ADVICE = "pip install 'deskbox[osworld]' and desktop-env with --no-deps (docs/run.md)"
 
 
+def use(folder: Path) -> Path:
+    """Take OSWorld's controllers, getters and metrics from ``folder``: a checkout of
+    OSWorld's repository (holding ``desktop_env/``) or its ``desktop_env`` folder. Called
+    before the graders are first loaded; the folder that holds the package is returned.
+    The package is registered bare, as the metrics package is: its ``__init__`` (which a
+    checkout may fill with imports of its providers) is not run."""
+    global _checkout
+    folder = Path(folder).expanduser().resolve()
+    package = folder if (folder / "evaluators").is_dir() and folder.name == "desktop_env" else folder / "desktop_env"
+    for needed in ("evaluators/metrics/__init__.py", "evaluators/getters/__init__.py", "controllers/setup.py"):
+        if not (package / needed).is_file():
+            raise GraderUnavailable(f"{folder} is not a checkout of OSWorld: {package / needed} is not there "
+                                    "(--graders names the repository's folder, or its desktop_env folder)")
+    with _lock:
+        loaded = sys.modules.get("desktop_env")
+        if loaded is not None and list(getattr(loaded, "__path__", [])) != [str(package)]:
+            raise GraderUnavailable(f"OSWorld's graders are loaded already from {list(loaded.__path__)}; "
+                                    f"{package} must be chosen before they are")
+        if loaded is None:
+            module = _module("desktop_env")
+            module.__path__ = [str(package)]
+            module.__file__ = str(package / "__init__.py")
+        _checkout = package
+    return package.parent
+
+
+def source() -> dict[str, Any]:
+    """Which graders a run uses: desktop-env's version, or the checkout's folder, with a
+    hash of its controllers' and evaluators' sources either way (what decides a score)."""
+    try:
+        package = _metrics_dir().parent.parent
+    except GraderUnavailable:
+        return {"checkout": None, "sha256": None}
+    digest = hashlib.sha256()
+    for path in sorted(p for sub in ("controllers", "evaluators") for p in (package / sub).rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return {"checkout": str(package.parent) if _checkout is not None else None,
+            "sha256": "sha256:" + digest.hexdigest()}
+
+
+def _version() -> str:
+    if _checkout is not None:
+        return f"the checkout in {_checkout.parent}"
+    try:
+        return f"desktop-env {importlib.metadata.version('desktop-env')}"
+    except importlib.metadata.PackageNotFoundError:
+        return "desktop-env"
+
+
+def _newer(what: str) -> GraderUnavailable:
+    advice = ("" if _checkout is not None else
+              ": the task is newer than the package; --graders PATH takes them from a checkout of OSWorld's repository")
+    return GraderUnavailable(f"OSWorld's graders in {_version()} have no {what}{advice}")
+
+
 def _metrics_dir() -> Path:
+    if _checkout is not None:
+        return _checkout / "evaluators" / "metrics"
     spec = importlib.util.find_spec("desktop_env")
     if spec is None or not spec.submodule_search_locations:
         raise GraderUnavailable("OSWorld's desktop-env is not installed: pip install --no-deps 'desktop-env==1.0.2' "
@@ -178,7 +243,7 @@ def metric(name: str) -> Callable[..., Any]:
     load()
     module = _which_module().get(name)
     if module is None:
-        raise GraderUnavailable(f"OSWorld has no metric {name!r}")
+        raise _newer(f"metric {name!r}")
     try:
         found = importlib.import_module(f"{_METRICS}.{module}")
     except ImportError as exc:
@@ -237,5 +302,5 @@ def getter(kind: str) -> Callable[..., Any]:
     getters = load().getters
     found = getattr(getters, f"get_{kind}", None)
     if found is None:
-        raise GraderUnavailable(f"OSWorld has no getter get_{kind}")
+        raise _newer(f"getter get_{kind}")
     return found

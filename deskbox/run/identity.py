@@ -1,5 +1,6 @@
 """What a run is, written to its ``run.json``: what decides its scores (the agent and its
-settings, the options a task is run with, the task set's hash) and what it ran on (the
+settings, the options a task is run with, the task set's hash, the graders' sources' hash)
+and what it ran on (the
 versions of deskbox and desktop-env, the image and, for podman, the image's id).
 
 A run resumed in the same folder must be the same run: :func:`differences` says what
@@ -22,7 +23,7 @@ __all__ = ["describe", "differences", "tasks_hash", "COMPARED"]
 
 # What makes two runs' scores comparable: a resume must not change any of it.
 COMPARED = ("agent", "agent_settings", "agent_args", "max_steps", "observation_type", "action_space",
-            "sleep_after_action", "screen", "tasks_hash")
+            "sleep_after_action", "screen", "tasks_hash", "graders")
 
 
 def tasks_hash(tasks: list[Task]) -> str:
@@ -52,9 +53,12 @@ def _image_id(provider: str, image: str) -> str | None:
 
 
 def describe(*, agent: str, agent_settings: dict[str, Any], agent_args: dict[str, Any], options: dict[str, Any],
-             tasks: list[Task], provider: str, image: str) -> dict[str, Any]:
-    """``run.json``'s description of a run (the runner adds when and how many)."""
+             tasks: list[Task], provider: str, image: str, graders: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``run.json``'s description of a run (the runner adds when and how many). ``graders``
+    is :func:`deskbox.run.graders.source`: where OSWorld's graders came from and a hash of
+    their sources."""
     return {"agent": agent, "agent_settings": agent_settings, "agent_args": agent_args, **options,
+            "graders": graders,
             "tasks_hash": tasks_hash(tasks), "provider": provider,
             "image": image if provider in ("podman", "kubernetes") else None, "image_id": _image_id(provider, image),
             "deskbox": _version("deskbox"), "desktop_env": _version("desktop-env")}

@@ -8,13 +8,19 @@ OSWorld mode, as OSWorld's VM has them.
 - VLC: no privacy question at first start (``vlcrc``) and, in OSWorld mode, its HTTP
   interface on (OSWorld's VLC graders read ``/requests/status.xml`` with the password
   ``password``) on ``vlc_port``, bound where the session's services listen.
+- Chrome, in OSWorld mode: the GTK theme (``extensions.theme.system_theme`` 1), which
+  Chromium takes by default on GNOME and not on Sway (there its default is the classic
+  theme, 0). OSWorld's getter of the appearance mode reads a classic theme as "light",
+  so a task that sets dark mode scored for an agent that did nothing.
 
 Written whether or not the apps are installed: a file an absent app never reads costs
 nothing, and the home stays the same on every machine."""
 
 from __future__ import annotations
 
-__all__ = ["VLC_PASSWORD", "home_files"]
+import json
+
+__all__ = ["VLC_PASSWORD", "CHROME_GTK_THEME", "home_files", "chrome_files"]
 
 # OSWorld's VM's VLC HTTP password, which its graders send.
 VLC_PASSWORD = "password"
@@ -44,6 +50,19 @@ def _vlcrc(http: tuple[str, int] | None) -> str:
         lines += ["extraintf=http", f"http-host={host}", f"http-port={port}", "", "[lua]",
                   f"http-password={VLC_PASSWORD}"]
     return "\n".join(lines) + "\n"
+
+
+# Chromium's ``ui::SystemTheme``: 0 classic, 1 GTK, 2 Qt. Measured in the apps image
+# (Chromium 156): a new profile under XDG_CURRENT_DESKTOP=ubuntu:GNOME has 1, under sway 0.
+CHROME_GTK_THEME = 1
+
+
+def chrome_files(profile: str) -> dict[str, str]:
+    """The start of OSWorld mode's browser profile, ``profile`` relative to the home:
+    the one preference in which a new profile on Ubuntu's GNOME differs from one on Sway
+    that a getter reads. Chromium adds its own to the file at first start."""
+    preferences = {"extensions": {"theme": {"system_theme": CHROME_GTK_THEME}}}
+    return {f"{profile}/Default/Preferences": json.dumps(preferences)}
 
 
 def home_files(*, vlc_http: tuple[str, int] | None = None) -> dict[str, str]:

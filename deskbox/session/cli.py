@@ -119,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --osworld, a reset to the start snapshot starts the browser again, instead of "
                          "leaving it closed (default) as OSWorld's VM starts a task: the task's google-chrome starts "
                          "it")
+    up.add_argument("--timezone", default=env("DESKBOX_TIMEZONE") or None, metavar="ZONE",
+                    help="the session's time zone at start and after every reset (Europe/Berlin; with --osworld the "
+                         "default), where the session owns its zone: in deskbox's images. A session on a machine's "
+                         "own user has the machine's")
     up.add_argument("--user", default=env("DESKBOX_USER"),
                     help=f"when started as root: the user that runs the session, created if missing. Default: "
                          f"{SESSION_USER!r} (a system user), or {OSWORLD_USER!r} with home /home/{OSWORLD_USER} "

@@ -25,7 +25,11 @@ from ..common.paths import IMPORT_ROOT, SHIMS_DIR
 from .cursor import THEME_NAME
 from .users import SYSTEM_PATH
 
-__all__ = ["Layout", "Live", "Environments", "SESSION_SITE", "url_host", "beyond_loopback"]
+__all__ = ["Layout", "Live", "Environments", "SESSION_SITE", "url_host", "beyond_loopback", "PROFILES"]
+
+# The browser's profile in the home: where OSWorld's graders read Google Chrome's in
+# OSWorld mode, Chromium's own place otherwise.
+PROFILES = {True: ".config/google-chrome", False: ".config/chromium"}
 
 # Beside the pyautogui shims (paths.SHIMS_DIR), what they import (pyscreeze, for image search), installed with
 # the venv (scripts/install-deps, the Containerfile) from deskbox/shims/requirements.txt.
@@ -84,7 +88,7 @@ class Layout:
     @property
     def profile_dir(self) -> Path:
         """Where Chrome keeps its profile: OSWorld's graders read it there."""
-        return self.home / ".config" / ("google-chrome" if self.args.osworld else "chromium")
+        return self.home / PROFILES[bool(self.args.osworld)]
 
     @property
     def control_socket(self) -> Path:

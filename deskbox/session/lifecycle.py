@@ -30,6 +30,7 @@ from typing import Callable
 from ..common.chromium import CODE_NAME, named_as, named_chrome, real_executable, sandbox_refused
 from ..common.logging import get_logger
 from ..common.paths import IMPORT_ROOT, PACKAGE_DIR
+from ..common import timezone
 from ..common.settings import env
 from ..osworld import vscode
 from . import app_settings, default_apps, gnome_settings, login_dir, processes, users, wallpaper, xwayland
@@ -39,7 +40,7 @@ from .control import ControlServer
 from .cursor import THEME_NAME, write_invisible_theme
 from .errors import SessionError
 from .home import MARKER, Home, HomeError
-from .layout import Environments, Layout, Live
+from .layout import PROFILES, Environments, Layout, Live
 from .outputs import OutputSpec, sway_output_lines
 from .state import SessionState, StateConfig
 from .supervisor import Supervisor
@@ -103,6 +104,7 @@ class Session:
         self.sudoers: Path | None = None
         self.browser_binary = args.chromium
         self.default_wallpaper: Path | None = None
+        self.zone: tuple[Path, str] | None = None  # the link the zone is set through, and the start zone
         self.supervisor: Supervisor | None = None
         self.state: SessionState | None = None
         self.control: ControlServer | None = None
@@ -169,6 +171,23 @@ class Session:
             self.service_uid = None
         return osworld_style and user.pw_dir.startswith("/home/")
 
+    def _prepare_timezone(self) -> None:
+        """The start zone (--timezone; OSWorld's default in OSWorld mode), set where the
+        session owns its zone, and kept for resets to put back."""
+        asked = getattr(self.args, "timezone", None)
+        if asked and not timezone.known(asked):
+            raise SessionError(f"--timezone {asked}: not a time zone of {timezone.ZONEINFO}")
+        link = timezone.session_link()
+        if link is None:
+            if asked and timezone.zone_name() != asked:
+                raise SessionError(f"--timezone {asked}: this session's zone is the machine's ({timezone.LOCALTIME}: "
+                                   f"{timezone.zone_name()}); deskbox's images give a session a zone of its own")
+            return
+        wanted = asked or (timezone.OSWORLD_TIMEZONE if self.args.osworld else None)
+        if wanted:
+            timezone.point(link, wanted)
+        self.zone = (link, timezone.zone_name() or "UTC")
+
     def _prepare_home(self, own_home: bool) -> None:
         assert self.runtime is not None
         snapshots = self.runtime / "snapshots"
@@ -181,6 +200,7 @@ class Session:
             vlc_http=(self.args.host, self.args.vlc_port) if self.args.osworld else None))
         if self.args.osworld:
             files.update(default_apps.home_files())
+            files.update(app_settings.chrome_files(PROFILES[True]))
             # GNOME's settings as Ubuntu has them; the background, the picture shown at start.
             assert self.default_wallpaper is not None
             files.update(gnome_settings.home_files(self.runtime_seen / self.default_wallpaper.name))
@@ -303,6 +323,7 @@ class Session:
             for path in [self.runtime, *self.runtime.rglob("*")]:
                 os.chown(path, self.uid, self.gid, follow_symlinks=False)
         self._prepare_home(own_home)
+        self._prepare_timezone()
         self._prepare_traces()
         for user in users.revoke_leftovers():
             log.warning("put back the password and sudo of a session that died without its end", user=user)
@@ -346,7 +367,7 @@ class Session:
             browser_at_reset=not a.osworld or bool(getattr(a, "osworld_browser_at_reset", False)),
             cdp_port=a.cdp_port, desktopd_url=self.layout.url(a.desktopd_port), token=self.token, ttl=a.ttl,
             context=a.context, context_persist=a.context_persist, contexts_dir=a.contexts_dir,
-            default_wallpaper=self.default_wallpaper)
+            default_wallpaper=self.default_wallpaper, zone=self.zone)
 
     # -- processes of the session ---------------------------------------------------------
 

@@ -25,6 +25,7 @@ from typing import Protocol
 from aiohttp import ClientSession, ClientTimeout
 
 from ..client import AsyncClient, DeskboxError
+from ..common import timezone
 from ..common.logging import get_logger
 from ..common.recording import FIRST_BYTES_S, output_of
 from . import gnome_settings, processes, wallpaper
@@ -90,6 +91,9 @@ class StateConfig:
     # Whether a reset to ``start`` starts the browser (OSWorld mode may leave it closed, as
     # OSWorld's VM starts a task with no browser open).
     browser_at_reset: bool = True
+    # Where the session owns its time zone: the link it is set through, and the start zone
+    # a reset puts back (deskbox.common.timezone).
+    zone: tuple[Path, str] | None = None
 
 
 class SessionActs(Protocol):
@@ -285,6 +289,10 @@ class SessionState:
     def _restore_files(self, name: str) -> dict:
         counts = self.home.restore(name)
         gnome_settings.flag_changed(self.config.runtime)
+        if self.config.zone is not None:
+            link, zone = self.config.zone
+            if timezone.zone_name() != zone:
+                timezone.point(link, zone)
         cache = self.config.runtime / "cache"
         shutil.rmtree(cache, ignore_errors=True)
         cache.mkdir(exist_ok=True)

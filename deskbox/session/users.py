@@ -137,7 +137,8 @@ def write_osworld_bin(folder: Path, project: Path) -> None:
     ``google-chrome`` / ``google-chrome-stable`` (deskbox.osworld.chrome: open
     the URLs in the session's browser, starting it when it is not running, and relay
     the debugging port), ``code`` (deskbox.osworld.vscode: VS Code's workbench) and
-    ``socat`` (deskbox.osworld.socat: the system's, its listeners given reuseaddr)."""
+    ``socat`` (deskbox.osworld.socat: the system's, its listeners given reuseaddr) and
+    ``timedatectl`` (deskbox.osworld.timedatectl: the session has no systemd)."""
     folder.mkdir(exist_ok=True)
     scripts = {
         "python": f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n',
@@ -148,6 +149,8 @@ def write_osworld_bin(folder: Path, project: Path) -> None:
     # VS Code's workbench in a window of its own (deskbox.osworld.vscode).
     scripts["code"] = (f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(project))} "
                        f'exec {shlex.quote(sys.executable)} -m deskbox.osworld.vscode "$@"\n')
+    scripts["timedatectl"] = (f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(project))} "
+                              f'exec {shlex.quote(sys.executable)} -m deskbox.osworld.timedatectl "$@"\n')
     # The system's socat, its listeners given reuseaddr (deskbox.osworld.socat: a task's
     # relay on 9222 binds again right after the reset that ended the last task's).
     real_socat = shutil.which("socat", path=os.defpath + ":/usr/local/bin")

@@ -411,6 +411,38 @@ class Drive(Passed):
         return message
 
 
+def timezone_checks(http: "Http", base: str, scene: str) -> str:
+    """The session's zone as OSWorld's task "set my time zone to UTC+0" meets it: not UTC+0
+    at start, set with sudo as its tasks do, read by programs started afterwards and by
+    ``timedatectl status`` (the line its metric reads), and back after a reset."""
+    def run(command: str) -> dict:
+        return http.json("POST", base + "/execute", {"command": command, "shell": True})
+
+    def status_line() -> str:
+        answer = run("timedatectl status")
+        if answer.get("returncode") != 0:
+            raise CheckFailed(f"timedatectl status: {answer}")
+        return answer["output"].split("\n")[3]
+
+    start = status_line()
+    if "Europe/Berlin" not in start or start.endswith("+0000)"):
+        raise CheckFailed(f"an OSWorld-mode container starts in {start.strip()!r}, not Europe/Berlin")
+    plain = run("timedatectl set-timezone UTC")
+    if plain.get("returncode") == 0:
+        raise CheckFailed(f"timedatectl set-timezone without sudo was not refused: {plain}")
+    done = run("echo password | sudo -S timedatectl set-timezone UTC")
+    after = status_line()
+    if done.get("returncode") != 0 or not after.endswith("+0000)"):
+        raise CheckFailed(f"sudo timedatectl set-timezone UTC: {done}; then {after.strip()!r}")
+    if run("date +%Z").get("output", "").strip() != "UTC":
+        raise CheckFailed(f"a program started after the change does not follow it: {run('date +%Z')}")
+    status, _, raw = http.request("POST", scene + "/api/v1/session/reset", {}, timeout=240)
+    if status != 200 or "Europe/Berlin" not in status_line():
+        raise CheckFailed(f"after a reset ({status}: {raw[:200]!r}) the zone is {status_line().strip()!r}")
+    return ("the zone starts as Europe/Berlin, sudo timedatectl set-timezone UTC sets it (a plain user is "
+            "refused) for timedatectl and date, and a reset puts it back")
+
+
 def osworld(image: str, flags: list[str], timeout: float) -> str:
     """A second container in OSWorld mode (DESKBOX_OSWORLD_SERVER=1), driven as OSWorld's
     PythonController drives its VM: through the published port 5000 only. It is given no
@@ -418,9 +450,11 @@ def osworld(image: str, flags: list[str], timeout: float) -> str:
     reads it."""
     name = f"deskbox-test-osworld-{os.getpid()}"
     podman("run", "-d", "--name", name, *flags, "-e", "DESKBOX_OSWORLD_SERVER=1",
-           "-e", f"DESKBOX_OUTPUTS={OUTPUT[0]}x{OUTPUT[1]}", "-p", "127.0.0.1::5000", image)
+           "-e", f"DESKBOX_OUTPUTS={OUTPUT[0]}x{OUTPUT[1]}", "-p", "127.0.0.1::5000", "-p", "127.0.0.1::8000",
+           image)
     try:
         base = f"http://127.0.0.1:{published(name)[5000]}"
+        scene = f"http://127.0.0.1:{published(name)[8000]}"
         http = Http(None)
 
         def up() -> bool:
@@ -457,9 +491,10 @@ def osworld(image: str, flags: list[str], timeout: float) -> str:
         tree = http.json("GET", base + "/accessibility")
         if 'name="Google Chrome"' not in tree.get("AT", ""):
             raise CheckFailed(f"/accessibility has no Google Chrome application: {tree.get('AT', '')[:300]!r}")
+        zone = timezone_checks(http, base, scene)  # (its reset closes the browser, as OSWorld mode's do)
         return ("OSWorld mode, given no token: made one, printed it in its log, 401 without it; /screenshot a 1280x800 PNG; /execute runs "
                 "python -c 'import pyautogui' (the shim: size and a move read back), socat and wf-recorder "
-                "are there; /accessibility lists Google Chrome")
+                f"are there; /accessibility lists Google Chrome; {zone}")
     finally:
         podman("rm", "-f", "-t", "5", name, check=False)
 

@@ -191,7 +191,7 @@ def test_with_osworld_the_server_runs_as_the_session_user_and_cdp_moves(tmp_path
     assert env["PATH"].startswith(str(tmp_path / "bin") + ":")
     users.write_osworld_bin(tmp_path / "bin", IMPORT_ROOT)
     assert {p.name for p in (tmp_path / "bin").iterdir()} == {"python", "google-chrome", "google-chrome-stable", "code",
-                                                             "socat"}  # (socat: installed by make test)
+                                                             "socat", "timedatectl"}  # (socat: installed by make test)
     assert os.access(tmp_path / "bin" / "google-chrome", os.X_OK)
 
 
