@@ -89,7 +89,7 @@ class ScriptAgent:
         self._left: list[Any] = []
 
     def begin_task(self, task: Task) -> None:
-        self._left = list(self.scripts.get(task.key, self.scripts.get(task.id, [])))
+        self._left = list(self.scripts.get(task.name, self.scripts.get(task.id, [])))
 
     def reset(self, *args: Any, **kwargs: Any) -> None:
         pass

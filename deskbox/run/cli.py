@@ -8,11 +8,12 @@ import json
 import signal
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from ..provider import ProviderError
 from ..provider.leftovers import Leftover
-from . import graders
+from . import graders, stats
 from .agents import OSWORLD_SETTINGS, AgentError, agent_factory, built_in, parse_agent_arg
 from .cache import Cache
 from .episode import ACTION_SPACES, OBSERVATION_TYPES
@@ -86,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--observation-type", choices=OBSERVATION_TYPES, default="screenshot")
     p.add_argument("--action-space", choices=ACTION_SPACES, default="pyautogui")
     p.add_argument("--max-steps", type=int, default=15, help="agent predictions per task")
+    p.add_argument("--repeats", type=int, default=1, metavar="K",
+                   help="run every task K times: the summary gives the mean with its 95%% interval, pass@k and "
+                        "pass^k; a run resumed with a larger K adds the missing repeats")
     p.add_argument("--sleep-after-action", type=float, default=0.0, help="seconds after each action")
     p.add_argument("--task-timeout", type=float, default=None, metavar="SECONDS",
                    help="a task's wall-clock bound, from its reset to its score: one past it ends as agent_error (or "
@@ -137,6 +141,14 @@ def report_main(argv: list[str]) -> int:
         print(f"deskbox run report: {exc}", file=sys.stderr)
         return 2
     print(page)
+    if args.other is not None:
+        # DIR against OTHER, on stderr (stdout is the page's path alone, for scripts)
+        compared = stats.paired(list(read_results(args.other).values()), list(read_results(args.dir).values()))
+        print(json.dumps({"compared": compared}), file=sys.stderr)
+        interval = "-".join(str(v) for v in compared["interval95"]) if compared["interval95"] else "n/a"
+        print(f"  {args.dir} against {args.other} on {compared['tasks']} tasks both ran: difference "
+              f"{compared['difference']} (95% interval {interval}); better on {compared['better']}, worse on "
+              f"{compared['worse']}, the same on {compared['same']}", file=sys.stderr)
     return 0
 
 
@@ -292,8 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["report"]:
         return report_main(argv[1:])
     args = build_parser().parse_args(argv)
-    if args.sessions < 1 or args.max_steps < 1:
-        print("deskbox run: --sessions and --max-steps are at least 1", file=sys.stderr)
+    if args.sessions < 1 or args.max_steps < 1 or args.repeats < 1:
+        print("deskbox run: --sessions, --max-steps and --repeats are at least 1", file=sys.stderr)
         return 2
     if args.error_retries < 0 or args.retry_backoff < 0:
         print("deskbox run: --error-retries and --retry-backoff are at least 0", file=sys.stderr)
@@ -323,7 +335,9 @@ def main(argv: list[str] | None = None) -> int:
                         options={"max_steps": args.max_steps, "observation_type": args.observation_type,
                                  "action_space": args.action_space, "sleep_after_action": args.sleep_after_action,
                                  "screen": list(args.screen), "task_timeout_s": args.task_timeout,
-                                 "step_timeout_s": args.step_timeout})
+                                 "step_timeout_s": args.step_timeout, "repeats": args.repeats})
+    # Repeat 0 of every task first, then repeat 1 ...: a run stopped early has whole repeats.
+    tasks = [replace(t, repeat=r) for r in range(args.repeats) for t in tasks]
     changed = _changed(args.out, identity)
     if changed and not args.force:
         print(f"deskbox run: {args.out} holds a run that was started otherwise; going on with it now would mix two "
@@ -401,6 +415,12 @@ def main(argv: list[str] | None = None) -> int:
     for domain, d in sorted(result["domains"].items()):
         print(f"  {domain}: {d['graded']}/{d['tasks']} graded, mean {d['mean_all']} over every task (an error "
               f"counts 0), {d['mean_graded']} over the graded; infra errors {d['infra_error']}")
+    if args.repeats > 1:
+        st = result["statistics"]
+        interval = "-".join(str(v) for v in st["interval95"]) if st["interval95"] else "n/a"
+        print(f"  {st['tasks']} tasks x {st['repeats']} repeats: mean {st['mean']} (95% interval {interval}); "
+              + ", ".join(f"pass@{k} {v}" for k, v in st["pass_at"].items()) + "; "
+              + ", ".join(f"pass^{k} {v}" for k, v in st["pass_hat"].items()))
     if runner.worker_errors or unrun:
         print(f"deskbox run: {len(unrun)} task(s) not run: every session was lost "
               f"({'; '.join(runner.worker_errors)[-1500:]}); the same command goes on with them", file=sys.stderr)

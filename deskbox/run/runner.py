@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..provider import Environment, ProviderError
+from . import stats
 from .agents import predict, reset_agent
 from .cache import Cache
 from .episode import Episode, InfrastructureError, SetupFailed
@@ -55,7 +56,7 @@ from .layout import OSWorldFolder
 from .sessions import Pool
 from .tasks import Task
 
-__all__ = ["RunOptions", "Runner", "read_results"]
+__all__ = ["RunOptions", "Runner", "read_results", "summary", "task_folder", "record_folder"]
 
 
 @dataclass
@@ -136,8 +137,20 @@ def _task_logger(task: Task, path: Path):
         handler.close()
 
 
+def task_folder(out: Path, run_dir: str, domain: str, task_id: str) -> Path:
+    """Where a task's own files are (its screenshots, steps.json, runtime.log): ``run_dir``
+    is the record's repeat's (``Task.run_dir``; "" for the first)."""
+    return Path(out) / run_dir / "tasks" / domain / task_id
+
+
+def record_folder(out: Path, record: dict) -> Path:
+    """:func:`task_folder` of a record in ``results.jsonl``."""
+    repeat = int(record.get("repeat") or 0)
+    return task_folder(out, f"repeat-{repeat}" if repeat else "", record["domain"], record["id"])
+
+
 def read_results(out: Path) -> dict[str, dict]:
-    """The last line of each task in ``results.jsonl``."""
+    """The last line of each task (each repeat of one) in ``results.jsonl``, by its key."""
     found: dict[str, dict] = {}
     path = Path(out) / "results.jsonl"
     if path.is_file():
@@ -343,7 +356,8 @@ class Runner:
                         infra.append(f"no session to run it again on: {lost}"[-1000:])
                         env = None
                 if env is None or attempt > self.options.retries:
-                    return ({"task": task.key, "domain": task.domain, "id": task.id, "instruction": task.instruction,
+                    return ({"task": task.key, "domain": task.domain, "id": task.id, "repeat": task.repeat,
+                             "instruction": task.instruction,
                              "status": "infra_error", "score": None, "steps": 0, "actions": [], "timings": {},
                              "session": None, "attempts": attempt, "infra_errors": infra,
                              "error": infra[-1]}, env)
@@ -353,7 +367,7 @@ class Runner:
 
     def _attempt(self, task: Task, agent: Any, env: Environment) -> dict:
         o = self.options
-        folder = self.out / "tasks" / task.domain / task.id
+        folder = task_folder(self.out, task.run_dir, task.domain, task.id)
         folder.mkdir(parents=True, exist_ok=True)
         for old in folder.glob("step_*.png"):
             old.unlink()
@@ -367,7 +381,7 @@ class Runner:
             agent.begin_task(task)
         theirs = None
         if o.layout_model is not None:
-            theirs = OSWorldFolder(self.out, action_space=o.action_space, observation_type=o.observation_type,
+            theirs = OSWorldFolder(self.out / task.run_dir, action_space=o.action_space, observation_type=o.observation_type,
                                    model=o.layout_model, domain=task.domain, task_id=task.id)
             theirs.begin()
         with _task_logger(task, folder / "runtime.log") as logger:
@@ -382,7 +396,7 @@ class Runner:
     def _episode(self, task: Task, agent: Any, env: Environment, episode: Episode, folder: Path,
                  started: float, theirs: OSWorldFolder | None) -> dict:
         o = self.options
-        record: dict[str, Any] = {"task": task.key, "domain": task.domain, "id": task.id,
+        record: dict[str, Any] = {"task": task.key, "domain": task.domain, "id": task.id, "repeat": task.repeat,
                                   "instruction": task.instruction, "session": env.name, "status": "done",
                                   "score": None, "steps": 0, "actions": [], "error": None}
         try:
@@ -532,7 +546,9 @@ def summary(records: list[dict]) -> dict[str, Any]:
     """Scores by domain and in total: tasks, graded, failures by kind, and two means that
     are not to be mixed up: ``mean_all`` over every task, a task that ended in an error
     counting 0 (as a leaderboard counts it), and ``mean_graded`` over the graded tasks
-    alone (``mean``, as older summaries named it)."""
+    alone (``mean``, as older summaries named it). With repeats, each repeat of a task
+    counts as a task here; ``statistics`` (:func:`deskbox.run.stats.repeated`) has the
+    mean over tasks with its 95 % interval, and pass@k and pass^k."""
     by: dict[str, dict[str, Any]] = {}
     for r in records:
         d = by.setdefault(r["domain"], {"tasks": 0, "graded": 0, "score": 0.0, "infra_error": 0, "setup_error": 0,
@@ -548,7 +564,7 @@ def summary(records: list[dict]) -> dict[str, Any]:
     graded = [r for r in records if r["score"] is not None]
     total = {"tasks": len(records), "graded": len(graded)}
     _means(total, sum(float(r["score"]) for r in graded), len(graded), len(records))
-    return {"domains": by, "total": total}
+    return {"domains": by, "total": total, "statistics": stats.repeated(records)}
 
 
 def _means(into: dict[str, Any], score: float, graded: int, tasks: int) -> None:

@@ -37,15 +37,28 @@ class Task:
     domain: str
     config: dict[str, Any]
     path: str
+    # Which run of the task this is, with ``deskbox run --repeats``: 0, 1, ...
+    repeat: int = 0
 
     @property
     def id(self) -> str:
         return str(self.config["id"])
 
     @property
-    def key(self) -> str:
-        """Unique within a run: ``domain/id``."""
+    def name(self) -> str:
+        """The task: ``domain/id``."""
         return f"{self.domain}/{self.id}"
+
+    @property
+    def key(self) -> str:
+        """Unique within a run: ``domain/id``, and ``#N`` after it for repeat N > 0."""
+        return f"{self.name}#{self.repeat}" if self.repeat else self.name
+
+    @property
+    def run_dir(self) -> str:
+        """Where its files go, under the run's folder: the run's own folder for the first
+        repeat (OSWorld's layout unchanged), ``repeat-N`` for repeat N."""
+        return f"repeat-{self.repeat}" if self.repeat else ""
 
     @property
     def instruction(self) -> str:
