@@ -32,6 +32,8 @@ die without stopping it (SIGKILL)."""
 from __future__ import annotations
 
 import dataclasses
+import fcntl
+import itertools
 import os
 import shutil
 import socket
@@ -183,6 +185,26 @@ def _own_token(spec: EnvironmentSpec) -> EnvironmentSpec:
     return dataclasses.replace(spec, token=new_token())
 
 
+# Local sessions run as users named deskbox-run0, deskbox-run1 ...; a run claims each name
+# it uses with a lock here, held until it ends, so that two runs on one machine take
+# different users (a user's home holds one session at a time).
+USER_CLAIMS = Path("/tmp/deskbox-run-users")
+
+
+def claim_user() -> tuple[str, int]:
+    """The first session user name no other run holds, and the lock's descriptor."""
+    USER_CLAIMS.mkdir(mode=0o755, exist_ok=True)
+    for i in itertools.count():
+        fd = os.open(USER_CLAIMS / f"deskbox-run{i}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return f"deskbox-run{i}", fd
+    raise AssertionError("unreachable")
+
+
 class _LocalSessions:
     """``make(n)`` for local sessions; ``close()`` stops every one still running."""
 
@@ -190,13 +212,16 @@ class _LocalSessions:
         self.spec = spec
         self._lock = threading.Lock()
         self._made: list[LocalEnvironment] = []
+        self._claims: list[int] = []
         self._closed = False
 
     def __call__(self, n: int) -> Environment:
         with self._lock:
             if self._closed:
                 raise ProviderError(f"local{n} was not started: the run is ending")
-            env = LocalEnvironment(f"local{n}", _own_token(self.spec), f"deskbox-run{n}")
+            user, claim = claim_user()
+            self._claims.append(claim)
+            env = LocalEnvironment(f"local{n}", _own_token(self.spec), user)
             self._made.append(env)
         return env.start()
 
@@ -206,6 +231,10 @@ class _LocalSessions:
             left = [env for env in self._made if not env.stopped]
         names = [env.name for env in left if env.alive() is True]
         _stop_all(left)  # (one still starting included: its start sees it stopped)
+        with self._lock:
+            for claim in self._claims:
+                os.close(claim)
+            self._claims.clear()
         return names
 
 

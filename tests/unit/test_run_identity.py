@@ -36,3 +36,17 @@ def test_a_resume_may_change_where_it_runs_but_not_what_decides_its_scores():
     # An older run.json, without these keys, is not held against a resume.
     assert differences({"max_steps": 15}, before) == []
     assert differences({"max_steps": 10}, before) == ["max_steps: 10 then, 15 now"]
+
+
+def test_two_runs_on_one_machine_claim_different_local_session_users(tmp_path, monkeypatch):
+    import os
+
+    from deskbox.run import sessions
+    monkeypatch.setattr(sessions, "USER_CLAIMS", tmp_path / "claims")
+    first, fd1 = sessions.claim_user()
+    second, fd2 = sessions.claim_user()  # (another open file: another claim, as another run's)
+    assert (first, second) == ("deskbox-run0", "deskbox-run1")
+    os.close(fd1)  # that run ended
+    again, fd3 = sessions.claim_user()
+    assert again == "deskbox-run0"
+    os.close(fd2), os.close(fd3)
