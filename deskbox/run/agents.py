@@ -25,21 +25,35 @@ calls before ``reset()`` when an agent has it.
 The shapes OSWorld's own run scripts accept: ``reset(logger)`` (the task's
 ``runtime.log``) where ``reset`` takes an argument, with ``vm_ip=`` where it names it;
 ``predict(instruction, obs, step_idx=N)`` where ``predict`` names ``step_idx``; an answer
-of ``(response, actions, info, ...)``: the first two are used, ``info`` is kept."""
+of ``(response, actions, info, ...)``: the first two are used, ``info`` is kept. An
+agent that takes ``env`` (OSWorld's OpenAI computer-use agent) is given the task's
+episode (through :class:`CurrentEpisode`) and carries out its own actions with its
+``step``, as OSWorld's ``run_single_example_openaicua`` has it (:func:`steps_itself`).
+
+An ``--agent-arg`` for a parameter whose default is an enum member is read as that enum's
+member (``provider=anthropic`` for the Anthropic agent's ``APIProvider``). OSWorld's
+``mm_agents.agent`` imports the SDKs of every provider its PromptAgent knows (dashscope,
+google-generativeai, groq); those not installed get stand-ins that raise, naming the
+package, if a model needs them (deskbox[agents] installs what OpenAI's and Anthropic's
+agents use)."""
 
 from __future__ import annotations
 
+import enum
 import importlib
+import importlib.util
 import inspect
 import json
 import logging
+import sys
+import types
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from .tasks import Task
 
 __all__ = ["Agent", "NoopAgent", "ScriptAgent", "agent_factory", "AgentError", "OSWORLD_SETTINGS",
-           "parse_agent_arg", "reset_agent", "predict", "built_in"]
+           "parse_agent_arg", "reset_agent", "predict", "built_in", "CurrentEpisode", "steps_itself"]
 
 
 class AgentError(ValueError):
@@ -131,6 +145,96 @@ def _declares(function: Callable[..., Any], name: str) -> bool:
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
+class CurrentEpisode:
+    """What an agent that takes ``env`` is given: the episode of the task its worker runs
+    now (OSWorld's agents call its ``step`` and ``_get_obs``), set by the runner."""
+
+    def __init__(self) -> None:
+        self.episode: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        episode = self.__dict__.get("episode")
+        if episode is None:
+            raise AttributeError(f"{name}: no task is running")
+        return getattr(episode, name)
+
+
+def steps_itself(agent: Any) -> bool:
+    """The agent carries out its actions with its own ``step`` on the env it was given
+    (OSWorld's OpenAI computer-use agent), rather than handing them to the runner."""
+    return isinstance(getattr(agent, "env", None), CurrentEpisode) and callable(getattr(agent, "step", None))
+
+
+# Provider SDKs OSWorld's mm_agents.agent imports at its top for models a run may not use.
+_PROVIDER_SDKS = {
+    "dashscope": "pip install dashscope (PromptAgent's qwen models)",
+    "google.generativeai": "pip install google-generativeai (PromptAgent's gemini models)",
+    "google.api_core.exceptions": "pip install google-generativeai (PromptAgent's gemini models)",
+    "groq": "pip install groq (PromptAgent's llama3 models)",
+}
+
+
+def _unavailable(name: str, advice: str) -> Any:
+    def call(*_args: Any, **_kwargs: Any) -> Any:
+        raise AgentError(f"{name} is not installed: {advice}")
+    return call
+
+
+def _stand_in(name: str, advice: str) -> types.ModuleType:
+    """A module whose names raise AgentError when called; an exceptions module's are
+    exception classes (they are named in ``except`` clauses)."""
+    module = types.ModuleType(name)
+
+    def attribute(attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        if name.endswith(".exceptions"):
+            return type(attr, (Exception,), {})
+        return _unavailable(f"{name}.{attr}", advice)
+
+    module.__getattr__ = attribute  # type: ignore[method-assign]
+    return module
+
+
+def _findable(name: str) -> bool:
+    try:
+        return name in sys.modules or importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _stand_in_sdks() -> None:
+    """Stand-ins for the provider SDKs of :data:`_PROVIDER_SDKS` that are not installed."""
+    for name, advice in _PROVIDER_SDKS.items():
+        if _findable(name):
+            continue
+        parts = name.split(".")
+        for i in range(1, len(parts)):  # the packages above it, where missing
+            parent = ".".join(parts[:i])
+            if not _findable(parent):
+                package = types.ModuleType(parent)
+                package.__path__ = []
+                sys.modules[parent] = package
+        sys.modules[name] = module = _stand_in(name, advice)
+        if len(parts) > 1:
+            setattr(importlib.import_module(".".join(parts[:-1])), parts[-1], module)
+
+
+def _as_declared(factory: Callable[..., Any], key: str, value: Any) -> Any:
+    """``value`` as the enum member the parameter's default is of, when it is one."""
+    try:
+        default = inspect.signature(factory).parameters[key].default
+    except (TypeError, ValueError, KeyError):
+        return value
+    if isinstance(default, enum.Enum) and isinstance(value, str):
+        kind = type(default)
+        for member in kind:
+            if value in (member.name, member.value) or value.lower() == str(member.value).lower():
+                return member
+        raise AgentError(f"--agent-arg {key}={value}: one of {', '.join(str(m.value) for m in kind)}")
+    return value
+
+
 def built_in(spec: str) -> str | None:
     """The built-in agent ``spec`` names (``noop``, ``script``, ``replay``), or None for a
     MODULE:NAME agent."""
@@ -142,12 +246,13 @@ def agent_factory(spec: str, *, action_space: str, observation_type: str, max_st
                   settings: dict[str, Any] | None = None, args: dict[str, Any] | None = None) -> Callable[[], Any]:
     """A callable making one agent per session worker, from ``--agent``: ``settings``
     (over :data:`OSWORLD_SETTINGS`) offered where declared, ``args`` (``--agent-arg``)
-    given, each declared or refused."""
+    given, each declared or refused. It takes ``env``, the worker's
+    :class:`CurrentEpisode`, which an agent that declares ``env`` is given."""
     args = args or {}
     if args and (builtin := built_in(spec)):
         raise AgentError(f"--agent-arg is for MODULE:NAME agents, not {builtin}")
     if spec == "noop":
-        return NoopAgent
+        return lambda env=None: NoopAgent()
     kind, _, arg = spec.partition(":")
     if kind == "script":
         try:
@@ -156,12 +261,14 @@ def agent_factory(spec: str, *, action_space: str, observation_type: str, max_st
             raise AgentError(f"script: {arg}: {exc}") from exc
         if not isinstance(scripts, dict):
             raise AgentError(f"script: {arg} maps task ids to lists of actions")
-        return lambda: ScriptAgent(scripts)
+        return lambda env=None: ScriptAgent(scripts)
     if kind == "replay":
         scripts = _recorded(Path(arg))
-        return lambda: ScriptAgent(scripts)
+        return lambda env=None: ScriptAgent(scripts)
     if not arg:
         raise AgentError(f"--agent {spec!r}: noop, script:FILE, replay:DIR or MODULE:FACTORY")
+    if kind == "mm_agents" or kind.startswith("mm_agents."):
+        _stand_in_sdks()
     try:
         factory = getattr(importlib.import_module(kind), arg)
     except (ImportError, AttributeError) as exc:
@@ -178,8 +285,15 @@ def agent_factory(spec: str, *, action_space: str, observation_type: str, max_st
         except (TypeError, ValueError):
             takes = "?"
         raise AgentError(f"--agent-arg {', '.join(refused)}: {spec} does not take it (it takes: {takes})")
-    kwargs.update(args)
-    return lambda: factory(**kwargs)
+    kwargs.update({key: _as_declared(factory, key, value) for key, value in args.items()})
+    try:
+        takes_env = "env" in inspect.signature(factory).parameters and "env" not in kwargs
+    except (TypeError, ValueError):
+        takes_env = False
+
+    def make(env: CurrentEpisode | None = None) -> Any:
+        return factory(**kwargs, **({"env": env} if takes_env else {}))
+    return make
 
 
 def reset_agent(agent: Any, logger: logging.Logger, vm_ip: str) -> None:

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -22,6 +24,8 @@ from .layout import path_part
 from .report import write_report
 from .runner import Runner, RunOptions, read_results, summary
 from .sessions import PROVIDERS, Pool, session_factory
+from .stub import Script, ScriptError, StubServer
+from .stub import environment as stub_environment
 from .tasks import TaskError, load_tasks
 
 __all__ = ["main", "build_parser", "tasks_main"]
@@ -70,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                        default=OSWORLD_SETTINGS["max_trajectory_length"],
                        help="the agent's prompt history window: how many earlier steps each prompt repeats (not "
                             "the step limit, --max-steps)")
+    agent.add_argument("--model-stub", type=Path, default=None, metavar="SCRIPT",
+                       help="answer the agent's model calls from a local stand-in of its provider's API (OpenAI chat "
+                            "completions and Responses, Anthropic Messages) with SCRIPT's actions: a harness tested "
+                            "without a model, a key or the network (deskbox.run.stub)")
     agent.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE",
                        help="a keyword argument for the agent's factory or class, which must declare it; VALUE is "
                             "read as JSON when it parses (42, true, \"text\", [1, 2]), else as text. Repeatable")
@@ -198,6 +206,10 @@ def _cache_for(folder: Path | None, tasks: list) -> Cache | None:
     return cache
 
 
+def _digest(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def _layout_model(args: argparse.Namespace) -> str:
     """The model folder of OSWorld's layout: --model for an agent of one's own, the
     built-in agent's name (noop, script, replay) for those, which ask no model."""
@@ -319,6 +331,23 @@ def main(argv: list[str] | None = None) -> int:
     except graders.GraderUnavailable as exc:
         print(f"deskbox run: --graders: {exc}", file=sys.stderr)
         return 2
+    stub: StubServer | None = None
+    if args.model_stub is not None:
+        try:
+            stub = StubServer(Script.read(args.model_stub)).start()
+        except ScriptError as exc:
+            print(f"deskbox run: --model-stub: {exc}", file=sys.stderr)
+            return 2
+        # Before the agent is built: SDKs and agents read these when they are made or imported.
+        os.environ.update(stub_environment(stub.url))
+    try:
+        return _run(args, stub)
+    finally:
+        if stub is not None:
+            stub.stop()
+
+
+def _run(args: argparse.Namespace, stub: "StubServer | None") -> int:
     try:
         tasks = load_tasks(args.tasks, domains=args.domains, ids=args.task_ids, limit=args.limit)
         files = _cache_for(args.cache, tasks)
@@ -335,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                         options={"max_steps": args.max_steps, "observation_type": args.observation_type,
                                  "action_space": args.action_space, "sleep_after_action": args.sleep_after_action,
                                  "screen": list(args.screen), "task_timeout_s": args.task_timeout,
-                                 "step_timeout_s": args.step_timeout, "repeats": args.repeats})
+                                 "step_timeout_s": args.step_timeout, "repeats": args.repeats,
+                                 "model_stub": _digest(args.model_stub) if stub is not None else None})
     # Repeat 0 of every task first, then repeat 1 ...: a run stopped early has whole repeats.
     tasks = [replace(t, repeat=r) for r in range(args.repeats) for t in tasks]
     changed = _changed(args.out, identity)

@@ -29,7 +29,9 @@ from .tasks import Task
 __all__ = ["Episode", "InfrastructureError", "SetupFailed", "OBSERVATION_TYPES", "ACTION_SPACES", "SPECIAL_ACTIONS"]
 
 OBSERVATION_TYPES = ("screenshot", "a11y_tree", "screenshot_a11y_tree", "som")
-ACTION_SPACES = ("pyautogui", "computer_13")
+# claude_computer_use: the Anthropic agent's, whose actions carry pyautogui code in their
+# "command" and run as pyautogui's do, as OSWorld's DesktopEnv runs them.
+ACTION_SPACES = ("pyautogui", "computer_13", "claude_computer_use")
 SPECIAL_ACTIONS = ("WAIT", "FAIL", "DONE")
 
 # Getters that ask a running app rather than read a file, and what they ask: VLC's HTTP
@@ -59,6 +61,13 @@ class SetupFailed(RuntimeError):
     The task's error, not the session's: the session goes on serving tasks."""
 
 
+def _shown(value: Any, limit: int = 2000) -> str:
+    """What a getter answered, for the record: its text, cut to ``limit`` characters (a
+    getter may answer a whole file's path or contents)."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
 def _special(action: Any) -> str | None:
     if isinstance(action, str) and action in SPECIAL_ACTIONS:
         return action
@@ -83,6 +92,8 @@ class Episode:
     timings: dict[str, float] = field(default_factory=dict)
     # Per step: how long the action took to carry out, and the observation after it.
     step_timings: list[dict[str, float]] = field(default_factory=list)
+    # What the graders read and compared: per metric, the getters' answers (cut) and its score.
+    graded: list[dict[str, Any]] = field(default_factory=list)
     # Where the task's downloads come from instead of the network (deskbox.run.cache).
     files: Cache | None = None
     # The URLs of its downloads that ``files`` lacks (fetched from the network, if at all).
@@ -167,6 +178,10 @@ class Episode:
         return {"screenshot": self.controller.get_screenshot(),
                 "accessibility_tree": self.controller.get_accessibility_tree() if tree else None,
                 "terminal": None, "instruction": self.instruction}
+
+    def _get_obs(self) -> dict[str, Any]:
+        """DesktopEnv's name for :meth:`observe` (OSWorld's computer-use agent calls it)."""
+        return self.observe()
 
     def step(self, action: Any, pause: float | None = None) -> tuple[dict[str, Any], float, bool, dict]:
         """One action, as ``DesktopEnv.step`` takes it: ``WAIT``/``DONE``/``FAIL``, a
@@ -279,10 +294,19 @@ class Episode:
         return sum(scores) / len(scores) if conj == "and" else max(scores)
 
     def _one(self, metric: Any, result: dict | None, expected: dict | None, options: dict) -> float:
+        read: dict[str, Any] = {"metric": getattr(metric, "__name__", str(metric))}
+        self.graded.append(read)
         try:
             actual = graders.getter(result["type"])(self, result) if result else None
-        except FileNotFoundError:
+        except FileNotFoundError as exc:
+            read.update(result=f"(not found: {exc})", score=0.0)
             return 0.0
+        read["result"] = _shown(actual)
         if expected:
-            return float(metric(actual, graders.getter(expected["type"])(self, expected), **options))
-        return float(metric(actual, **options))
+            wanted = graders.getter(expected["type"])(self, expected)
+            read["expected"] = _shown(wanted)
+            score = float(metric(actual, wanted, **options))
+        else:
+            score = float(metric(actual, **options))
+        read["score"] = score
+        return score

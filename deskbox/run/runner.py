@@ -10,10 +10,12 @@ What the out folder holds:
 - ``results.jsonl``: one line per finished task: ``task`` (``domain/id``), ``status``
   (``done``, ``setup_error``, ``agent_error``, ``grader_error``, ``infra_error``), ``score`` (null unless
   graded), ``steps``, ``actions``, ``timings`` (reset, setup, agent, grading, total),
-  ``session``, ``attempts``, ``infra_errors``, ``error``, and ``step_timings`` (per
-  action: ``action_s`` to carry it out, ``observe_s`` for the observation after it);
-- ``tasks/<domain>/<id>/``: the screenshot the agent saw before each step and after
-  the last (``step_000.png`` ...), its responses (``steps.json``), and the session's
+  ``session``, ``attempts``, ``infra_errors``, ``error``, ``step_timings`` (per
+  action: ``action_s`` to carry it out, ``observe_s`` for the observation after it),
+  and ``graded`` (per metric: what its getters answered, cut, and its score);
+- ``tasks/<domain>/<id>/``: the task's config (``task.json``), the screenshot the agent
+  saw before each step and after the last (``step_000.png`` ...), its responses
+  (``steps.json``), and the session's
   trace of the agent's steps (``trace/``: each action with the element it hit and
   screenshots before and after it; ``deskbox trace view`` shows it) where the provider
   can copy it out (local and podman sessions; elsewhere its path in the session is
@@ -35,6 +37,7 @@ the same command: tasks with a line in ``results.jsonl`` are skipped, but for
 from __future__ import annotations
 
 import datetime
+import inspect
 import json
 import logging
 import sys
@@ -48,7 +51,7 @@ from typing import Any, Callable
 
 from ..provider import Environment, ProviderError
 from . import stats
-from .agents import predict, reset_agent
+from .agents import CurrentEpisode, predict, reset_agent, steps_itself
 from .cache import Cache
 from .episode import Episode, InfrastructureError, SetupFailed
 from .graders import GraderUnavailable
@@ -161,6 +164,14 @@ def read_results(out: Path) -> dict[str, dict]:
     return found
 
 
+def _takes_env(make: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(make).parameters
+    except (TypeError, ValueError):
+        return False
+    return "env" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
 def _jsonable(action: Any) -> Any:
     try:
         json.dumps(action)
@@ -170,9 +181,11 @@ def _jsonable(action: Any) -> Any:
 
 
 class Runner:
-    def __init__(self, tasks: list[Task], make_agent: Callable[[], Any], pool: Pool, options: RunOptions) -> None:
+    def __init__(self, tasks: list[Task], make_agent: Callable[..., Any], pool: Pool, options: RunOptions) -> None:
         self.tasks = tasks
-        self.make_agent = make_agent
+        # (make_agent(env=...) gives an agent that takes ``env`` the worker's episode; a
+        # plain factory, as the benches pass, is called without it)
+        self.make_agent = make_agent if _takes_env(make_agent) else (lambda env=None: make_agent())
         self.pool = pool
         self.options = options
         self.out = Path(options.out)
@@ -282,7 +295,7 @@ class Runner:
             time.sleep(delay_s)
         env: Environment | None = None
         try:
-            agent = self.make_agent()
+            agent = self.make_agent(env=CurrentEpisode())
             # A task first, then a session: a worker that finds the queue empty takes none.
             task = self._next(holding=False)
             if task is None:
@@ -320,7 +333,7 @@ class Runner:
             if record.get("timed_out") == "agent":
                 # Its predict() still runs in the thread it was left in: the worker goes
                 # on with a new agent.
-                agent = self.make_agent()
+                agent = self.make_agent(env=CurrentEpisode())
             with self._lock:
                 stopped = self._stopped
             if env is None or stopped or record["status"] not in o.retry_errors or len(earlier) >= o.error_retries:
@@ -369,6 +382,7 @@ class Runner:
         o = self.options
         folder = task_folder(self.out, task.run_dir, task.domain, task.id)
         folder.mkdir(parents=True, exist_ok=True)
+        (folder / "task.json").write_text(json.dumps(task.config, indent=1))
         for old in folder.glob("step_*.png"):
             old.unlink()
         started = time.monotonic()
@@ -379,6 +393,8 @@ class Runner:
         episode.controller.retry_interval = 1
         if hasattr(agent, "begin_task"):
             agent.begin_task(task)
+        if isinstance(getattr(agent, "env", None), CurrentEpisode):
+            agent.env.episode = episode
         theirs = None
         if o.layout_model is not None:
             theirs = OSWorldFolder(self.out / task.run_dir, action_space=o.action_space, observation_type=o.observation_type,
@@ -424,6 +440,7 @@ class Runner:
         recording = o.record and theirs is not None and self._recording(episode, task)
         agent_started = time.monotonic()
         done = False
+        itself = steps_itself(agent)
         try:
             for step in range(o.max_steps):
                 limit = self._limit(started, o.step_timeout_s)
@@ -432,8 +449,15 @@ class Runner:
                 record["steps"] += 1
                 responses.append(_jsonable(response))
                 infos.append(_jsonable(info))
+                # An agent that steps itself (OSWorld's computer-use agent) ends the task
+                # with an answer that is not a computer call: it says so in its response.
+                ends = itself and isinstance(response, dict) and not response.get("state_correct", False)
                 for action in actions:
-                    obs, reward, done, info = episode.step(action)
+                    if itself:
+                        obs, reward, done, info, *_ = agent.step(action)
+                        action = action.get("action", action) if isinstance(action, dict) else action
+                    else:
+                        obs, reward, done, info = episode.step(action)
                     when = datetime.datetime.now()
                     record["actions"].append(_jsonable(action))
                     path = shot(obs)
@@ -446,7 +470,7 @@ class Runner:
                             raise InfrastructureError(f"the session stopped answering during the agent's steps: {problem}")
                     if done:
                         break
-                if done:
+                if done or ends:
                     break
         except InfrastructureError:
             raise
@@ -479,6 +503,8 @@ class Runner:
             except Exception as exc:
                 lacking = f" (not in the cache: {', '.join(episode.not_cached)})" if episode.not_cached else ""
                 record.update(status="grader_error", error=f"{type(exc).__name__}: {exc}"[-2000:] + lacking)
+        if episode.graded:
+            record["graded"] = episode.graded
         record["step_timings"] = episode.step_timings
         record["timings"] = {k: round(v, 3) for k, v in {
             **episode.timings, "agent_s": agent_s, "total_s": time.monotonic() - started}.items()}
