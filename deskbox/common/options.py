@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
-from .settings import SETTINGS, env
+from .settings import SETTINGS, env, given
 
 # The policy's budgets that deskbox up and the scene aggregator take as flags too
 # (--max-actions ...), over the policy file's.
@@ -41,7 +39,7 @@ DEFAULT_URLS: dict[str, str] = {
 
 def client_env(name: str) -> str | None:
     """The value of the client setting ``name`` (a key of ``CLIENT_ENV``), None when unset."""
-    return os.environ.get(CLIENT_ENV[name]) or None
+    return given(CLIENT_ENV[name])
 
 
 # The secret ``deskbox up`` gives desktopd and the scene aggregator (in their environment,
@@ -51,7 +49,7 @@ INTERNAL_SECRET_ENV = "DESKBOX_INTERNAL_SECRET"
 
 
 def internal_secret_from_env() -> str | None:
-    return os.environ.get(INTERNAL_SECRET_ENV) or None
+    return given(INTERNAL_SECRET_ENV)
 
 
 # A vision model the scene asks to describe a window (``--vlm-url``, ``--vlm-model``):
@@ -64,4 +62,4 @@ VLM_TIMEOUT_S = 60.0
 
 
 def vlm_key_from_env() -> str | None:
-    return os.environ.get(VLM_KEY_ENV) or None
+    return given(VLM_KEY_ENV)

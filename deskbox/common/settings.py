@@ -159,6 +159,15 @@ _warned: set[str] = set()
 def env(name: str) -> str | None:
     """The value of setting ``name``: its variable, else a name it had before (with a
     warning, once), else its default. An empty variable counts as unset."""
+    value = given(name)
+    return value if value is not None else SETTINGS[name].default
+
+
+def given(name: str) -> str | None:
+    """The value setting ``name`` was given, under its name or a name it had before (with
+    a warning, once); None when it was not (its default is not looked at: for readers to
+    whom "not told" means something, as a client choosing between a URL and the state
+    file)."""
     setting = SETTINGS[name]
     value = os.environ.get(name)
     if value:
@@ -170,9 +179,9 @@ def env(name: str) -> str | None:
                 _warned.add(old)
                 # FutureWarning: shown by default, as a setting is the user's, not code's
                 warnings.warn(f"{old} is deprecated and will be dropped in the next release: set {name}",
-                              FutureWarning, stacklevel=2)
+                              FutureWarning, stacklevel=3)
             return value
-    return setting.default
+    return None
 
 
 def env_flag(name: str) -> bool:

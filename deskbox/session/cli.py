@@ -21,7 +21,7 @@ from ..common.options import (
     ocr_mode_from_env,
 )
 from ..common.paths import SWAY_CONFIG
-from ..common.settings import env, env_flag, env_int
+from ..common.settings import env, env_flag, env_int, given
 from .layout import beyond_loopback
 from .lifecycle import OSWORLD_CDP_PORT, OSWORLD_USER, SESSION_USER, Session, SessionError
 from .outputs import OutputSpec, parse_output
@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--token", default=client_env("token"),
                      help=f"the session's bearer token; better given as {CLIENT_ENV['token']}, which other users "
                           "cannot read off the command line")
-    mcp.add_argument("--log-level", default=os.environ.get("DESKBOX_LOG_LEVEL") or "warning",
+    mcp.add_argument("--log-level", default=given("DESKBOX_LOG_LEVEL") or "warning",
                      help="logs go to stderr (stdout is the MCP channel)")
     trace = sub.add_parser("trace", help="traces a session recorded (deskbox up --trace, /api/v1/trace/start)")
     trace_sub = trace.add_subparsers(dest="trace_command", required=True)

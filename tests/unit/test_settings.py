@@ -65,3 +65,20 @@ def test_a_new_name_wins_an_old_one_works_with_a_warning_and_empty_is_unset(monk
     assert env_flag("DESKBOX_VIEW")
     with pytest.raises(KeyError):
         env("DESKBOX_NO_SUCH_SETTING")
+
+
+def test_a_clients_former_names_work_as_the_services_do(monkeypatch):
+    """DESKTOPD_URL, the former name of DESKBOX_DESKTOPD, reaches deskbox.Client and
+    deskbox mcp as it reaches the scene; a client not told has None, not the default (it
+    then reads the state file)."""
+    from deskbox.common.options import client_env
+
+    monkeypatch.setattr(settings, "_warned", set())
+    for name in ("DESKBOX_DESKTOPD", "DESKTOPD_URL"):
+        monkeypatch.delenv(name, raising=False)
+    assert client_env("desktopd") is None
+    monkeypatch.setenv("DESKTOPD_URL", "http://10.0.0.9:8080")
+    with pytest.warns(FutureWarning, match="DESKTOPD_URL is deprecated"):
+        assert client_env("desktopd") == "http://10.0.0.9:8080"
+    monkeypatch.setenv("DESKBOX_DESKTOPD", "http://10.0.0.8:8080")
+    assert client_env("desktopd") == "http://10.0.0.8:8080"
