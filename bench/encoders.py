@@ -9,7 +9,6 @@ pixels, lossy ones must decode and report their PSNR.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import io
 import time
@@ -51,17 +50,6 @@ def _optional(name: str):
         return None
 
 
-@contextlib.contextmanager
-def _deflate_with(module):
-    """Run desktopd's PNG writer with another deflate library (same zlib-style API)."""
-    saved = desktopd_encode._deflate
-    desktopd_encode._deflate = module
-    try:
-        yield
-    finally:
-        desktopd_encode._deflate = saved
-
-
 def _pillow(image: Image.Image, fmt: str, **options) -> bytes:
     out = io.BytesIO()
     image.save(out, fmt, **options)
@@ -86,14 +74,7 @@ def _cases(rgb: np.ndarray, raw: bytes) -> list[Case]:
     ]
 
     def deskbox_png(level: int, bands: int, module=None) -> Callable[[], bytes]:
-        if module is None:
-            return lambda: enc.encode_png(image, level=level, bands=bands)
-
-        def run() -> bytes:
-            with _deflate_with(module):
-                return enc.encode_png(image, level=level, bands=bands)
-
-        return run
+        return lambda: enc.encode_png(image, level=level, bands=bands, deflate=module)
 
     cases.append(Case("png", "Pillow, compress_level=1 (adaptive filters, zlib)",
                       lambda: _pillow(image, "PNG", compress_level=1)))

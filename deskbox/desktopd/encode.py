@@ -25,15 +25,20 @@ import io
 import struct
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from PIL import Image
 
+# The deflate library PNGs are written with (zlib's API): ISA-L's, several times faster
+# at the levels used here, where installed. encode_png takes another (bench/encoders.py
+# weighs them).
 try:
-    from isal import isal_zlib as _deflate
+    from isal import isal_zlib as DEFLATE
 except ImportError:  # pragma: no cover - isal is a declared dependency
-    _deflate = zlib
+    DEFLATE = zlib
 
-__all__ = ["encode", "encode_png", "encode_raw", "CONTENT_TYPES", "DEFAULT_QUALITY", "PNG_LEVEL", "PNG_BANDS"]
+__all__ = ["encode", "encode_png", "encode_raw", "CONTENT_TYPES", "DEFAULT_QUALITY", "PNG_LEVEL", "PNG_BANDS",
+           "DEFLATE"]
 
 # "rgb": packed 8-bit RGB rows, no header (the size travels in response headers); for
 # clients that analyse pixels (the scene aggregator's change detection), not for people.
@@ -88,20 +93,23 @@ def encode_raw(
         # A zero-copy view: Pillow calls the four bytes R, G, B, X whatever they hold;
         # the packer then reads them back in the frame's real order.
         view = Image.frombuffer("RGBX", size, data, "raw", "RGBX", stride, orientation)
-        return _png(view, 2, "BGR" if rawmode == "BGRX" else "RGB", 3, PNG_LEVEL, PNG_BANDS)
+        return _png(view, 2, "BGR" if rawmode == "BGRX" else "RGB", 3, PNG_LEVEL, PNG_BANDS, DEFLATE)
     image = Image.frombytes("RGB", size, data, "raw", rawmode, stride, orientation)
     return encode(image, fmt, quality)
 
 
-def encode_png(image: Image.Image, level: int | None = None, bands: int | None = None) -> bytes:
-    """An 8-bit PNG of ``image`` (RGB, RGBA or L; other modes become RGB), filter None."""
+def encode_png(image: Image.Image, level: int | None = None, bands: int | None = None, *,
+               deflate: Any = None) -> bytes:
+    """An 8-bit PNG of ``image`` (RGB, RGBA or L; other modes become RGB), filter None;
+    ``deflate``, a module with zlib's API (:data:`DEFLATE` when None)."""
     if image.mode not in _PNG_MODES:
         image = image.convert("RGB")
     color_type, rawmode, bpp = _PNG_MODES[image.mode]
-    return _png(image, color_type, rawmode, bpp, PNG_LEVEL if level is None else level, PNG_BANDS if bands is None else bands)
+    return _png(image, color_type, rawmode, bpp, PNG_LEVEL if level is None else level,
+                PNG_BANDS if bands is None else bands, deflate or DEFLATE)
 
 
-def _png(image: Image.Image, color_type: int, rawmode: str, bpp: int, level: int, bands: int) -> bytes:
+def _png(image: Image.Image, color_type: int, rawmode: str, bpp: int, level: int, bands: int, deflate: Any) -> bytes:
     """``image``'s rows packed by Pillow in ``rawmode`` (``bpp`` bytes a pixel) as a PNG."""
     image.load()
     w, h = image.size
@@ -111,15 +119,15 @@ def _png(image: Image.Image, color_type: int, rawmode: str, bpp: int, level: int
     # (filter byte 0 before every row).
     stride = w * bpp + 1
     if bands == 1:
-        idat = _deflate_rows_zlib(image, rawmode, stride, level)
+        idat = _deflate_rows_zlib(image, rawmode, stride, level, deflate)
     else:
-        idat = _deflate_rows_banded(image, rawmode, stride, level, bands)
+        idat = _deflate_rows_banded(image, rawmode, stride, level, bands, deflate)
     ihdr = struct.pack(">IIBBBBB", w, h, 8, color_type, 0, 0, 0)
     return b"".join((_PNG_SIGNATURE, _chunk(b"IHDR", ihdr), _chunk(b"IDAT", idat), _chunk(b"IEND", b"")))
 
 
-def _deflate_rows_zlib(image: Image.Image, rawmode: str, stride: int, level: int) -> bytes:
-    c = _deflate.compressobj(level)
+def _deflate_rows_zlib(image: Image.Image, rawmode: str, stride: int, level: int, deflate: Any) -> bytes:
+    c = deflate.compressobj(level)
     out = [c.compress(b"\0")]
     for piece in _packed_rows(image, rawmode, stride, 0, image.height, last=True):
         out.append(c.compress(piece))
@@ -127,33 +135,35 @@ def _deflate_rows_zlib(image: Image.Image, rawmode: str, stride: int, level: int
     return b"".join(out)
 
 
-def _deflate_band(image: Image.Image, rawmode: str, stride: int, level: int, y0: int, y1: int, last: bool):
+def _deflate_band(image: Image.Image, rawmode: str, stride: int, level: int, y0: int, y1: int, last: bool,
+                  deflate: Any):
     """Raw deflate of rows y0..y1, ending on a sync flush unless last; its Adler-32 and length."""
-    c = _deflate.compressobj(level, zlib.DEFLATED, -15)
+    c = deflate.compressobj(level, zlib.DEFLATED, -15)
     out: list[bytes] = []
     adler, length = 1, 0
     if y0 == 0:
         out.append(c.compress(b"\0"))
-        adler, length = _deflate.adler32(b"\0", adler), 1
+        adler, length = deflate.adler32(b"\0", adler), 1
     for piece in _packed_rows(image, rawmode, stride, y0, y1, last=last):
         out.append(c.compress(piece))
-        adler = _deflate.adler32(piece, adler)
+        adler = deflate.adler32(piece, adler)
         length += len(piece)
-    out.append(c.flush(_deflate.Z_FINISH if last else _deflate.Z_SYNC_FLUSH))
+    out.append(c.flush(deflate.Z_FINISH if last else deflate.Z_SYNC_FLUSH))
     return b"".join(out), adler, length
 
 
-def _deflate_rows_banded(image: Image.Image, rawmode: str, stride: int, level: int, bands: int) -> bytes:
+def _deflate_rows_banded(image: Image.Image, rawmode: str, stride: int, level: int, bands: int,
+                         deflate: Any) -> bytes:
     global _pool
     if _pool is None:
         _pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="png-band")
     h = image.height
     bounds = [round(h * i / bands) for i in range(bands + 1)]
     futures = [
-        _pool.submit(_deflate_band, image, rawmode, stride, level, bounds[i], bounds[i + 1], False)
+        _pool.submit(_deflate_band, image, rawmode, stride, level, bounds[i], bounds[i + 1], False, deflate)
         for i in range(bands - 1)
     ]
-    tail = _deflate_band(image, rawmode, stride, level, bounds[-2], bounds[-1], True)
+    tail = _deflate_band(image, rawmode, stride, level, bounds[-2], bounds[-1], True, deflate)
     parts = [f.result() for f in futures] + [tail]
     adler = parts[0][1]
     for _body, band_adler, band_len in parts[1:]:

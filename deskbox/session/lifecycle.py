@@ -27,10 +27,10 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from ..common import timezone
 from ..common.chromium import CODE_NAME, named_as, named_chrome, real_executable, sandbox_refused
 from ..common.logging import get_logger
 from ..common.paths import IMPORT_ROOT, PACKAGE_DIR
-from ..common import timezone
 from ..common.settings import env
 from ..osworld import vscode
 from . import app_settings, default_apps, gnome_settings, login_dir, processes, users, wallpaper, xwayland
