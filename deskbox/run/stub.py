@@ -46,7 +46,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -233,55 +233,65 @@ async def _body(request: web.Request) -> dict[str, Any] | web.Response:
     return body
 
 
-def _usage() -> dict[str, int]:
-    return {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-
-
-async def _chat(request: web.Request) -> web.Response:
-    state = request.app[STATE]
+async def _asked_for(request: web.Request, key: str, code: str) -> tuple[_State, dict, list] | web.Response:
+    """The stub's state, the request's body and its list ``key`` (messages, input), or
+    the API's error answer."""
     body = await _body(request)
     if isinstance(body, web.Response):
         return body
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        return _error(400, "invalid_request", "messages: a non-empty list")
-    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-    continued = any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages)
-    prompt = " ".join(_texts(m.get("content")) for m in messages if isinstance(m, dict))
-    tars = "start_box" in prompt
+    items = body.get(key)
+    if not isinstance(items, list) or not items:
+        return _error(400, code, f"{key}: a non-empty list")
+    return request.app[STATE], body, items
+
+
+def _point(state: _State, kind: str, value: Any, space: Callable[[], tuple[int, int] | None]) -> tuple[int, int] | None:
+    """A pointing turn's point in ``space()`` (the API's coordinates; the screen's when
+    None), or None for a turn that points nowhere."""
+    if kind not in ("click", "double_click"):
+        return None
+    return _scaled(value, state.script.screen, space() or state.script.screen)
+
+
+def _declared(body: dict, width: str, height: str) -> tuple[int, int] | None:
+    """The display a computer tool of the request declares."""
+    tool = next((t for t in body.get("tools") or [] if isinstance(t, dict) and width in t), None)
+    return (int(tool[width]), int(tool[height])) if tool else None
+
+
+async def _chat(request: web.Request) -> web.Response:
+    asked = await _asked_for(request, "messages", "invalid_request")
+    if isinstance(asked, web.Response):
+        return asked
+    state, body, messages = asked
+    messages = [m for m in messages if isinstance(m, dict)]
+    users = [m for m in messages if m.get("role") == "user"]
+    continued = any(m.get("role") == "assistant" for m in messages)
+    tars = "start_box" in " ".join(_texts(m.get("content")) for m in messages)
     # (PromptAgent keeps the instruction in its system message; UI-TARS in its first user's)
-    first = " ".join(_texts(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "system")
+    first = " ".join(_texts(m.get("content")) for m in messages if m.get("role") == "system")
     first += _texts(users[0].get("content")) if users else ""
-    index, kind, value, n = state.turn("chat", str(body.get("model")), first, continued)
-    point = None
-    if kind in ("click", "double_click"):
-        image = next((s for m in reversed(users) if (s := _image_size(m.get("content")))), None)
-        point = _scaled(value, state.script.screen, image or state.script.screen)
+    _, kind, value, n = state.turn("chat", str(body.get("model")), first, continued)
+    point = _point(state, kind, value,
+                   lambda: next((s for m in reversed(users) if (s := _image_size(m.get("content")))), None))
     text = (_chat_tars if tars else _chat_prompt)(kind, value, point)
     return web.json_response({
         "id": f"chatcmpl-stub-{n}", "object": "chat.completion", "created": int(time.time()),
         "model": body.get("model"), "choices": [{"index": 0, "finish_reason": "stop",
                                                 "message": {"role": "assistant", "content": text}}],
-        "usage": _usage()})
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
 
 
 async def _responses(request: web.Request) -> web.Response:
-    state = request.app[STATE]
-    body = await _body(request)
-    if isinstance(body, web.Response):
-        return body
-    items = body.get("input")
-    if not isinstance(items, list) or not items:
-        return _error(400, "invalid_request", "input: a non-empty list")
+    asked = await _asked_for(request, "input", "invalid_request")
+    if isinstance(asked, web.Response):
+        return asked
+    state, body, items = asked
     continued = any(isinstance(i, dict) and i.get("type") in ("computer_call_output", "computer_call")
                     for i in items)
     first = next((i for i in items if isinstance(i, dict) and i.get("role") == "user"), {})
-    index, kind, value, n = state.turn("responses", str(body.get("model")), _texts(first.get("content")), continued)
-    point = None
-    if kind in ("click", "double_click"):
-        tool = next((t for t in body.get("tools") or [] if isinstance(t, dict) and "display_width" in t), None)
-        display = (int(tool["display_width"]), int(tool["display_height"])) if tool else state.script.screen
-        point = _scaled(value, state.script.screen, display)
+    _, kind, value, n = state.turn("responses", str(body.get("model")), _texts(first.get("content")), continued)
+    point = _point(state, kind, value, lambda: _declared(body, "display_width", "display_height"))
     return web.json_response({
         "id": f"resp_stub_{n}", "object": "response", "created_at": int(time.time()), "model": body.get("model"),
         "status": "completed", "output": [_responses_item(kind, value, point, n)],
@@ -289,21 +299,14 @@ async def _responses(request: web.Request) -> web.Response:
 
 
 async def _messages(request: web.Request) -> web.Response:
-    state = request.app[STATE]
-    body = await _body(request)
-    if isinstance(body, web.Response):
-        return body
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        return _error(400, "invalid_request_error", "messages: a non-empty list")
+    asked = await _asked_for(request, "messages", "invalid_request_error")
+    if isinstance(asked, web.Response):
+        return asked
+    state, body, messages = asked
     continued = any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages)
-    index, kind, value, n = state.turn("messages", str(body.get("model")), _texts(messages[0].get("content")),
-                                       continued)
-    point = None
-    if kind in ("click", "double_click"):
-        tool = next((t for t in body.get("tools") or [] if isinstance(t, dict) and "display_width_px" in t), None)
-        display = (int(tool["display_width_px"]), int(tool["display_height_px"])) if tool else state.script.screen
-        point = _scaled(value, state.script.screen, display)
+    first = messages[0].get("content") if isinstance(messages[0], dict) else ""
+    _, kind, value, n = state.turn("messages", str(body.get("model")), _texts(first), continued)
+    point = _point(state, kind, value, lambda: _declared(body, "display_width_px", "display_height_px"))
     blocks = _anthropic_blocks(kind, value, point, n)
     return web.json_response({
         "id": f"msg_stub_{n}", "type": "message", "role": "assistant", "model": body.get("model"),
