@@ -153,7 +153,7 @@ def report_main(argv: list[str]) -> int:
         # DIR against OTHER, on stderr (stdout is the page's path alone, for scripts)
         compared = stats.paired(list(read_results(args.other).values()), list(read_results(args.dir).values()))
         print(json.dumps({"compared": compared}), file=sys.stderr)
-        interval = "-".join(str(v) for v in compared["interval95"]) if compared["interval95"] else "n/a"
+        interval = " to ".join(str(v) for v in compared["interval95"]) if compared["interval95"] else "n/a"
         print(f"  {args.dir} against {args.other} on {compared['tasks']} tasks both ran: difference "
               f"{compared['difference']} (95% interval {interval}); better on {compared['better']}, worse on "
               f"{compared['worse']}, the same on {compared['same']}", file=sys.stderr)
@@ -447,7 +447,7 @@ def _run(args: argparse.Namespace, stub: "StubServer | None") -> int:
               f"counts 0), {d['mean_graded']} over the graded; infra errors {d['infra_error']}")
     if args.repeats > 1:
         st = result["statistics"]
-        interval = "-".join(str(v) for v in st["interval95"]) if st["interval95"] else "n/a"
+        interval = " to ".join(str(v) for v in st["interval95"]) if st["interval95"] else "n/a"
         print(f"  {st['tasks']} tasks x {st['repeats']} repeats: mean {st['mean']} (95% interval {interval}); "
               + ", ".join(f"pass@{k} {v}" for k, v in st["pass_at"].items()) + "; "
               + ", ".join(f"pass^{k} {v}" for k, v in st["pass_hat"].items()))

@@ -5,7 +5,8 @@ and two runs compared task by task (``deskbox run report A B``).
 The unit of sampling is the task: a benchmark's tasks are a sample of the tasks it stands
 for, and a task's repeats are not independent of each other. So the interval is over the
 tasks' own means (each task's score averaged over its repeats), with the standard error
-of that mean; two runs are compared on the same tasks, by the mean of the per-task
+of that mean (the normal interval, cut to what a mean score can be); two runs are
+compared on the same tasks, by the mean of the per-task
 differences and its own interval (a paired comparison, much narrower than two separate
 intervals when the runs agree on most tasks).
 
@@ -68,7 +69,9 @@ def pass_hat(n: int, c: int, k: int) -> float:
     return math.comb(c, k) / math.comb(n, k)
 
 
-def _mean_and_interval(values: list[float]) -> dict[str, Any]:
+def _mean_and_interval(values: list[float], bounds: tuple[float, float]) -> dict[str, Any]:
+    """The mean, its standard error and the normal 95 % interval, cut to ``bounds`` (what
+    the values can be: a mean score is never below 0)."""
     n = len(values)
     if not n:
         return {"mean": None, "stderr": None, "interval95": None}
@@ -77,8 +80,8 @@ def _mean_and_interval(values: list[float]) -> dict[str, Any]:
         return {"mean": round(mean, 4), "stderr": None, "interval95": None}
     variance = sum((v - mean) ** 2 for v in values) / (n - 1)
     stderr = math.sqrt(variance / n)
-    return {"mean": round(mean, 4), "stderr": round(stderr, 4),
-            "interval95": [round(mean - Z95 * stderr, 4), round(mean + Z95 * stderr, 4)]}
+    low, high = max(bounds[0], mean - Z95 * stderr), min(bounds[1], mean + Z95 * stderr)
+    return {"mean": round(mean, 4), "stderr": round(stderr, 4), "interval95": [round(low, 4), round(high, 4)]}
 
 
 def repeated(records: list[dict]) -> dict[str, Any]:
@@ -89,7 +92,7 @@ def repeated(records: list[dict]) -> dict[str, Any]:
     groups = by_task(records)
     repeats = max((len(rs) for rs in groups.values()), default=0)
     out: dict[str, Any] = {"tasks": len(groups), "repeats": repeats}
-    out.update(_mean_and_interval([sum(_score(r) for r in rs) / len(rs) for rs in groups.values()]))
+    out.update(_mean_and_interval([sum(_score(r) for r in rs) / len(rs) for rs in groups.values()], (0.0, 1.0)))
     per_repeat: dict[int, list[float]] = defaultdict(list)
     for r in records:
         per_repeat[int(r.get("repeat") or 0)].append(_score(r))
@@ -118,6 +121,6 @@ def paired(first: list[dict], second: list[dict]) -> dict[str, Any]:
     if both:
         out["mean_first"] = round(sum(m[0] for m in means.values()) / len(both), 4)
         out["mean_second"] = round(sum(m[1] for m in means.values()) / len(both), 4)
-    interval = _mean_and_interval(differences)
+    interval = _mean_and_interval(differences, (-1.0, 1.0))
     out["difference"], out["stderr"], out["interval95"] = interval["mean"], interval["stderr"], interval["interval95"]
     return out
