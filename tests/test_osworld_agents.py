@@ -13,14 +13,12 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, LoopbackHTTP
 from tests.test_run import results
 
 pytestmark = pytest.mark.desktop
@@ -57,44 +55,32 @@ AGENTS: dict[str, list[str]] = {
 }
 
 
-class Form:
+class Form(LoopbackHTTP):
     """The page, and what was typed into it."""
 
     def __init__(self) -> None:
         self.loaded = threading.Event()
         self.typed: list[str] = []
         self.events: list[str] = []  # what the page saw (for a failure's message)
-        form = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                url = urlsplit(self.path)
-                body, kind = b"", "text/plain"
-                if url.path == "/form.html":
-                    body, kind = PAGE, "text/html"
-                elif url.path == "/loaded":
-                    form.loaded.set()
-                elif url.path == "/event":
-                    form.events.append(parse_qs(url.query).get("what", [""])[0])
-                elif url.path == "/seen":
-                    body = b"yes" if form.loaded.is_set() else b"no"
-                elif url.path == "/typed":
-                    form.typed.append(parse_qs(url.query).get("value", [""])[0])
-                    body = b"thanks"
-                elif url.path == "/last":
-                    body = (form.typed[-1] if form.typed else "").encode()
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        def answer(path: str, _headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+            url = urlsplit(path)
+            query = parse_qs(url.query)
+            if url.path == "/form.html":
+                return 200, {"Content-Type": "text/html"}, PAGE
+            if url.path == "/loaded":
+                self.loaded.set()
+            elif url.path == "/event":
+                self.events.append(query.get("what", [""])[0])
+            elif url.path == "/seen":
+                return 200, {}, b"yes" if self.loaded.is_set() else b"no"
+            elif url.path == "/typed":
+                self.typed.append(query.get("value", [""])[0])
+            elif url.path == "/last":
+                return 200, {}, (self.typed[-1] if self.typed else "").encode()
+            return 200, {}, b""
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        super().__init__(answer)
 
     def reset(self) -> None:
         self.loaded.clear()
@@ -106,7 +92,7 @@ class Form:
 def form():
     f = Form()
     yield f
-    f.server.shutdown()
+    f.close()
 
 
 def task_set(folder: Path, form: Form) -> Path:

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import io
 import secrets
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,7 @@ import lxml.etree
 import pytest
 from PIL import Image
 
-from tests.support import PageServer, Session, free_port, http, wait_until
+from tests.support import LoopbackHTTP, PageServer, Session, free_port, http, wait_until
 from tests.support.desktop_env import load
 
 pytestmark = pytest.mark.desktop
@@ -89,25 +87,16 @@ class FileServer:
     files: dict[str, bytes] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        files = self.files
+        def answer(path: str, _headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+            body = self.files.get(path.lstrip("/"))
+            return (200 if body is not None else 404), {}, body or b""
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                body = files.get(self.path.lstrip("/"))
-                self.send_response(200 if body is not None else 404)
-                self.send_header("Content-Length", str(len(body or b"")))
-                self.end_headers()
-                self.wfile.write(body or b"")
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.http = LoopbackHTTP(answer)
+        self.server = self.http.server
 
     def serve(self, name: str, body: bytes) -> str:
         self.files[name] = body
-        return f"http://127.0.0.1:{self.server.server_port}/{name}"
+        return f"{self.http.url}/{name}"
 
 
 # -- fixtures ------------------------------------------------------------------------------

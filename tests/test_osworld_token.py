@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import json
 import secrets
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
-from tests.support import Session, free_port, http
+from tests.support import LoopbackHTTP, Session, free_port, http
 from tests.test_osworld import PNG, OsworldClient
 
 pytestmark = pytest.mark.desktop
@@ -47,32 +44,18 @@ def test_with_a_token_set_every_route_but_health_asks_for_it(with_token):
     assert done["returncode"] == 1 and "no browser" in done["error"], done
 
 
-class HeaderRecorder:
+class HeaderRecorder(LoopbackHTTP):
     """A download host on loopback that keeps the headers of every request it gets and
     sets a cookie on each answer (so a client that kept cookies would send one back)."""
 
     def __init__(self) -> None:
-        seen = self.seen = []
+        self.seen: list[dict[str, str]] = []
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                seen.append({k.lower(): v for k, v in self.headers.items()})
-                body = b"a task's file\n"
-                self.send_response(200)
-                self.send_header("Set-Cookie", "host_session=abc; Path=/")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        def answer(_path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+            self.seen.append(headers)
+            return 200, {"Set-Cookie": "host_session=abc; Path=/"}, b"a task's file\n"
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(answer)
 
 
 def test_a_download_a_task_names_carries_no_token_and_no_cookie(with_token):

@@ -17,6 +17,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
 
@@ -99,6 +100,34 @@ def http(method: str, url: str, body: Any = None, *, raw: bytes | None = None,
 def wait_until(predicate: Callable[[], Any], timeout: float = 10, interval: float = 0.05, what: str = "condition") -> Any:
     """deskbox.common.waiting's, failing the test (AssertionError) when it times out."""
     return waiting.wait_until(predicate, timeout, interval, what, error=AssertionError)
+
+
+class LoopbackHTTP:
+    """A plain HTTP server on loopback, in a thread of its own: ``answer(path, headers)``
+    (the request's path with its query, its headers with lower-case names) gives each
+    GET's status, extra headers and body."""
+
+    def __init__(self, answer: Callable[[str, dict[str, str]], tuple[int, dict[str, str], bytes]]) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                status, headers, body = answer(self.path, {k.lower(): v for k, v in self.headers.items()})
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 class PageServer:
