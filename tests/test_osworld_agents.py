@@ -12,7 +12,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -119,7 +118,6 @@ def test_osworlds_agent_runs_unchanged_against_the_model_stub_and_its_actions_la
     form.reset()
     index = task_set(tmp_path / "tasks", form)
     out = tmp_path / "out"
-    started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "run", str(index), *AGENTS[agent],
                            "--model-stub", str(tmp_path / "tasks" / "script.json"), "--observation-type", "screenshot",
                            "--max-steps", "8", "--sessions", "1", "--spare", "0", "--provider", "local",
@@ -136,4 +134,3 @@ def test_osworlds_agent_runs_unchanged_against_the_model_stub_and_its_actions_la
     assert len(steps["responses"]) == record["steps"]
     run = json.loads((out / "run.json").read_text())
     assert run["model_stub"].startswith("sha256:") and run["agent"] == AGENTS[agent][1]
-    assert time.monotonic() - started < 300

@@ -50,6 +50,7 @@ import types
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from .graders import importable
 from .tasks import Task
 
 __all__ = ["Agent", "NoopAgent", "ScriptAgent", "agent_factory", "AgentError", "OSWORLD_SETTINGS",
@@ -196,22 +197,15 @@ def _stand_in(name: str, advice: str) -> types.ModuleType:
     return module
 
 
-def _findable(name: str) -> bool:
-    try:
-        return name in sys.modules or importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def _stand_in_sdks() -> None:
     """Stand-ins for the provider SDKs of :data:`_PROVIDER_SDKS` that are not installed."""
     for name, advice in _PROVIDER_SDKS.items():
-        if _findable(name):
+        if importable(name):
             continue
         parts = name.split(".")
         for i in range(1, len(parts)):  # the packages above it, where missing
             parent = ".".join(parts[:i])
-            if not _findable(parent):
+            if not importable(parent):
                 package = types.ModuleType(parent)
                 package.__path__ = []
                 sys.modules[parent] = package

@@ -37,7 +37,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["GraderUnavailable", "load", "metric", "getter", "compare_urls", "check", "use", "source"]
+__all__ = ["GraderUnavailable", "load", "metric", "getter", "compare_urls", "check", "use", "source", "importable"]
 
 _METRICS = "desktop_env.evaluators.metrics"
 _lock = threading.Lock()
@@ -76,8 +76,18 @@ def _module(name: str, **attrs: object) -> types.ModuleType:
     return module
 
 
+def importable(name: str) -> bool:
+    """Module ``name`` is imported or can be found (a broken parent package: it cannot)."""
+    if name in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _missing(name: str) -> bool:
-    return name not in sys.modules and importlib.util.find_spec(name) is None
+    return not importable(name)
 
 
 def _placeholder(name: str) -> type:
@@ -264,15 +274,6 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-def _importable(name: str) -> bool:
-    if name in sys.modules:
-        return True
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def check() -> dict[str, str | None]:
     """Every module of OSWorld's metrics and getters, loaded the way a run loads them:
     ``metrics/<name>`` or ``getters/<name>`` -> None when it imports and every module it
@@ -292,7 +293,7 @@ def check() -> dict[str, str | None]:
             except Exception as exc:  # the module's own failure, whatever it is, is the answer
                 results[key] = f"{type(exc).__name__}: {exc}"
                 continue
-            missing = sorted(n for n in _imports(path) if n != "desktop_env" and not _importable(n))
+            missing = sorted(n for n in _imports(path) if n != "desktop_env" and not importable(n))
             results[key] = f"imports {', '.join(missing)}, not installed" if missing else None
     return results
 

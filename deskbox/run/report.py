@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..geometry import display_to_declared
 from . import stats
 from .report_page import (
     SCRIPT,
@@ -125,10 +126,13 @@ def _shot(path: Path, page_dir: Path, alt: str, marks: ActionMarks | None = None
     size = png_size(path)
     # The marks sit over the image at their share of its natural size: the agent's
     # coordinates are the screenshot's pixels, whatever width the image is shown at.
-    dots = "".join(f'<span class="mark {e(m.kind.replace(" ", "-"))}" data-x="{m.x:g}" data-y="{m.y:g}" '
-                   f'style="left:{m.x / size[0] * 100:.4f}%;top:{m.y / size[1] * 100:.4f}%" '
-                   f'title="{e(m.kind)} at ({m.x:g}, {m.y:g})"></span>'
-                   for m in marks.points) if size and marks else ""
+    def dot(m: Any) -> str:
+        # (geometry's screen -> picture transform, the picture taken as 100 x 100: percentages)
+        left, top = display_to_declared(size, (100, 100), m.x, m.y)
+        return (f'<span class="mark {e(m.kind.replace(" ", "-"))}" data-x="{m.x:g}" data-y="{m.y:g}" '
+                f'style="left:{left:.4f}%;top:{top:.4f}%" title="{e(m.kind)} at ({m.x:g}, {m.y:g})"></span>')
+
+    dots = "".join(dot(m) for m in marks.points) if size and marks else ""
     return (f'<figure class="shot"><div class="frame"><a href="{link}"><img src="{link}" loading="lazy" '
             f'alt="{e(alt)}"></a>{dots}</div><figcaption>{caption}</figcaption></figure>')
 

@@ -51,6 +51,9 @@ from typing import Any, Callable
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..common.callers import Callers, refusal
+from ..geometry import display_to_declared
+
 __all__ = ["Script", "make_app", "StubServer", "environment", "ScriptError"]
 
 
@@ -98,10 +101,6 @@ def _kind(turn: str | dict[str, Any]) -> tuple[str, Any]:
 
 
 # -- the APIs' dialects ------------------------------------------------------------------------
-
-
-def _scaled(point: list[float], screen: tuple[int, int], to: tuple[int, int]) -> tuple[int, int]:
-    return round(point[0] * to[0] / screen[0]), round(point[1] * to[1] / screen[1])
 
 
 def _chat_prompt(kind: str, value: Any, point: tuple[int, int] | None) -> str:
@@ -250,7 +249,8 @@ def _point(state: _State, kind: str, value: Any, space: Callable[[], tuple[int, 
     None), or None for a turn that points nowhere."""
     if kind not in ("click", "double_click"):
         return None
-    return _scaled(value, state.script.screen, space() or state.script.screen)
+    x, y = display_to_declared(state.script.screen, space() or state.script.screen, value[0], value[1])
+    return round(x), round(y)
 
 
 def _declared(body: dict, width: str, height: str) -> tuple[int, int] | None:
@@ -320,9 +320,26 @@ async def _asked(request: web.Request) -> web.Response:
         return web.json_response({"requests": list(state.asked)})
 
 
+def _callers_middleware():
+    """A page in a session's browser may send requests to the stub on loopback: refused as
+    the services refuse them (deskbox.common.callers), in the APIs' error shape. The SDKs
+    send no Origin and no Sec-Fetch-Site."""
+    callers = Callers.from_env()
+
+    @web.middleware
+    async def middleware(request: web.Request, handler) -> web.StreamResponse:
+        reason = refusal(callers, request.headers)
+        if reason is not None:
+            return _error(403, "forbidden_origin", reason)
+        return await handler(request)
+
+    return middleware
+
+
 def make_app(script: Script) -> web.Application:
     """The stub's aiohttp app for ``script``."""
-    app = web.Application(client_max_size=64 * 1024 * 1024)  # (screenshots, a history of them)
+    app = web.Application(client_max_size=64 * 1024 * 1024,  # (screenshots, a history of them)
+                          middlewares=[_callers_middleware()])
     app[STATE] = _State(script)
     for path in ("/v1/chat/completions", "/chat/completions"):
         app.router.add_post(path, _chat)

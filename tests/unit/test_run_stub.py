@@ -99,6 +99,17 @@ async def test_a_request_that_is_not_one_is_refused_in_the_apis_error_shape():
         assert resp.status == 400
 
 
+async def test_a_web_page_in_the_session_cannot_call_the_stub():
+    async with served() as client:
+        body = chat("Task: A", [])
+        for headers in ({"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"}):
+            resp = await client.post("/v1/chat/completions", json=body, headers=headers)
+            assert resp.status == 403 and (await resp.json())["error"]["code"] == "forbidden_origin"
+        resp = await client.get("/stub/requests", headers={"Sec-Fetch-Site": "same-site"})
+        assert resp.status == 403
+        assert (await (await client.get("/stub/requests")).json())["requests"] == []  # nothing was answered
+
+
 def test_a_script_is_checked_before_anything_runs(tmp_path):
     path = tmp_path / "s.json"
     path.write_text(json.dumps([{"click": [1, 2]}, "DONE"]))
