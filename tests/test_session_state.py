@@ -452,3 +452,41 @@ def _pids_named(name: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def _busy_in_session(session: Session, marker: str, seconds: float) -> None:
+    """A CPU-bound loop started inside the session (Sway's exec, detached), for ``seconds``."""
+    loop = f"exec -a {marker} timeout {seconds} sh -c 'while :; do :; done'"
+    swaymsg = ["swaymsg", "-s", session.state["swaysock"], "exec", f"setsid bash -c {shlex.quote(loop)}"]
+    assert subprocess.run(swaymsg, capture_output=True).returncode == 0
+    wait_until(lambda: _pids_named(marker), 10, what="the busy loop")
+
+
+def test_settle_answers_once_what_the_session_started_has_gone_quiet(session):
+    """What a runner waits on after a task's setup: a loop started inside the session
+    (detached, as an app would be) keeps it busy for 3 s; settle answers after that, with
+    the CPU it used counted, and not before."""
+    _busy_in_session(session, f"deskbox-busy-{os.getpid()}", 3)
+    started = time.monotonic()
+    resp = api(session, "POST", "/settle", {"quiet_share": 0.3, "for_s": 0.5, "timeout_s": 30})
+    waited = time.monotonic() - started
+    assert resp.status == 200, resp.body[:300]
+    done = resp.json()
+    assert done["settled"] is True and done["share"] < 0.3, done
+    assert waited >= 1.5 and done["waited_s"] >= 1.5, done  # the loop's 3 s, less the moment to start it
+    assert done["cpu_s"] >= 1.0, done  # the loop's CPU, counted though it ran detached
+
+
+def test_settle_says_when_the_time_ran_out_and_refuses_bad_bounds(session):
+    marker = f"deskbox-busy-long-{os.getpid()}"
+    _busy_in_session(session, marker, 60)
+    try:
+        resp = api(session, "POST", "/settle", {"quiet_share": 0.3, "for_s": 0.5, "timeout_s": 1.5})
+        assert resp.status == 200, resp.body[:300]
+        done = resp.json()
+        assert done["settled"] is False and done["share"] > 0.5 and 1.5 <= done["waited_s"] < 5, done
+    finally:
+        subprocess.run(["pkill", "-f", marker])
+    for body in ({"quiet_share": 0}, {"timeout_s": 121}, {"for_s": 0.1}, {"quiet_share": 0.1, "extra": 1}):
+        resp = api(session, "POST", "/settle", body)
+        assert resp.status == 400 and resp.json()["error"]["code"] == "validation_error", (body, resp.body[:300])

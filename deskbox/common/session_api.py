@@ -30,6 +30,8 @@ __all__ = [
     "BrowserRequest",
     "WallpaperRequest",
     "ClaimRequest",
+    "SettleRequest",
+    "SETTLE_LONGEST",
     "CLAIM_HOLDER",
     "SessionControl",
 ]
@@ -92,6 +94,22 @@ class WallpaperRequest(_Strict):
     """Show ``path`` (an image file the session user can read) as the background."""
 
     path: str = Field(min_length=1, max_length=4096)
+
+
+class SettleRequest(_Strict):
+    """Wait until the session is quiet: its processes used less than ``quiet_share`` of
+    a core over the last ``for_s`` seconds (its apps have started and drawn), or
+    ``timeout_s`` passed. Answers ``settled`` (false: the time ran out), ``waited_s``,
+    ``share`` (over the last window) and ``cpu_s`` (used while waiting)."""
+
+    quiet_share: float = Field(0.15, gt=0, le=64)
+    for_s: float = Field(1.0, ge=0.25, le=60)
+    timeout_s: float = Field(60.0, gt=0, le=120)
+
+
+# The longest settle: its timeout, and a read of the processes after it (within the
+# control socket's own bound, RESET_TIMEOUT_S).
+SETTLE_LONGEST = Longest(120 + 10, lambda body, query: body.timeout_s + 10, "timeout_s + 10 s")
 
 
 class ClaimRequest(_Strict):

@@ -22,11 +22,13 @@ from ..common.session_api import (
     FORWARDED_SLOW,
     HEALTHY_TIMEOUT_S,
     SCENE_RESET_S,
+    SETTLE_LONGEST,
     ClaimRequest,
     ContextRequest,
     ExtendRequest,
     ResetRequest,
     SessionControl,
+    SettleRequest,
     SnapshotRequest,
 )
 from ..common.web import Handler, json_ok, read_body, validate
@@ -139,6 +141,10 @@ ROUTES = [
           body=ContextRequest, longest=FORWARDED_SLOW),
     Route("DELETE", "/api/v1/session/context", _forward("DELETE", "/context"),
           "Let go of the context, saving it when it persists", longest=FORWARDED_SLOW),
+    Route("POST", "/api/v1/session/settle", _forward("POST", "/settle", SettleRequest),
+          "Wait until the session is quiet: its processes used less than quiet_share of a core over the last "
+          "for_s seconds (the apps a task started have started and drawn), or timeout_s passed",
+          body=SettleRequest, longest=SETTLE_LONGEST),
     Route("POST", "/api/v1/session/claim", _forward("POST", "/claim", ClaimRequest),
           "Claim the session for a holder (a runner drawing from a pool of sessions), or renew its claim; "
           "409 claimed while another holder's claim runs",

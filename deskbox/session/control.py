@@ -16,11 +16,13 @@ from ..common.logging import get_logger
 from ..common.openapi import SLOW, Route, add_routes
 from ..common.session_api import (
     CLAIM_HOLDER,
+    SETTLE_LONGEST,
     BrowserRequest,
     ClaimRequest,
     ContextRequest,
     ExtendRequest,
     ResetRequest,
+    SettleRequest,
     SnapshotRequest,
     WallpaperRequest,
 )
@@ -28,6 +30,7 @@ from ..common.web import error_middleware, json_ok, read_body
 from .claims import Claim, Claimed, NotHolder
 from .contexts import ContextError, ContextInUse
 from .state import Busy, NotFound, SessionState, StateError
+from .usage import settle as settle_processes
 
 __all__ = ["ControlServer", "create_control_app"]
 
@@ -109,6 +112,11 @@ async def set_wallpaper(request: web.Request) -> web.Response:
     return json_ok({"path": str(image)})
 
 
+async def settle(request: web.Request) -> web.Response:
+    req = await read_body(request, SettleRequest) if request.can_read_body else SettleRequest()
+    return json_ok((await settle_processes(req.quiet_share, req.for_s, req.timeout_s)).to_json())
+
+
 async def claim(request: web.Request) -> web.Response:
     req = await read_body(request, ClaimRequest)
     try:
@@ -137,6 +145,8 @@ ROUTES = [
           longest=SLOW),
     Route("DELETE", "/context", unbind_context, "Let go of the context (saved when it persists)", longest=SLOW),
     Route("POST", "/browser", browser, "Start the browser when it is not running", body=BrowserRequest, longest=SLOW),
+    Route("POST", "/settle", settle, "Wait until the session's processes are quiet", body=SettleRequest,
+          longest=SETTLE_LONGEST),
     Route("POST", "/claim", claim, "Claim the session for a holder, or renew its claim", body=ClaimRequest),
     Route("DELETE", "/claim/{holder}", let_go, "Let go of a holder's claim"),
     Route("GET", "/wallpaper", get_wallpaper, "The background image"),
