@@ -93,3 +93,4 @@ container-test: deps
 	python3 tests/container/drive.py --image deskbox
 	.venv/bin/python tests/container/provider.py --image deskbox --runner-image deskbox-runner
 	.venv/bin/python tests/container/interrupts.py --image deskbox
+	.venv/bin/python tests/container/pacing.py --image deskbox

@@ -373,6 +373,19 @@ class Environment:
                 raise ProviderError(f"{self.name}: after the reset: {problem}") from None
         return result
 
+    def settle(self, *, quiet_share: float = 0.15, for_s: float = 1.0, timeout_s: float = 60.0) -> dict:
+        """Wait until the session is quiet (``POST /api/v1/session/settle``): what a task's
+        setup started has started. Answers ``settled``, ``waited_s``, ``share``, ``cpu_s``."""
+        return self.call("POST", "/api/v1/session/settle",
+                         {"quiet_share": quiet_share, "for_s": for_s, "timeout_s": timeout_s}, timeout=timeout_s + 20)
+
+    def weigh(self, weight: float) -> bool:
+        """The session's CPU weight against the other sessions on its machine, relative to
+        a session's own (1.0). A session in a heavy moment (a reset, its apps starting) is
+        weighed down so that its neighbours' observations come first; it still has all the
+        CPU nobody else asks for. False where the back end cannot (this default)."""
+        return False
+
     def snapshot(self, name: str, *, timeout: float = 180) -> dict:
         return self.call("POST", "/api/v1/session/snapshot", {"name": name}, timeout=timeout)
 

@@ -76,7 +76,7 @@ from . import (
 from .launches import Launches
 from .leftovers import OWNER_PID, OWNER_PIDNS, Leftover, leftovers, pid_namespace, process_started
 
-__all__ = ["PodmanBackend", "PodmanEnvironment", "hardening", "machine_flags", "port_lock", "allocate_ports",
+__all__ = ["PodmanBackend", "PodmanEnvironment", "cpu_weight_file", "hardening", "machine_flags", "port_lock", "allocate_ports",
            "published_ports"]
 
 LOCK_PATH = env("DESKBOX_PORT_LOCK")
@@ -200,12 +200,47 @@ def prepare_contexts_dir(path: str) -> tuple[str, str]:
     return str(folder), ":U"
 
 
+def cpu_weight_file(cgroup: str) -> Path | None:
+    """The file that holds a container's CPU weight, given its cgroup path as podman
+    inspects it: cgroup v2's ``cpu.weight`` or v1's ``cpu.shares``; None when neither is
+    there."""
+    rel = cgroup.strip().lstrip("/")
+    if not rel:
+        return None
+    for path in (Path("/sys/fs/cgroup", rel, "cpu.weight"), Path("/sys/fs/cgroup/cpu", rel, "cpu.shares"),
+                 Path("/sys/fs/cgroup/cpu,cpuacct", rel, "cpu.shares")):
+        if path.is_file():
+            return path
+    return None
+
+
 class PodmanEnvironment(Environment):
     backend = "podman"
 
     def __init__(self, backend: "PodmanBackend", name: str, spec: EnvironmentSpec, ports: dict[str, int]) -> None:
         super().__init__(name, spec, backend.host, ports)
         self._backend = backend
+        self._cpu_file: Path | None = None
+        self._cpu_looked = False
+
+    def weigh(self, weight: float) -> bool:
+        """Written to the container's cgroup (``cpu.weight``, or ``cpu.shares`` under
+        cgroup v1): a file write, where ``podman update`` would start a process per
+        change. False where the runner may not write it (rootless podman without a
+        delegated cgroup)."""
+        if not self._cpu_looked:
+            self._cpu_looked = True
+            self._cpu_file = cpu_weight_file(self._backend.podman("inspect", "--format", "{{.State.CgroupPath}}",
+                                                                  self.name, check=False).stdout.strip())
+        if self._cpu_file is None:
+            return False
+        v1 = self._cpu_file.name == "cpu.shares"
+        value = max(2, min(262144, round(1024 * weight))) if v1 else max(1, min(10000, round(100 * weight)))
+        try:
+            self._cpu_file.write_text(str(value))
+        except OSError:
+            return False
+        return True
 
     def alive(self) -> bool | str:
         out = self._backend.podman("inspect", "--format", "{{.State.Status}}", self.name, check=False)

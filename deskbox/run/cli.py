@@ -16,14 +16,16 @@ from pathlib import Path
 from ..provider import ProviderError
 from ..provider.leftovers import Leftover
 from . import graders, stats
+from .admission import ADMISSION_DIR, HEAVY_WEIGHT, Admission, default_slots
 from .agents import OSWORLD_SETTINGS, AgentError, agent_factory, built_in, parse_agent_arg
 from .cache import Cache
 from .episode import ACTION_SPACES, OBSERVATION_TYPES
 from .identity import describe, differences
 from .layout import path_part
 from .report import write_report
-from .runner import Runner, RunOptions, read_results, summary
+from .runner import Runner, RunOptions, read_results
 from .sessions import PROVIDERS, Pool, session_factory
+from .stats import summary
 from .stub import Script, ScriptError, StubServer
 from .stub import environment as stub_environment
 from .tasks import TaskError, load_tasks
@@ -112,9 +114,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step-timeout", type=float, default=None, metavar="SECONDS",
                    help="the bound of one predict() of the agent: a hung agent ends its task as agent_error, and its "
                         "worker goes on with a new agent")
+    p.add_argument("--admit", type=int, default=None, metavar="N",
+                   help="at most N sessions start, reset or start a task's apps at once on this machine, every run "
+                        "on it counted; the others wait their turn, so that a burst does not slow every session's "
+                        "steps (default: one per core with podman and local sessions, no limit for sessions "
+                        "elsewhere; 0: no limit)")
+    p.add_argument("--ready-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="after a task's setup, wait until its session is quiet (the apps it started have started), "
+                        "at most SECONDS, before the agent's first observation: OSWorld's scripts sleep 60 s there "
+                        "(0: no wait)")
     p.add_argument("--stagger", type=float, default=0.0, metavar="SECONDS",
-                   help="start session i's first task i x SECONDS after the first, so that N sessions do not all "
-                        "reset and start their apps at once")
+                   help="start session i's first task i x SECONDS after the first (--admit paces the sessions "
+                        "without it)")
     p.add_argument("--domains", nargs="*", default=[], help="only these domains")
     p.add_argument("--tasks", dest="task_ids", nargs="*", default=[], metavar="ID",
                    help="only these tasks (id or domain/id)")
@@ -208,6 +219,13 @@ def _cache_for(folder: Path | None, tasks: list) -> Cache | None:
 
 def _digest(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _admission_slots(args: argparse.Namespace) -> int:
+    """--admit, or its default for the provider (0: no admission)."""
+    if args.admit is not None:
+        return max(0, args.admit)
+    return default_slots() if args.provider in ("podman", "local") else 0
 
 
 def _layout_model(args: argparse.Namespace) -> str:
@@ -365,6 +383,7 @@ def _run(args: argparse.Namespace, stub: "StubServer | None") -> int:
                                  "action_space": args.action_space, "sleep_after_action": args.sleep_after_action,
                                  "screen": list(args.screen), "task_timeout_s": args.task_timeout,
                                  "step_timeout_s": args.step_timeout, "repeats": args.repeats,
+                                 "ready_timeout_s": args.ready_timeout, "admit": _admission_slots(args),
                                  "model_stub": _digest(args.model_stub) if stub is not None else None})
     # Repeat 0 of every task first, then repeat 1 ...: a run stopped early has whole repeats.
     tasks = [replace(t, repeat=r) for r in range(args.repeats) for t in tasks]
@@ -387,12 +406,18 @@ def _run(args: argparse.Namespace, stub: "StubServer | None") -> int:
     except ProviderError as exc:
         print(f"deskbox run: {exc}", file=sys.stderr)
         return 2
+    slots = _admission_slots(args)
+    # Sessions this machine runs share its slots with every other run on it; a cluster's
+    # are spread over nodes, and a number given for them bounds this run alone.
+    admission = None if not slots else Admission(slots, ADMISSION_DIR if args.provider in ("podman", "local")
+                                                  else None)
     options = RunOptions(out=args.out, max_steps=args.max_steps, sleep_after_action=args.sleep_after_action,
                          observation_type=args.observation_type, action_space=args.action_space, screen=args.screen,
                          trace=not args.no_trace, stagger_s=args.stagger, files=files, identity=identity,
                          task_timeout_s=args.task_timeout, step_timeout_s=args.step_timeout,
                          retry_errors=args.retry_errors, error_retries=args.error_retries,
-                         retry_backoff_s=args.retry_backoff, layout_model=_layout_model(args), record=args.record)
+                         retry_backoff_s=args.retry_backoff, layout_model=_layout_model(args), record=args.record,
+                         admission=admission, heavy_weight=HEAVY_WEIGHT, ready_timeout_s=args.ready_timeout)
     sessions = min(args.sessions, len(tasks))
     runner: Runner | None = None
     pool: Pool | None = None
@@ -409,8 +434,8 @@ def _run(args: argparse.Namespace, stub: "StubServer | None") -> int:
     spare = 0 if args.provider == "attach" or args.pool else args.spare
     try:
         leftovers = _remove_leftovers(make_session)
-        pool = Pool(make_session, sessions, spare=spare,
-                    on_event=lambda e: runner.event(e) if runner else None)
+        pool = Pool(make_session, sessions, spare=spare, on_event=lambda e: runner.event(e) if runner else None,
+                    admit=admission.slot if admission is not None else None)
         runner = Runner(tasks, make_agent, pool, options)
         if leftovers:
             runner.event({"event": "leftovers_removed", "containers": [

@@ -17,12 +17,14 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from ..common.waiting import wait_until
 from ..provider import Environment, ProviderError, credentials
 from . import graders
+from .admission import Admission
 from .cache import Cache
 from .tasks import Task
 
@@ -44,6 +46,11 @@ READS_APP = {
     "chrome_saved_address": "chrome", "page_info": "chrome",
 }
 READY_WAIT_S = 20.0
+# After its setup, a task's session is waited for until it is quiet (its apps have
+# started), at most ``ready_timeout_s``: OSWorld's run scripts sleep 60 s there. Within
+# the admission slot for at most SLOT_SETTLE_S of it: a session that does not go quiet
+# (a video playing) waits out the rest without holding the others back.
+SLOT_SETTLE_S = 15.0
 # The process each app runs as in the session (deskbox names the browser ``chrome``, as
 # OSWorld's configs end it).
 _PROCESS = {"vlc": "vlc", "chrome": "chrome"}
@@ -98,6 +105,16 @@ class Episode:
     files: Cache | None = None
     # The URLs of its downloads that ``files`` lacks (fetched from the network, if at all).
     not_cached: list[str] = field(default_factory=list)
+    # The heavy part of reset() (the session's reset, the setup, the wait for its apps)
+    # holds a slot of this (deskbox.run.admission), with the session's CPU weight at
+    # ``heavy_weight`` of its own; after the setup it waits until the session is quiet,
+    # at most ``ready_timeout_s`` (0: not at all). ``ready``: what that wait answered.
+    admission: Admission | None = None
+    heavy_weight: float = 1.0
+    ready_timeout_s: float = 0.0
+    ready: dict[str, Any] | None = None
+    # When the admission slot was held (epoch seconds: ``from``, ``to``), with one.
+    slot: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
         if self.observation_type not in OBSERVATION_TYPES:
@@ -141,16 +158,51 @@ class Episode:
         self.action_history.clear()
         if self.files is not None:
             self.not_cached = self.files.place(self.task, self.cache_dir)
-        started = time.monotonic()
-        try:
-            self.env.reset()
-        except ProviderError as exc:
-            raise InfrastructureError(f"reset: {exc}") from exc
-        self.timings["reset_s"] = time.monotonic() - started
-        started = time.monotonic()
-        self._setup("setup", self.task.config.get("config", []))
-        self.timings["setup_s"] = time.monotonic() - started
+        with self._heavy() as queued_s:
+            self.timings["queued_s"] = queued_s
+            started = time.monotonic()
+            try:
+                self.env.reset()
+            except ProviderError as exc:
+                raise InfrastructureError(f"reset: {exc}") from exc
+            self.timings["reset_s"] = time.monotonic() - started
+            started = time.monotonic()
+            self._setup("setup", self.task.config.get("config", []))
+            self.timings["setup_s"] = time.monotonic() - started
+            started = time.monotonic()
+            self._wait_ready(min(self.ready_timeout_s, SLOT_SETTLE_S))
+        if (self.ready is not None and not self.ready.get("settled") and "error" not in self.ready
+                and self.ready_timeout_s > SLOT_SETTLE_S):
+            self._wait_ready(self.ready_timeout_s - SLOT_SETTLE_S)
+        if self.ready is not None:
+            self.timings["ready_s"] = time.monotonic() - started
         return self.observe()
+
+    @contextmanager
+    def _heavy(self) -> Iterator[float]:
+        """A slot of the admission (if any) and the session weighed down, for the block;
+        yields the seconds waited for the slot."""
+        with self.admission.slot() if self.admission is not None else nullcontext(0.0) as queued_s:
+            if self.admission is not None:
+                self.slot = {"from": time.time()}
+            weighed = self.heavy_weight != 1.0 and self.env.weigh(self.heavy_weight)
+            try:
+                yield queued_s
+            finally:
+                if weighed:
+                    self.env.weigh(1.0)
+                if self.slot is not None:
+                    self.slot["to"] = time.time()
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        """Until the session is quiet, at most ``timeout_s`` (none when 0). A session
+        that cannot say (an older image) is not waited for: ``ready`` says why."""
+        if timeout_s <= 0:
+            return
+        try:
+            self.ready = self.env.settle(timeout_s=timeout_s)
+        except ProviderError as exc:
+            self.ready = {"settled": False, "error": str(exc)[-500:]}
 
     def _setup(self, what: str, steps: list[dict[str, Any]]) -> None:
         """desktop-env's ``SetupController`` through ``steps``. A failure is the task's

@@ -23,7 +23,7 @@ __all__ = ["describe", "differences", "tasks_hash", "COMPARED"]
 
 # What makes two runs' scores comparable: a resume must not change any of it.
 COMPARED = ("agent", "agent_settings", "agent_args", "max_steps", "observation_type", "action_space",
-            "sleep_after_action", "screen", "tasks_hash", "graders", "model_stub")
+            "sleep_after_action", "screen", "tasks_hash", "graders", "model_stub", "ready_timeout_s")
 
 
 def tasks_hash(tasks: list[Task]) -> str:

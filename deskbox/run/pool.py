@@ -19,6 +19,9 @@
   caller's time; one whose reset fails is stopped and replaced.
 - ``spare``: sessions started ahead for ``replace()``, which stops a broken session and
   gives a new one.
+- ``admit``: a context manager factory each session start and each reset on release
+  runs inside (a slot of ``deskbox.run.admission.Admission``): N sessions of a new pool
+  start a few at a time, at the machine's speed, rather than all sharing it at once.
 - ``close()`` stops every session, side by side; when ``make`` has a ``close()`` (the
   factories of ``deskbox.run.sessions``), it is called next: no session starts after
   it, and those still starting are stopped where they are, so that the wait for their
@@ -31,7 +34,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, Callable
 
 from ..provider import Environment, ProviderError
 
@@ -51,10 +55,12 @@ STARTING_WAIT_S = 330.0
 
 class Pool:
     def __init__(self, make: Callable[[int], Environment], size: int, *, spare: int = 1, warm: int | None = None,
-                 reset_on_release: bool = False, on_event: Callable[[dict], None] | None = None) -> None:
+                 reset_on_release: bool = False, on_event: Callable[[dict], None] | None = None,
+                 admit: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
         if size < 1:
             raise ValueError("a pool has at least one session")
         self._make = make
+        self._admit = admit or nullcontext
         self._free: queue.Queue[Environment] = queue.Queue()
         self._spares: queue.Queue[Environment] = queue.Queue()
         self._lock = threading.Lock()
@@ -93,7 +99,8 @@ class Pool:
     def _start_one(self, n: int, into: queue.Queue) -> None:
         started = time.monotonic()
         try:
-            env = self._make(n)
+            with self._admit():
+                env = self._make(n)
         except Exception as exc:  # a session that would not start: said, and the pool goes on
             with self._lock:
                 if into is self._free:
@@ -204,7 +211,8 @@ class Pool:
 
     def _reset_then_free(self, env: Environment) -> None:
         try:
-            env.reset()
+            with self._admit():
+                env.reset()
         except Exception as exc:  # a session that does not reset is replaced, not lent
             self._on_event({"event": "session_replaced", "session": env.name, "why": f"reset: {exc}"[-500:]})
             with self._lock:

@@ -41,7 +41,8 @@ from .report_page import (
     time_split,
     timeline,
 )
-from .runner import read_results, record_folder, summary
+from .runner import read_results, record_folder
+from .stats import summary
 from .tasks import Task
 
 __all__ = ["write_report"]

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..provider import Environment, ProviderError
-from . import stats
+from .admission import Admission
 from .agents import CurrentEpisode, predict, reset_agent, steps_itself
 from .cache import Cache
 from .episode import Episode, InfrastructureError, SetupFailed
@@ -59,7 +59,7 @@ from .layout import OSWorldFolder
 from .sessions import Pool
 from .tasks import Task
 
-__all__ = ["RunOptions", "Runner", "read_results", "summary", "task_folder", "record_folder"]
+__all__ = ["RunOptions", "Runner", "read_results", "task_folder", "record_folder"]
 
 
 @dataclass
@@ -83,6 +83,13 @@ class RunOptions:
     # Worker i starts its first task i x stagger_s after the first: N sessions that all
     # reset and start their apps in the same second slow each other's first steps.
     stagger_s: float = 0.0
+    # The pacing that makes staggering needless (deskbox.run.admission): each task's
+    # reset, setup and wait for its apps hold a slot of ``admission``, with the session's
+    # CPU weight at ``heavy_weight`` of its own; after the setup the session is waited
+    # for until it is quiet, at most ``ready_timeout_s`` (OSWorld's scripts sleep 60 s).
+    admission: Admission | None = None
+    heavy_weight: float = 1.0
+    ready_timeout_s: float = 0.0
     progress: bool = field(default_factory=lambda: sys.stderr.isatty())
     # The tasks' downloads, read from here rather than the network (deskbox.run.cache).
     files: Cache | None = None
@@ -387,7 +394,8 @@ class Runner:
             old.unlink()
         started = time.monotonic()
         episode = Episode(env, task, observation_type=o.observation_type, action_space=o.action_space,
-                          sleep_after_action=o.sleep_after_action, screen=o.screen, files=o.files)
+                          sleep_after_action=o.sleep_after_action, screen=o.screen, files=o.files,
+                          admission=o.admission, heavy_weight=o.heavy_weight, ready_timeout_s=o.ready_timeout_s)
         # (OSWorld's controller waits 5 s between its retries; a session that does not
         # answer is found by the health check below instead.)
         episode.controller.retry_interval = 1
@@ -505,6 +513,10 @@ class Runner:
                 record.update(status="grader_error", error=f"{type(exc).__name__}: {exc}"[-2000:] + lacking)
         if episode.graded:
             record["graded"] = episode.graded
+        if episode.ready is not None:
+            record["ready"] = episode.ready
+        if episode.slot is not None:
+            record["slot"] = episode.slot
         record["step_timings"] = episode.step_timings
         record["timings"] = {k: round(v, 3) for k, v in {
             **episode.timings, "agent_s": agent_s, "total_s": time.monotonic() - started}.items()}
@@ -567,32 +579,3 @@ class Runner:
         return {"trace_id": done.get("trace_id"), "steps": done.get("step_count"),
                 "folder": str(dest) if copied else None, "in_session": done["path"] if left is not False else None}
 
-
-def summary(records: list[dict]) -> dict[str, Any]:
-    """Scores by domain and in total: tasks, graded, failures by kind, and two means that
-    are not to be mixed up: ``mean_all`` over every task, a task that ended in an error
-    counting 0 (as a leaderboard counts it), and ``mean_graded`` over the graded tasks
-    alone (``mean``, as older summaries named it). With repeats, each repeat of a task
-    counts as a task here; ``statistics`` (:func:`deskbox.run.stats.repeated`) has the
-    mean over tasks with its 95 % interval, and pass@k and pass^k."""
-    by: dict[str, dict[str, Any]] = {}
-    for r in records:
-        d = by.setdefault(r["domain"], {"tasks": 0, "graded": 0, "score": 0.0, "infra_error": 0, "setup_error": 0,
-                                        "agent_error": 0, "grader_error": 0})
-        d["tasks"] += 1
-        if r["score"] is not None:
-            d["graded"] += 1
-            d["score"] += float(r["score"])
-        if r["status"] in d:
-            d[r["status"]] += 1
-    for d in by.values():
-        _means(d, d["score"], d["graded"], d["tasks"])
-    graded = [r for r in records if r["score"] is not None]
-    total = {"tasks": len(records), "graded": len(graded)}
-    _means(total, sum(float(r["score"]) for r in graded), len(graded), len(records))
-    return {"domains": by, "total": total, "statistics": stats.repeated(records)}
-
-
-def _means(into: dict[str, Any], score: float, graded: int, tasks: int) -> None:
-    into["mean_all"] = round(score / tasks, 4) if tasks else None
-    into["mean_graded"] = into["mean"] = round(score / graded, 4) if graded else None

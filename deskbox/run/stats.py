@@ -26,7 +26,7 @@ import math
 from collections import defaultdict
 from typing import Any, Iterable
 
-__all__ = ["by_task", "repeated", "paired", "pass_at", "pass_hat", "Z95"]
+__all__ = ["by_task", "repeated", "paired", "pass_at", "pass_hat", "summary", "Z95"]
 
 Z95 = 1.959964  # the normal distribution's two-sided 95 % quantile
 
@@ -124,3 +124,33 @@ def paired(first: list[dict], second: list[dict]) -> dict[str, Any]:
     interval = _mean_and_interval(differences, (-1.0, 1.0))
     out["difference"], out["stderr"], out["interval95"] = interval["mean"], interval["stderr"], interval["interval95"]
     return out
+
+
+def summary(records: list[dict]) -> dict[str, Any]:
+    """Scores by domain and in total: tasks, graded, failures by kind, and two means that
+    are not to be mixed up: ``mean_all`` over every task, a task that ended in an error
+    counting 0 (as a leaderboard counts it), and ``mean_graded`` over the graded tasks
+    alone (``mean``, as older summaries named it). With repeats, each repeat of a task
+    counts as a task here; ``statistics`` (:func:`repeated`) has the
+    mean over tasks with its 95 % interval, and pass@k and pass^k."""
+    by: dict[str, dict[str, Any]] = {}
+    for r in records:
+        d = by.setdefault(r["domain"], {"tasks": 0, "graded": 0, "score": 0.0, "infra_error": 0, "setup_error": 0,
+                                        "agent_error": 0, "grader_error": 0})
+        d["tasks"] += 1
+        if r["score"] is not None:
+            d["graded"] += 1
+            d["score"] += float(r["score"])
+        if r["status"] in d:
+            d[r["status"]] += 1
+    for d in by.values():
+        _means(d, d["score"], d["graded"], d["tasks"])
+    graded = [r for r in records if r["score"] is not None]
+    total = {"tasks": len(records), "graded": len(graded)}
+    _means(total, sum(float(r["score"]) for r in graded), len(graded), len(records))
+    return {"domains": by, "total": total, "statistics": repeated(records)}
+
+
+def _means(into: dict[str, Any], score: float, graded: int, tasks: int) -> None:
+    into["mean_all"] = round(score / tasks, 4) if tasks else None
+    into["mean_graded"] = into["mean"] = round(score / graded, 4) if graded else None

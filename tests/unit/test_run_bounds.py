@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deskbox.run.runner import summary
+from deskbox.run.stats import summary
 
 
 def test_an_error_counts_zero_in_the_mean_over_every_task_and_is_left_out_of_the_graded_mean():
