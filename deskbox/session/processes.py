@@ -32,6 +32,7 @@ __all__ = [
     "group_alive",
     "end_processes",
     "Reaper",
+    "own_children",
     "reap_ended",
     "listening_pids",
     "describe",
@@ -125,6 +126,23 @@ def group_alive(pgid: int, table: dict[int, Proc] | None = None) -> list[int]:
     return [p.pid for p in table.values() if p.pgid == pgid and p.state not in ("Z", "X")]
 
 
+def own_children() -> set[int] | None:
+    """This process's children, from each of its threads' ``children`` file: a few
+    reads where the whole process table is one per process (a session's reaper looks
+    twice a second, and on a busy machine's own user the table has hundreds). None
+    where the kernel has no such file."""
+    if not os.path.exists(f"/proc/self/task/{os.getpid()}/children"):
+        return None
+    found: set[int] = set()
+    for task in os.scandir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task.name}/children", "rb") as f:
+                found.update(int(pid) for pid in f.read().split())
+        except OSError:  # (a thread that ended meanwhile)
+            continue
+    return found
+
+
 class Reaper:
     """Reaps the zombies this process adopted. asyncio reaps the children it started
     (a thread waits for each), and does so at once: a zombie child seen on two scans in
@@ -135,7 +153,11 @@ class Reaper:
 
     def scan(self, skip: set[int]) -> list[int]:
         me = os.getpid()
-        zombies = {p.pid for p in process_table().values() if p.ppid == me and p.state == "Z" and p.pid not in skip}
+        children = own_children()
+        if children is None:  # (a kernel without /proc/PID/task/TID/children: the whole table)
+            zombies = {p.pid for p in process_table().values() if p.ppid == me and p.state == "Z" and p.pid not in skip}
+        else:
+            zombies = {pid for pid in children - skip if (p := _stat(pid)) is not None and p.state == "Z"}
         reaped = []
         for pid in zombies & self._seen:
             try:
