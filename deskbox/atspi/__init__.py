@@ -84,7 +84,7 @@ GTK 4.8.3 / libadwaita (gnome-calculator 43), Chromium 156; no Xwayland)
 Walk cost
     A GTK 4 app (and a GTK 3 app, once some client has turned AT-SPI events on) keeps
     a cache: every object's name, role, states, parent and child count come in one
-    ``Cache.GetItems`` call. The selection (``_Selection``, pure) then says what else
+    ``Cache.GetItems`` call. The selection (``Selection``, pure) then says what else
     it needs (boxes of the nodes it keeps, values, actions, the children of a parent
     whose count disagrees with the cache) and those calls go out together: two rounds
     in all. A browser (its cache would hold every page node too), LibreOffice (its cache

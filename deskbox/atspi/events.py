@@ -4,7 +4,7 @@ What it owns: registering event listeners with the registry, a match rule per ap
 listens to, and the set of those apps that sent an event since they were last walked.
 It must not know what a walk keeps: the reader asks ``still(bus)``.
 
-Events are registered only once an app of ``_EVENT_APPS`` runs: every app atk-bridge
+Events are registered only once an app of ``EVENT_APPS`` runs: every app atk-bridge
 serves then sends them to the bus, and the bus passes on only those of the apps
 listened to. Measured (Sway headless, Chromium on a 1,000-element page, Calc,
 gnome-calculator): idle, none sent any in 8 s; two values typed into Calc brought
@@ -33,11 +33,11 @@ from typing import Any
 
 from dbus_fast import MessageType
 
-from .tree import _A11Y, _REGISTRY, _DBusError
+from .tree import A11Y, REGISTRY, DBusError
 
 # LibreOffice, the costliest app to walk, is measured to send events for what it
 # changes (a chart it lists after drawing it included).
-_EVENT_APPS = frozenset({"soffice"})
+EVENT_APPS = frozenset({"soffice"})
 # The four the snapshot always listened to, and what else changes a full read: a box
 # (a window resized, a panel dragged wider), what a sheet shows (scrolled), which of
 # a table's descendants is active or selected, an object's attributes.
@@ -55,7 +55,7 @@ _SUBTREE_STATES = frozenset({"showing", "visible", "iconified", "defunct"})
 _MAX_PATHS = 4096
 
 
-class _Events:
+class Events:
     def __init__(self) -> None:
         self._heard: set[str] = set()  # bus names listened to
         # Per reader: bus name -> the objects that sent an event since that reader's
@@ -73,16 +73,16 @@ class _Events:
             if not self._registered:
                 bus.add_message_handler(self._on_message)
                 for event in _FULL_EVENTS:
-                    await call(_REGISTRY, "/org/a11y/atspi/registry", _A11Y + "Registry", "RegisterEvent", "sass",
+                    await call(REGISTRY, "/org/a11y/atspi/registry", A11Y + "Registry", "RegisterEvent", "sass",
                                [event, [], ""])
                 self._registered = True
             for name in new:
                 await call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "AddMatch", "s",
-                           [f"type='signal',sender='{name}',interface='{_A11Y}Event.Object'"])
+                           [f"type='signal',sender='{name}',interface='{A11Y}Event.Object'"])
                 self._heard.add(name)
                 for stirred in self._stirred.values():
                     stirred[name] = None  # (what came before is not known)
-        except _DBusError:
+        except DBusError:
             pass  # (a registry that cannot: those apps are walked every time)
 
     def heard(self, name: str) -> bool:

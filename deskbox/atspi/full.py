@@ -59,24 +59,24 @@ from typing import TYPE_CHECKING, Any
 from ..geometry import frame_relative
 from .events import FULL
 from .tree import (
-    _A11Y,
-    _ACCESSIBLE,
-    _CACHE_PATH,
-    _DESKTOP_COORDS,
-    _MANAGES_DESCENDANTS,
-    _OFFSCREEN,
-    _PROPERTIES,
-    _ROOT,
-    _SHOWING,
-    _VISIBLE,
-    _WINDOW_COORDS,
-    _App,
-    _AppUnresponsive,
-    _DBusError,
-    _Obj,
-    _obj_from_item,
-    _Tree,
+    A11Y,
+    ACCESSIBLE,
+    CACHE_PATH,
+    DESKTOP_COORDS,
+    MANAGES_DESCENDANTS,
+    OFFSCREEN,
+    PROPERTIES,
+    ROOT,
+    SHOWING,
+    VISIBLE,
+    WINDOW_COORDS,
+    App,
+    AppUnresponsive,
+    DBusError,
+    Obj,
+    Tree,
     interface_set,
+    obj_from_item,
 )
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ MAX_NODES = 50_000
 FULL_APP_TIMEOUT_S = 10.0
 # What a closed menu is made of: the subtrees a read may take from the last (see the
 # module docstring).
-_MENU_ROLES = frozenset({"menu", "menu item", "check menu item", "radio menu item", "separator",
+MENU_ROLES = frozenset({"menu", "menu item", "check menu item", "radio menu item", "separator",
                          "tearoff menu item"})
 _VALUE_KEYS = (("value", "CurrentValue"), ("min", "MinimumValue"), ("max", "MaximumValue"),
                ("step", "MinimumIncrement"))
@@ -133,7 +133,7 @@ class FullReads:
         """Every application's whole tree. An app that does not answer within
         ``app_timeout`` is left out and named in ``left_out``.
 
-        An app whose AT-SPI events are listened to (``_EVENT_APPS``) gives its last read
+        An app whose AT-SPI events are listened to (``EVENT_APPS``) gives its last read
         again while none of the objects that read listed sent an event since it began
         (``events``): named in ``walk["kept"]``. Its app's ``pid`` is as it was then.
         Read again, such an app takes its closed menus from its last read while they
@@ -153,7 +153,7 @@ class FullReads:
         for app, tree in zip(apps, trees):
             name = f"{app.name or '?'}:{app.pid}"
             if isinstance(tree, BaseException):
-                if not isinstance(tree, (_AppUnresponsive, _DBusError)):
+                if not isinstance(tree, (AppUnresponsive, DBusError)):
                     raise tree
                 left_out.append(f"{app.name or '?'} (pid {app.pid}): {tree}")
                 continue
@@ -173,7 +173,7 @@ class FullReads:
     def forget_gone_apps(self, live: Collection[str]) -> None:
         self.last = {b: v for b, v in self.last.items() if b in live}
 
-    async def _app(self, read: _FullRead, app: _App) -> dict[str, Any]:
+    async def _app(self, read: _FullRead, app: App) -> dict[str, Any]:
         # What its objects sent since its last read says what of it may be taken (and
         # an event while it is read marks it again: the next read walks it).
         r = self.r
@@ -221,18 +221,18 @@ class _FullRead:
                 path = last.parents.get(path, "")
         self._takeable[bus] = _Takeable(last, frozenset(p for p, itself in stirred.items() if itself), tainted)
 
-    async def app(self, app: _App) -> dict[str, Any]:
+    async def app(self, app: App) -> dict[str, Any]:
         t0 = time.perf_counter()
         items: list[Any] = []
         if app.cache or app.browser:
             try:
-                items = (await self.r.call(app.bus, _CACHE_PATH, _A11Y + "Cache", "GetItems"))[0]
-            except _DBusError:
+                items = (await self.r.call(app.bus, CACHE_PATH, A11Y + "Cache", "GetItems"))[0]
+            except DBusError:
                 pass  # no cache (yet): every object is asked
-        tree = _Tree({o.path: o for o in map(_obj_from_item, items)})
+        tree = Tree({o.path: o for o in map(obj_from_item, items)})
         listing = self.listings[app.bus] = Listing(tree={})
         self.taken[app.bus] = 0
-        node = listing.tree = await self.node(app, tree, _ROOT, 1, in_sheet=False, origin=None)
+        node = listing.tree = await self.node(app, tree, ROOT, 1, in_sheet=False, origin=None)
         listing.failed = frozenset(self.failed.get(app.bus, ()))
         node["pid"] = app.pid
         self.ms[app.bus] = round((time.perf_counter() - t0) * 1000, 2)
@@ -244,7 +244,7 @@ class _FullRead:
         if fresh or takeable is None or path in takeable.tainted:
             return None
         found = takeable.last.nodes.get(path)
-        if found is None or found[0]["role"] not in _MENU_ROLES or "showing" in found[0]["states"]:
+        if found is None or found[0]["role"] not in MENU_ROLES or "showing" in found[0]["states"]:
             return None
         listing, last, level = self.listings[bus], takeable.last, [path]
         while level:
@@ -258,7 +258,7 @@ class _FullRead:
             level = below
         return found[0]
 
-    async def node(self, app: _App, tree: _Tree, path: str, depth: int, *, in_sheet: bool,
+    async def node(self, app: App, tree: Tree, path: str, depth: int, *, in_sheet: bool,
                    origin: tuple[int, int] | None, fresh: bool = False) -> dict[str, Any]:
         """``fresh``: nothing of this subtree is taken from the last read."""
         r, bus = self.r, app.bus
@@ -273,15 +273,15 @@ class _FullRead:
         listing.nodes[path] = (out, ())
         obj = tree.objects.get(path)
         # (Futures, not coroutines: thousands of calls gathered cost no task each.)
-        attrs = r.send(bus, path, _ACCESSIBLE, "GetAttributes")
+        attrs = r.send(bus, path, ACCESSIBLE, "GetAttributes")
         try:
             if obj is None:
                 static = r.kinds.get(bus + path)
-                asked = [r.send(bus, path, _ACCESSIBLE, "GetState"),
-                         r.send(bus, path, _PROPERTIES, "GetAll", "s", [_ACCESSIBLE]) if app.get_all
+                asked = [r.send(bus, path, ACCESSIBLE, "GetState"),
+                         r.send(bus, path, PROPERTIES, "GetAll", "s", [ACCESSIBLE]) if app.get_all
                          else asyncio.ensure_future(r.props_of(app, path))]
                 if static is None:
-                    asked += [r.send(bus, path, _ACCESSIBLE, "GetRole"), r.send(bus, path, _ACCESSIBLE, "GetInterfaces")]
+                    asked += [r.send(bus, path, ACCESSIBLE, "GetRole"), r.send(bus, path, ACCESSIBLE, "GetInterfaces")]
                 found = await asyncio.gather(*asked, return_exceptions=True)
                 for result in found:
                     if isinstance(result, BaseException):
@@ -289,7 +289,7 @@ class _FullRead:
                 if static is None:
                     static = r.kinds[bus + path] = (found[2][0], interface_set(found[3][0]))
                 obj = _obj_from_replies(bus, path, found[1], found[0], static)
-        except _DBusError:
+        except DBusError:
             attrs.cancel()
             self.failed.setdefault(bus, set()).add(path)
             return out  # gone while it was read
@@ -301,17 +301,17 @@ class _FullRead:
             if iface in obj.interfaces:
                 out[key] = True
         in_sheet = in_sheet or out["role"] == "document spreadsheet"
-        shown = obj.has(_SHOWING) and obj.has(_VISIBLE) and "Component" in obj.interfaces
-        coords = _DESKTOP_COORDS if app.desktop_coords else _WINDOW_COORDS
-        box = r.send(bus, path, _A11Y + "Component", "GetExtents", "u", [coords]) if shown else None
-        text = r.send(bus, path, _A11Y + "Text", "GetText", "ii", [0, app.text_end]) if "Text" in obj.interfaces else None
+        shown = obj.has(SHOWING) and obj.has(VISIBLE) and "Component" in obj.interfaces
+        coords = DESKTOP_COORDS if app.desktop_coords else WINDOW_COORDS
+        box = r.send(bus, path, A11Y + "Component", "GetExtents", "u", [coords]) if shown else None
+        text = r.send(bus, path, A11Y + "Text", "GetText", "ii", [0, app.text_end]) if "Text" in obj.interfaces else None
         # Four Gets, never one GetAll: Properties.GetAll on the Value interface aborts
         # Chromium (at-spi2-atk writes a variant it has no type for; libdbus aborts the
         # process: measured with Debian's Chromium, and the session lost its browser).
         # A sheet cell's bounds never change while it lives (and a sheet shows hundreds of
         # cells, re-read at every step): asked once per cell, then only its value.
         bounds = r.value_bounds.get(bus + path) if in_sheet and out["role"] == "table cell" else None
-        values = ([r.send(bus, path, _PROPERTIES, "Get", "ss", [_A11Y + "Value", name])
+        values = ([r.send(bus, path, PROPERTIES, "Get", "ss", [A11Y + "Value", name])
                    for _, name in (_VALUE_KEYS[:1] if bounds is not None else _VALUE_KEYS)]
                   if "Value" in obj.interfaces else [])
         actions: Any = None
@@ -323,7 +323,7 @@ class _FullRead:
             frame = _box(await self._got(bus, path, box))
             origin = frame[:2] if frame else None
         if depth < MAX_DEPTH:
-            sheet = in_sheet and out["role"] == "table" and obj.has(_MANAGES_DESCENDANTS)
+            sheet = in_sheet and out["role"] == "table" and obj.has(MANAGES_DESCENDANTS)
             places: list[tuple[int, int]] = []
             if sheet:
                 places, paths = await self._cells(app, path, _box(await self._got(bus, path, box)))
@@ -373,11 +373,11 @@ class _FullRead:
             return None
         try:
             return await future
-        except _DBusError:
+        except DBusError:
             self.failed.setdefault(bus, set()).add(path)
             return None
 
-    async def _children(self, app: _App, tree: _Tree, obj: _Obj) -> list[str]:
+    async def _children(self, app: App, tree: Tree, obj: Obj) -> list[str]:
         # An object's children are asked of it: a cache's lists are not the truth.
         # atk-bridge's (Chromium, GTK 3) lists an object only once it was handed to some
         # client, and keeps those it handed out after they left the tree: after a
@@ -389,15 +389,15 @@ class _FullRead:
             return []
         try:
             if obj.child_count <= MAX_WIDTH:
-                refs = (await self.r.send(app.bus, obj.path, _ACCESSIBLE, "GetChildren"))[0]
+                refs = (await self.r.send(app.bus, obj.path, ACCESSIBLE, "GetChildren"))[0]
                 return [p for b, p in refs if b == app.bus][:MAX_WIDTH]
-            refs = await asyncio.gather(*(self.r.send(app.bus, obj.path, _ACCESSIBLE, "GetChildAtIndex", "i", [i])
+            refs = await asyncio.gather(*(self.r.send(app.bus, obj.path, ACCESSIBLE, "GetChildAtIndex", "i", [i])
                                           for i in range(MAX_WIDTH)), return_exceptions=True)
             return [r[0][1] for r in refs if not isinstance(r, BaseException) and r[0][0] == app.bus]
-        except _DBusError:
+        except DBusError:
             return []
 
-    async def _cells(self, app: _App, path: str,
+    async def _cells(self, app: App, path: str,
                      box: tuple[int, int, int, int] | None) -> tuple[list[tuple[int, int]], list[str]]:
         """A sheet's visible cells, row by row: their places and objects."""
         try:
@@ -407,10 +407,10 @@ class _FullRead:
             rows, cols = visible
             places = [(r, c) for r in rows for c in cols][:max(0, MAX_NODES - self.count)]
             return places, list(await asyncio.gather(*(self.r.sheets.cell_ref(app.bus, path, r, c) for r, c in places)))
-        except _DBusError:
+        except DBusError:
             return [], []
 
-    async def _cells_gone(self, app: _App, tree: _Tree, path: str, depth: int, places: list[tuple[int, int]],
+    async def _cells_gone(self, app: App, tree: Tree, path: str, depth: int, places: list[tuple[int, int]],
                           paths: list[str], cells: list[dict[str, Any]]) -> None:
         """A cell whose object, kept from an earlier read, was gone or half gone (the
         sheet's objects made anew: it answers its states and fails its box and text, or
@@ -436,7 +436,7 @@ class _FullRead:
         key = bus + path
         found = self.r.action_details.get(key)
         if found is None:
-            action = _A11Y + "Action"
+            action = A11Y + "Action"
             count = await self.r.prop(bus, path, action, "NActions") or 0
             replies = await asyncio.gather(*(self.r.send(bus, path, action, member, "i", [i])
                                              for i in range(count)
@@ -457,14 +457,14 @@ def _box(reply: Any) -> tuple[int, int, int, int] | None:
     if reply is None:
         return None
     x, y, w, h = reply[0]
-    return None if x == _OFFSCREEN or y == _OFFSCREEN else (x, y, w, h)
+    return None if x == OFFSCREEN or y == OFFSCREEN else (x, y, w, h)
 
 
 def _obj_from_replies(bus: str, path: str, props: list[Any], state: list[Any],
-                      static: tuple[int, frozenset[str]]) -> _Obj:
+                      static: tuple[int, frozenset[str]]) -> Obj:
     p = {k: getattr(v, "value", v) for k, v in props[0].items()}
     lo, hi = state[0]
     parent_bus, parent = p.get("Parent", ("", ""))
-    return _Obj(path=path, parent=parent if parent_bus == bus else "", index=-1, child_count=p.get("ChildCount", 0),
+    return Obj(path=path, parent=parent if parent_bus == bus else "", index=-1, child_count=p.get("ChildCount", 0),
                 interfaces=static[1], name=p.get("Name", ""), role=static[0], description=p.get("Description", ""),
                 states=lo | hi << 32)

@@ -12,41 +12,41 @@ from typing import Any
 
 from dbus_fast import Message, MessageType
 
-from .events import _EVENT_APPS, SNAPSHOT, _Events
+from .events import EVENT_APPS, SNAPSHOT, Events
 from .full import FULL_APP_TIMEOUT_S, FullReads
-from .selection import _reads_text, _Selection
-from .sheets import _Sheets
+from .selection import Selection, reads_text
+from .sheets import Sheets
 from .tree import (
-    _A11Y,
-    _ACCESSIBLE,
-    _BROWSER_TOOLKITS,
-    _CACHE_PATH,
-    _DEFUNCT,
-    _DESKTOP_COORDS,
-    _MAX_ROUNDS,
-    _MAX_VALUE_CHARS,
-    _OFFSCREEN,
-    _PROPERTIES,
-    _REGISTRY,
-    _ROOT,
-    _SHOWING,
-    _VISIBLE,
-    _WINDOW_COORDS,
+    A11Y,
+    ACCESSIBLE,
     APP_TIMEOUT_S,
+    BROWSER_TOOLKITS,
+    CACHE_PATH,
+    DEFUNCT,
+    DESKTOP_COORDS,
     MAX_IN_FLIGHT,
+    MAX_ROUNDS,
+    MAX_VALUE_CHARS,
+    OFFSCREEN,
+    PROPERTIES,
+    REGISTRY,
+    ROOT,
+    SHOWING,
+    VISIBLE,
+    WINDOW_COORDS,
+    App,
+    AppUnresponsive,
     AtspiError,
+    Cell,
+    DBusError,
+    Names,
     NativeNode,
+    Needs,
     NoSuchAction,
-    _action_index,
-    _App,
-    _AppUnresponsive,
-    _Cell,
-    _DBusError,
-    _Names,
-    _Needs,
-    _Obj,
-    _obj_from_item,
-    _Tree,
+    Obj,
+    Tree,
+    action_index,
+    obj_from_item,
 )
 
 
@@ -66,13 +66,13 @@ class AtspiReader:
         # names), ``kinds`` and ``action_details`` (what an object never changes, asked
         # once), ``sheets``, ``events``, the calls ``send``, ``call``, ``prop`` and
         # ``props_of``, and ``list_apps``, ``listen``, ``within`` and ``forget_gone_apps``.
-        self.names = _Names()
+        self.names = Names()
         self._bus: Any = None
         # Apps that offer a peer-to-peer socket (atk-bridge: Chromium, GTK 3) are asked
         # there: a call through the bus daemon costs twice as long (113 against 54 us
         # a call, pipelined, measured with Chromium). Bus name -> connection.
         self._direct: dict[str, Any] = {}
-        self._apps: dict[str, _App] = {}
+        self._apps: dict[str, App] = {}
         # What an object never changes while it lives (its actions; role and interfaces
         # when they do not come from a cache) is asked once.
         self._actions: dict[str, tuple[str, ...]] = {}
@@ -84,9 +84,9 @@ class AtspiReader:
         self._toolkits: dict[str, str] = {}  # key -> the toolkit its attributes name
         self._hidden: set[str] = set()  # keys of objects neither showing nor visible last time
         # What the last walk of each app read level by level: asked at once next time.
-        self._shapes: dict[str, _Needs] = {}
+        self._shapes: dict[str, Needs] = {}
         self._known: dict[str, int] = {}  # key -> pid, as of the latest snapshot
-        self.sheets = _Sheets(self.call)
+        self.sheets = Sheets(self.call)
         self._sheet_bands: Mapping[str, Sequence[tuple[float, float]]] = {}
         # Calls in flight at once. dbus-fast writes a burst of calls without waiting for
         # the socket to drain and fails with EAGAIN when its buffer fills (seen with
@@ -101,7 +101,7 @@ class AtspiReader:
         self._last: dict[str, tuple[list[NativeNode], int]] = {}
         # Which app sent AT-SPI events since its last walk (the snapshot's) or read (the
         # full read's): ``deskbox.atspi.events``.
-        self.events = _Events()
+        self.events = Events()
         # The full reads, with each app's last one kept (``keep`` False: none is, every
         # full read reads each app whole: a bench's baseline).
         self._full = FullReads(self, keep=keep)
@@ -116,7 +116,7 @@ class AtspiReader:
             finally:
                 session.disconnect()
             self._bus = await MessageBus(bus_address=reply[0]).connect()
-        except (OSError, _DBusError) as exc:
+        except (OSError, DBusError) as exc:
             raise AtspiError(f"cannot reach the accessibility bus: {exc}") from exc
 
     async def close(self) -> None:
@@ -147,7 +147,7 @@ class AtspiReader:
 
         ``still``: processes whose windows the caller saw hold still since the previous
         snapshot. Such an app, if it is one whose AT-SPI events are listened to
-        (``_EVENT_APPS``) and it sent none since its last walk, and no band of its
+        (``EVENT_APPS``) and it sent none since its last walk, and no band of its
         sheets changed, gives that walk again (``last_walk["kept:<name>:<pid>"]``)."""
         self._sheet_bands, self.sheets.kept = dict(sheet_bands or {}), 0
         started = time.perf_counter()
@@ -169,7 +169,7 @@ class AtspiReader:
                 walked.add(app.pid)
                 continue
             if isinstance(walk, BaseException):
-                if not isinstance(walk, (_AppUnresponsive, _DBusError)):
+                if not isinstance(walk, (AppUnresponsive, DBusError)):
                     raise walk
                 continue
             nodes, visited, ms = walk
@@ -203,27 +203,27 @@ class AtspiReader:
                 return False
         try:
             return await self.within(self._act(key, action), key)
-        except (_DBusError, _AppUnresponsive):
+        except (DBusError, AppUnresponsive):
             self._known.pop(key, None)
             return False
 
     async def _act(self, key: str, action: str) -> bool:
         bus, _, rest = key.partition("/")
         path = "/" + rest
-        state = await self.call(bus, path, _ACCESSIBLE, "GetState")
+        state = await self.call(bus, path, ACCESSIBLE, "GetState")
         lo, hi = state[0]
-        if (lo | hi << 32) >> _DEFUNCT & 1:
+        if (lo | hi << 32) >> DEFUNCT & 1:
             self._known.pop(key, None)
             return False
         if action == "focus":
-            return bool((await self.call(bus, path, _A11Y + "Component", "GrabFocus"))[0])
+            return bool((await self.call(bus, path, A11Y + "Component", "GrabFocus"))[0])
         names = self._actions.get(key)
         if names is None:
             names = self._actions[key] = await self._action_names(bus, path)
-        index = _action_index(names, action)
+        index = action_index(names, action)
         if index is None:
             raise NoSuchAction(key, action, names)
-        return bool((await self.call(bus, path, _A11Y + "Action", "DoAction", "i", [index]))[0])
+        return bool((await self.call(bus, path, A11Y + "Action", "DoAction", "i", [index]))[0])
 
     async def full_tree(self, *, app_timeout: float = FULL_APP_TIMEOUT_S) -> dict[str, Any]:
         """Every application's whole tree, every node with all it has: what OSWorld's
@@ -232,28 +232,28 @@ class AtspiReader:
 
     # -- internals ----------------------------------------------------------------------
 
-    def _keepable(self, app: _App) -> bool:
+    def _keepable(self, app: App) -> bool:
         if not self.events.still(SNAPSHOT, app.bus) or app.bus not in self._last:
             return False
         # Each of its sheets named, with nothing changed in it.
         return all(len(self._sheet_bands.get(key, (None,))) == 0 for key in self.sheets.keys_of(app.bus))
 
-    async def list_apps(self) -> list[_App]:
+    async def list_apps(self) -> list[App]:
         """The registry's applications, in its order (those that answer)."""
         try:
-            refs = await self.within(self.call(_REGISTRY, _ROOT, _ACCESSIBLE, "GetChildren"), "the registry")
-        except (_DBusError, _AppUnresponsive) as exc:
+            refs = await self.within(self.call(REGISTRY, ROOT, ACCESSIBLE, "GetChildren"), "the registry")
+        except (DBusError, AppUnresponsive) as exc:
             raise AtspiError(f"the accessibility registry did not list the apps: {exc}") from exc
         buses = [bus for bus, _ in refs[0]]
         apps = await asyncio.gather(*(self.within(self._app(bus), bus) for bus in buses), return_exceptions=True)
-        self._apps = {a.bus: a for a in apps if isinstance(a, _App)}
-        return [a for a in apps if isinstance(a, _App)]
+        self._apps = {a.bus: a for a in apps if isinstance(a, App)}
+        return [a for a in apps if isinstance(a, App)]
 
-    async def listen(self, apps: Collection[_App]) -> None:
+    async def listen(self, apps: Collection[App]) -> None:
         """Listen to the AT-SPI events of those of ``apps`` whose events tell what
-        changed (``_EVENT_APPS``): ``events`` says which sent one since."""
+        changed (``EVENT_APPS``): ``events`` says which sent one since."""
         if self._bus is not None:
-            await self.events.listen_to(self._bus, self.call, [a.bus for a in apps if a.name in _EVENT_APPS])
+            await self.events.listen_to(self._bus, self.call, [a.bus for a in apps if a.name in EVENT_APPS])
 
     def forget_gone_apps(self) -> None:
         """Drop what is kept of apps no longer on the bus (their connections, caches)."""
@@ -269,19 +269,19 @@ class AtspiReader:
         self._full.forget_gone_apps(live)
         self.events.forget_gone_apps(live)
 
-    async def _app(self, bus: str) -> _App:
+    async def _app(self, bus: str) -> App:
         app = self._apps.get(bus)
         if app is not None:
             return app
         pid = (await self.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                 "GetConnectionUnixProcessID", "s", [bus]))[0]
         name, toolkit, version = await asyncio.gather(
-            self.prop(bus, _ROOT, _ACCESSIBLE, "Name"),
-            self.prop(bus, _ROOT, _A11Y + "Application", "ToolkitName"),
-            self.prop(bus, _ROOT, _A11Y + "Application", "Version"),
+            self.prop(bus, ROOT, ACCESSIBLE, "Name"),
+            self.prop(bus, ROOT, A11Y + "Application", "ToolkitName"),
+            self.prop(bus, ROOT, A11Y + "Application", "Version"),
         )
         toolkit = (toolkit or "").lower()
-        browser = toolkit in _BROWSER_TOOLKITS
+        browser = toolkit in BROWSER_TOOLKITS
         await self._connect_direct(bus)
         # A browser's cache, once some client turns AT-SPI events on, holds every page
         # node too (1,382 objects and 27 ms for a 1,000-element page, measured) while
@@ -290,11 +290,11 @@ class AtspiReader:
         # items of every menu: 1,888 objects, 160-270 ms a call, measured) and works
         # out each one's states when asked: it is walked level by level too, closed
         # menus left unopened (110-240 ms).
-        return _App(bus=bus, pid=pid, name=name or "", gtk4=toolkit == "gtk" and (version or "").startswith("4."),
+        return App(bus=bus, pid=pid, name=name or "", gtk4=toolkit == "gtk" and (version or "").startswith("4."),
                     browser=browser, cache=not browser and name != "soffice", get_all=toolkit != "qt",
                     desktop_coords=toolkit == "qt", prefetch=name != "soffice")
 
-    async def _walk(self, app: _App, prune_documents: bool) -> tuple[list[NativeNode], int, float]:
+    async def _walk(self, app: App, prune_documents: bool) -> tuple[list[NativeNode], int, float]:
         t0 = time.perf_counter()
         # (An event while it is read marks it again: the next snapshot walks it.)
         self.events.walked(SNAPSHOT, app.bus)
@@ -302,47 +302,47 @@ class AtspiReader:
         items: list[Any] = []
         if app.cache:
             try:
-                items = (await self.call(app.bus, _CACHE_PATH, _A11Y + "Cache", "GetItems"))[0]
-            except _DBusError:
+                items = (await self.call(app.bus, CACHE_PATH, A11Y + "Cache", "GetItems"))[0]
+            except DBusError:
                 # GTK 3's atk-bridge offers its cache only once some client has turned
                 # AT-SPI events on, and an app that has just started may not have it yet
                 # (measured): this time its tree is read level by level. Asked again
                 # next time: a failed call costs a fraction of a millisecond.
                 pass
-        tree = _Tree({o.path: o for o in map(_obj_from_item, items)})
+        tree = Tree({o.path: o for o in map(obj_from_item, items)})
         extents: dict[str, tuple[int, int, int, int] | None] = {}
         values: dict[str, str | None] = {}
         toolkits = {"/" + k.partition("/")[2]: v for k, v in self._toolkits.items() if k.startswith(app.bus + "/")}
-        sheets: dict[str, list[_Cell]] = {}
+        sheets: dict[str, list[Cell]] = {}
         actions = {"/" + k.partition("/")[2]: v for k, v in self._actions.items() if k.startswith(app.bus + "/")}
         shape = self._shapes.get(app.bus) if not items and app.prefetch else None
         if shape is not None:
             # Read level by level, a tree as deep as Chromium's UI (eleven levels) costs
             # eleven rounds. What the last walk read is most likely what this one needs:
             # it is asked at once, and the passes below fetch only what changed.
-            await self._fetch(app, tree, _Needs(children=set(shape.children), objects=set(shape.objects),
+            await self._fetch(app, tree, Needs(children=set(shape.children), objects=set(shape.objects),
                                                 extents=set(shape.extents)), extents, actions, values, toolkits, sheets)
         settled: dict = {}
-        for _ in range(_MAX_ROUNDS):
-            selection = _Selection(app, tree, self.names, prune_documents, extents, actions, values, toolkits,
+        for _ in range(MAX_ROUNDS):
+            selection = Selection(app, tree, self.names, prune_documents, extents, actions, values, toolkits,
                                    sheets, settled)
             nodes = selection.run()
             needs = selection.needs
             if not needs:
                 if not items:
-                    self._shapes[app.bus] = _Needs(children=set(tree.asked), objects=set(tree.objects),
+                    self._shapes[app.bus] = Needs(children=set(tree.asked), objects=set(tree.objects),
                                                    extents={p for p, box in extents.items() if box is not None})
                 return nodes, selection.visited, round((time.perf_counter() - t0) * 1000, 2)
             await self._fetch(app, tree, needs, extents, actions, values, toolkits, sheets)
-        raise _AppUnresponsive(f"{app.name}: its tree kept changing while it was read")
+        raise AppUnresponsive(f"{app.name}: its tree kept changing while it was read")
 
-    async def _fetch(self, app: _App, tree: _Tree, needs: _Needs, extents: dict, actions: dict, values: dict,
+    async def _fetch(self, app: App, tree: Tree, needs: Needs, extents: dict, actions: dict, values: dict,
                      toolkits: dict, sheets: dict) -> None:
         """One round: everything ``needs`` names, asked at once."""
         bus = app.bus
 
         async def children(path: str) -> None:
-            refs = (await self.call(bus, path, _ACCESSIBLE, "GetChildren"))[0]
+            refs = (await self.call(bus, path, ACCESSIBLE, "GetChildren"))[0]
             tree.asked[path] = [p for _, p in refs]
             # (Objects this round asks for anyway are not asked twice.)
             await asyncio.gather(*(obj(kid) for kid in tree.asked[path]
@@ -355,27 +355,27 @@ class AtspiReader:
             if static is None:
                 props, state, role, ifaces = await asyncio.gather(
                     self.props_of(app, path),
-                    self.call(bus, path, _ACCESSIBLE, "GetState"),
-                    self.call(bus, path, _ACCESSIBLE, "GetRole"),
-                    self.call(bus, path, _ACCESSIBLE, "GetInterfaces"),
+                    self.call(bus, path, ACCESSIBLE, "GetState"),
+                    self.call(bus, path, ACCESSIBLE, "GetRole"),
+                    self.call(bus, path, ACCESSIBLE, "GetInterfaces"),
                 )
-                static = self.kinds[key] = (role[0], frozenset(i.removeprefix(_A11Y) for i in ifaces[0]))
-            elif key in self._hidden and path != _ROOT:
+                static = self.kinds[key] = (role[0], frozenset(i.removeprefix(A11Y) for i in ifaces[0]))
+            elif key in self._hidden and path != ROOT:
                 # Hidden last time (most of a browser's UI: 98 of its 139 objects): its
                 # state alone says whether it still is, and then nothing else is read.
                 # (Not the application itself: never showing, its children are the apps'
                 # frames, counted in its properties.)
-                state = await self.call(bus, path, _ACCESSIBLE, "GetState")
+                state = await self.call(bus, path, ACCESSIBLE, "GetState")
             else:
                 props, state = await asyncio.gather(
                     self.props_of(app, path),
-                    self.call(bus, path, _ACCESSIBLE, "GetState"),
+                    self.call(bus, path, ACCESSIBLE, "GetState"),
                 )
             lo, hi = state[0]
             states = lo | hi << 32
-            shown = bool((states >> _SHOWING | states >> _VISIBLE) & 1)
+            shown = bool((states >> SHOWING | states >> VISIBLE) & 1)
             # (Calc's Input line says it is defunct, and nothing else: its name tells.)
-            calc_line = app.name == "soffice" and states == 1 << _DEFUNCT
+            calc_line = app.name == "soffice" and states == 1 << DEFUNCT
             if props is None and (shown or calc_line):
                 props = await self.props_of(app, path)
             if shown:
@@ -384,16 +384,16 @@ class AtspiReader:
                 self._hidden.add(key)
             p = {k: v.value for k, v in props[0].items()} if props is not None else {}
             parent_bus, parent = p.get("Parent", ("", ""))
-            tree.objects[path] = _Obj(
+            tree.objects[path] = Obj(
                 path=path, parent=parent if parent_bus == bus else "", index=-1, child_count=p.get("ChildCount", 0),
                 interfaces=static[1], name=p.get("Name", ""), role=static[0], description=p.get("Description", ""),
                 states=states)
 
-        coords = _DESKTOP_COORDS if app.desktop_coords else _WINDOW_COORDS
+        coords = DESKTOP_COORDS if app.desktop_coords else WINDOW_COORDS
 
         async def box(path: str) -> None:
-            x, y, w, h = (await self.call(bus, path, _A11Y + "Component", "GetExtents", "u", [coords]))[0]
-            extents[path] = None if x == _OFFSCREEN or y == _OFFSCREEN else (x, y, w, h)
+            x, y, w, h = (await self.call(bus, path, A11Y + "Component", "GetExtents", "u", [coords]))[0]
+            extents[path] = None if x == OFFSCREEN or y == OFFSCREEN else (x, y, w, h)
 
         async def acts(path: str) -> None:
             names = await self._action_names(bus, path)
@@ -402,15 +402,15 @@ class AtspiReader:
         async def value(path: str) -> None:
             o = tree.objects[path]
             role = self.names.role(o.role)
-            if _reads_text(o, role):
-                text = (await self.call(bus, path, _A11Y + "Text", "GetText", "ii", [0, app.text_end]))[0]
-                values[path] = text[:_MAX_VALUE_CHARS]
+            if reads_text(o, role):
+                text = (await self.call(bus, path, A11Y + "Text", "GetText", "ii", [0, app.text_end]))[0]
+                values[path] = text[:MAX_VALUE_CHARS]
             else:
-                number = await self.prop(bus, path, _A11Y + "Value", "CurrentValue")
+                number = await self.prop(bus, path, A11Y + "Value", "CurrentValue")
                 values[path] = None if number is None else f"{number:g}"
 
         async def toolkit(path: str) -> None:
-            attributes = (await self.call(bus, path, _ACCESSIBLE, "GetAttributes"))[0]
+            attributes = (await self.call(bus, path, ACCESSIBLE, "GetAttributes"))[0]
             toolkits[path] = self._toolkits[bus + path] = attributes.get("toolkit", "")
 
         async def sheet(path: str) -> None:
@@ -421,7 +421,7 @@ class AtspiReader:
                 *map(sheet, needs.sheets)]
         results = await asyncio.gather(*jobs, return_exceptions=True)
         for result in results:
-            if isinstance(result, _AppUnresponsive):
+            if isinstance(result, AppUnresponsive):
                 raise result
         # An object that vanished mid-read (an error for it) is simply absent next pass;
         # its box and value are recorded as missing so the pass does not ask again.
@@ -443,28 +443,28 @@ class AtspiReader:
         for path in needs.children:
             tree.gone.update(p for p in tree.asked[path] if p not in tree.objects)
 
-    async def props_of(self, app: _App, path: str) -> list[Any]:
+    async def props_of(self, app: App, path: str) -> list[Any]:
         """Properties.GetAll's reply for the Accessible interface (asked one by one of
         an app that cannot answer GetAll)."""
         if app.get_all:
-            return await self.call(app.bus, path, _PROPERTIES, "GetAll", "s", [_ACCESSIBLE])
+            return await self.call(app.bus, path, PROPERTIES, "GetAll", "s", [ACCESSIBLE])
         names = ("Name", "Description", "ChildCount", "Parent")
-        replies = await asyncio.gather(*(self.call(app.bus, path, _PROPERTIES, "Get", "ss", [_ACCESSIBLE, n])
+        replies = await asyncio.gather(*(self.call(app.bus, path, PROPERTIES, "Get", "ss", [ACCESSIBLE, n])
                                          for n in names))
         return [{n: r[0] for n, r in zip(names, replies)}]
 
     async def _action_names(self, bus: str, path: str) -> tuple[str, ...]:
         # Unlocalized names, one call each (GetActions gives localized ones, or none
         # at all from Chromium: measured).
-        count = await self.prop(bus, path, _A11Y + "Action", "NActions")
-        replies = await asyncio.gather(*(self.call(bus, path, _A11Y + "Action", "GetName", "i", [i])
+        count = await self.prop(bus, path, A11Y + "Action", "NActions")
+        replies = await asyncio.gather(*(self.call(bus, path, A11Y + "Action", "GetName", "i", [i])
                                          for i in range(count or 0)))
         return tuple(r[0] for r in replies)
 
     async def prop(self, bus: str, path: str, interface: str, name: str) -> Any:
         try:
-            return (await self.call(bus, path, _PROPERTIES, "Get", "ss", [interface, name]))[0].value
-        except _DBusError:
+            return (await self.call(bus, path, PROPERTIES, "Get", "ss", [interface, name]))[0].value
+        except DBusError:
             return None
 
     async def call(self, bus: str, path: str, interface: str, member: str, signature: str = "",
@@ -473,7 +473,7 @@ class AtspiReader:
 
     def send(self, bus: str, path: str, interface: str, member: str, signature: str = "",
               body: list[Any] | None = None) -> asyncio.Future:
-        """One call, as a future of its reply's body (``_DBusError`` for an error reply
+        """One call, as a future of its reply's body (``DBusError`` for an error reply
         or a lost connection). A future rather than a coroutine: gathering thousands of
         them costs no task each, and the reply comes through a callback (dbus-fast's
         coroutine API, a semaphore and a task a call cost twice the CPU: 60 against
@@ -507,9 +507,9 @@ class AtspiReader:
             if err is not None or reply is None:
                 if direct is not None and self._direct.get(bus) is direct:
                     self._drop_direct(bus)  # the app's socket went away with the app
-                future.set_exception(_DBusError(f"{bus}: its connection closed ({err!r})"))
+                future.set_exception(DBusError(f"{bus}: its connection closed ({err!r})"))
             elif reply.message_type == MessageType.ERROR:
-                future.set_exception(_DBusError(f"{reply.error_name}: {reply.body[0] if reply.body else ''}"))
+                future.set_exception(DBusError(f"{reply.error_name}: {reply.body[0] if reply.body else ''}"))
             else:
                 future.set_result(reply.body)
         self._pump()
@@ -518,8 +518,8 @@ class AtspiReader:
         from dbus_fast.aio import MessageBus
 
         try:
-            address = (await self.call(bus, _ROOT, _A11Y + "Application", "GetApplicationBusAddress"))[0]
-        except _DBusError:
+            address = (await self.call(bus, ROOT, A11Y + "Application", "GetApplicationBusAddress"))[0]
+        except DBusError:
             return  # GTK 4 answers on the bus only
         if not address:
             return
@@ -534,13 +534,13 @@ class AtspiReader:
             conn.disconnect()
 
     async def within(self, awaitable: Any, what: str, timeout: float | None = None) -> Any:
-        """``awaitable``, or _AppUnresponsive after the timeout. Applied to a whole app's
+        """``awaitable``, or AppUnresponsive after the timeout. Applied to a whole app's
         walk (not to each call: a timer per call costs more than the call)."""
         timeout = self._timeout if timeout is None else timeout
         try:
             return await asyncio.wait_for(awaitable, timeout)
         except asyncio.TimeoutError:
-            raise _AppUnresponsive(f"{what} did not answer within {timeout:g} s") from None
+            raise AppUnresponsive(f"{what} did not answer within {timeout:g} s") from None
 
     @staticmethod
     async def _call_on(conn: Any, bus: str, path: str, interface: str, member: str, signature: str = "",
@@ -550,7 +550,7 @@ class AtspiReader:
         reply = await conn.call(Message(destination=bus, path=path, interface=interface, member=member,
                                         signature=signature, body=body or []))
         if reply.message_type == MessageType.ERROR:
-            raise _DBusError(f"{reply.error_name}: {reply.body[0] if reply.body else ''}")
+            raise DBusError(f"{reply.error_name}: {reply.body[0] if reply.body else ''}")
         return reply.body
 
 

@@ -16,48 +16,48 @@ from ..geometry import (
     vcl_body_offset,
 )
 from .tree import (
-    _CALC_FORMULA_BAR,
-    _CALC_INPUT_LINE,
-    _CONTAINER_ROLES,
-    _EDITABLE,
-    _FOCUSABLE,
-    _GTK_TYPE_NAME,
-    _LEAF_ROLES,
-    _MANAGES_DESCENDANTS,
-    _MAX_CHILDREN,
-    _MENU_ROLES,
-    _ROOT,
-    _SELECTED,
-    _SHOWING,
-    _SPAN_DEPTH,
-    _SPAN_SLACK,
-    _TEXT_ROLES,
-    _TEXT_VALUE_ROLES,
-    _UNKNOWN,
-    _VALUE_ROLES,
+    CALC_FORMULA_BAR,
+    CALC_INPUT_LINE,
+    CONTAINER_ROLES,
+    EDITABLE,
+    FOCUSABLE,
+    GTK_TYPE_NAME,
+    LEAF_ROLES,
+    MANAGES_DESCENDANTS,
+    MAX_CHILDREN,
+    MENU_ROLES,
+    ROOT,
+    SELECTED,
+    SHOWING,
+    SPAN_DEPTH,
+    SPAN_SLACK,
+    TEXT_ROLES,
+    TEXT_VALUE_ROLES,
+    UNKNOWN,
+    VALUE_ROLES,
+    App,
+    Cell,
+    Names,
     NativeNode,
-    _action_index,
-    _App,
-    _Cell,
-    _Names,
-    _Needs,
-    _Obj,
-    _Tree,
+    Needs,
+    Obj,
+    Tree,
+    action_index,
     cell_name,
 )
 
 
-class _Selection:
+class Selection:
     """Which of an app's objects become nodes: the rules in the module docstring,
     over what has been read so far. A pass that meets something unread records it in
     ``needs`` and goes on as if it were absent (so one pass collects nearly everything
     the next round of calls must fetch); the reader repeats passes until nothing is
     missing. Pure: no D-Bus here."""
 
-    def __init__(self, app: _App, tree: _Tree, names: _Names, prune_documents: bool,
+    def __init__(self, app: App, tree: Tree, names: Names, prune_documents: bool,
                  extents: dict[str, tuple[int, int, int, int] | None], actions: dict[str, tuple[str, ...]],
                  values: dict[str, str | None], toolkits: dict[str, str] | None = None,
-                 sheets: dict[str, list[_Cell]] | None = None, settled: dict | None = None) -> None:
+                 sheets: dict[str, list[Cell]] | None = None, settled: dict | None = None) -> None:
         self.app, self.tree, self.names = app, tree, names
         # Subtrees an earlier pass of the same walk found whole (nothing missing): their
         # nodes, the spans they added and the objects they visited, by the visit's
@@ -69,24 +69,24 @@ class _Selection:
         self.extents, self.actions, self.values = extents, actions, values
         self.toolkits = toolkits if toolkits is not None else {}
         self.sheets = sheets if sheets is not None else {}
-        self.needs = _Needs()
+        self.needs = Needs()
         self.visited = 0
         self._origin = (0, 0)  # the frame's DESKTOP position, for an app with desktop_coords
 
     def run(self) -> list[NativeNode]:
-        root = self.tree.objects.get(_ROOT)
+        root = self.tree.objects.get(ROOT)
         if root is None:
-            self.needs.objects.add(_ROOT)
+            self.needs.objects.add(ROOT)
             return []
         frames = [self._frame(frame) for frame in self._kids(root)]
         if self.app.name == "soffice":
             frames = _place_drop_downs(frames)
         return [node for nodes in frames for node in nodes]
 
-    def _kids(self, obj: _Obj) -> list[_Obj]:
-        if obj.child_count > _MAX_CHILDREN:
+    def _kids(self, obj: Obj) -> list[Obj]:
+        if obj.child_count > MAX_CHILDREN:
             return []
-        if obj.has(_MANAGES_DESCENDANTS) and not (self.app.name == "soffice"
+        if obj.has(MANAGES_DESCENDANTS) and not (self.app.name == "soffice"
                                                   and self.names.role(obj.role) == "document text"):
             # (Writer's document says it manages its descendants, yet lists only the
             # paragraphs on screen, as children: a few dozen at most, measured.)
@@ -105,18 +105,18 @@ class _Selection:
                 kids.append(kid)
         return kids
 
-    def _extents(self, obj: _Obj) -> tuple[int, int, int, int] | None:
+    def _extents(self, obj: Obj) -> tuple[int, int, int, int] | None:
         if "Component" not in obj.interfaces:
             return None
-        found = self.extents.get(obj.path, _UNKNOWN)
-        if found is _UNKNOWN:
+        found = self.extents.get(obj.path, UNKNOWN)
+        if found is UNKNOWN:
             self.needs.extents.add(obj.path)
             return None
         if found is not None and self.app.desktop_coords:
             return frame_relative(found, self._origin)  # type: ignore[arg-type]
         return found  # type: ignore[return-value]
 
-    def _sheet(self, table: _Obj, depth: int, frame_title: str, offset: tuple[int, int] | None,
+    def _sheet(self, table: Obj, depth: int, frame_title: str, offset: tuple[int, int] | None,
                up: str) -> list[NativeNode]:
         """A Calc sheet's visible cells (the sheet's table reports every cell of the
         sheet, a billion or so, created on demand: they are asked by row and column, see
@@ -135,14 +135,14 @@ class _Selection:
             extents=(c.extents[0] + dx, c.extents[1] + dy, c.extents[2], c.extents[3]),
             frame=frame_title, depth=depth, parent=up) for c in cells]
 
-    def _toolkit(self, obj: _Obj) -> str | None:
+    def _toolkit(self, obj: Obj) -> str | None:
         """The ``toolkit`` of the object's attributes ("" when none), None until read."""
         found = self.toolkits.get(obj.path)
         if found is None:
             self.needs.toolkits.add(obj.path)
         return found
 
-    def _actions(self, obj: _Obj) -> tuple[str, ...]:
+    def _actions(self, obj: Obj) -> tuple[str, ...]:
         if "Action" not in obj.interfaces:
             return ()
         found = self.actions.get(obj.path)
@@ -151,18 +151,18 @@ class _Selection:
             return ()
         return found
 
-    def _value(self, obj: _Obj, role: str) -> str | None:
-        wanted = (_reads_text(obj, role) and role != "password text") or ("Value" in obj.interfaces
-                                                                         and role in _VALUE_ROLES)
+    def _value(self, obj: Obj, role: str) -> str | None:
+        wanted = (reads_text(obj, role) and role != "password text") or ("Value" in obj.interfaces
+                                                                         and role in VALUE_ROLES)
         if not wanted:
             return None
-        found = self.values.get(obj.path, _UNKNOWN)
-        if found is _UNKNOWN:
+        found = self.values.get(obj.path, UNKNOWN)
+        if found is UNKNOWN:
             self.needs.values.add(obj.path)
             return None
         return found  # type: ignore[return-value]
 
-    def _frame(self, frame: _Obj) -> list[NativeNode]:
+    def _frame(self, frame: Obj) -> list[NativeNode]:
         self.visited += 1
         if not frame.on_screen:
             return []
@@ -185,7 +185,7 @@ class _Selection:
         node = self._node(frame, self.names.role(frame.role), title, None, extents, title, 1, tuple(spans))
         return [node, *body]
 
-    def _visit(self, obj: _Obj, depth: int, frame_title: str, parent_name: str,
+    def _visit(self, obj: Obj, depth: int, frame_title: str, parent_name: str,
                frame_extents: tuple[int, int, int, int] | None,
                spans: list[tuple[int, int, int, int]], parent_box: tuple[int, int, int, int] | None,
                offset: tuple[int, int] | None, popup: tuple[int, int] | None = None,
@@ -212,13 +212,13 @@ class _Selection:
             self.settled[key] = (out, spans[spans_before:], self.visited - visited_before)
         return out
 
-    def _visit_unsettled(self, obj: _Obj, depth: int, frame_title: str, parent_name: str,
+    def _visit_unsettled(self, obj: Obj, depth: int, frame_title: str, parent_name: str,
                          frame_extents: tuple[int, int, int, int] | None,
                          spans: list[tuple[int, int, int, int]], parent_box: tuple[int, int, int, int] | None,
                          offset: tuple[int, int] | None, popup: tuple[int, int] | None,
                          parent_role: str, up: str) -> list[NativeNode]:
         self.visited += 1
-        if not obj.on_screen and not (self.app.name == "soffice" and obj.name == _CALC_INPUT_LINE):
+        if not obj.on_screen and not (self.app.name == "soffice" and obj.name == CALC_INPUT_LINE):
             # (Calc's formula bar says it is defunct, and nothing else, while its
             # paragraph, which holds the active cell's content, lives: measured.)
             return []
@@ -227,7 +227,7 @@ class _Selection:
             return []
         if role == "menu bar" and self.app.name == "soffice" and offset is not None:
             return []  # VCL's own menu bar, never drawn: GTK's stands in for it (measured)
-        if role in _MENU_ROLES and not self.app.gtk4 and not obj.has(_SHOWING):
+        if role in MENU_ROLES and not self.app.gtk4 and not obj.has(SHOWING):
             # The items of a closed menu are visible but not showing (GTK 3, VCL): their
             # boxes are off screen. LibreOffice's menu bar holds some 650 of them, whose
             # boxes cost 60% of its walk (measured). Not GTK 4's: it sets only visible.
@@ -235,17 +235,17 @@ class _Selection:
         gtk4 = self.app.gtk4
         # GTK 4.8 names its panels and fillers after their types or not at all (measured).
         name = "" if gtk4 and role in ("panel", "filler") else obj.name
-        container = role in _CONTAINER_ROLES
-        kids = self._kids(obj) if gtk4 and _GTK_TYPE_NAME.match(name) else None
+        container = role in CONTAINER_ROLES
+        kids = self._kids(obj) if gtk4 and GTK_TYPE_NAME.match(name) else None
         if gtk4:
             name = self._gtk4_name(obj, name, kids or [])
-        elif not name and role in _LEAF_ROLES and obj.description:
+        elif not name and role in LEAF_ROLES and obj.description:
             # A button that shows only an icon, named by its tooltip (VLC's controls).
             name = obj.description.split("\n", 1)[0].strip()
         # Near the frame, containers' boxes tell where the visible window is (GTK4's
         # frame is the visible window: measured, so it is not asked there).
-        want_span = container and not gtk4 and depth - 1 <= _SPAN_DEPTH and frame_extents is not None
-        keep = bool(name) or obj.has(_FOCUSABLE) or not (container or role in _TEXT_ROLES)
+        want_span = container and not gtk4 and depth - 1 <= SPAN_DEPTH and frame_extents is not None
+        keep = bool(name) or obj.has(FOCUSABLE) or not (container or role in TEXT_ROLES)
         if keep and role in ("label", "static") and name == parent_name:
             keep = False  # a button's own label, repeated as a child
         out: list[NativeNode] = []
@@ -260,7 +260,7 @@ class _Selection:
             extents = offset_box(extents, popup)  # type: ignore[assignment]
         if want_span and extents is not None and frame_extents is not None:
             fw, fh = frame_extents[2], frame_extents[3]
-            if extents[2] >= fw - _SPAN_SLACK or extents[3] >= fh - _SPAN_SLACK:
+            if extents[2] >= fw - SPAN_SLACK or extents[3] >= fh - SPAN_SLACK:
                 spans.append(extents)
         # While its box is being asked for, a node's value and actions are asked for
         # too (it will most likely be kept), and its children are walked in case.
@@ -271,14 +271,14 @@ class _Selection:
             if not pending:
                 out.append(node)
                 up = node.key
-                if role in _LEAF_ROLES and node.actions and _action_index(node.actions, "click") is not None:
+                if role in LEAF_ROLES and node.actions and action_index(node.actions, "click") is not None:
                     return out
-        if (role == "table" and obj.has(_MANAGES_DESCENDANTS) and "Table" in obj.interfaces
+        if (role == "table" and obj.has(MANAGES_DESCENDANTS) and "Table" in obj.interfaces
                 and self.app.name == "soffice" and not pending and extents is not None):
             out += self._sheet(obj, depth + 1, frame_title, offset, up)
             return out
         if (role == "menu" and self.app.name == "soffice" and parent_role in ("menu bar", "menu")
-                and not obj.has(_SELECTED)):
+                and not obj.has(SELECTED)):
             # A closed menu of the menu bar or a submenu (an open one is selected,
             # measured): its items are not shown. (A toolbar's drop-down menu, alone in
             # its popup, is never selected.)
@@ -297,11 +297,11 @@ class _Selection:
                                popup, role, up)
         return out
 
-    def _gtk4_name(self, obj: _Obj, name: str, kids: list[_Obj]) -> str:
-        if _GTK_TYPE_NAME.match(name):
+    def _gtk4_name(self, obj: Obj, name: str, kids: list[Obj]) -> str:
+        if GTK_TYPE_NAME.match(name):
             # What the widget shows first (a button's label), its tooltip otherwise.
             for kid in kids:
-                if self.names.role(kid.role) == "label" and kid.name and not _GTK_TYPE_NAME.match(kid.name):
+                if self.names.role(kid.role) == "label" and kid.name and not GTK_TYPE_NAME.match(kid.name):
                     return kid.name
             return obj.description
         mid = len(name) // 2
@@ -309,7 +309,7 @@ class _Selection:
             return name[:mid]
         return name
 
-    def _node(self, obj: _Obj, role: str, name: str, value: str | None,
+    def _node(self, obj: Obj, role: str, name: str, value: str | None,
               extents: tuple[int, int, int, int] | None, frame: str, depth: int,
               spans: tuple[tuple[int, int, int, int], ...] = (), up: str = "") -> NativeNode:
         return NativeNode(
@@ -355,10 +355,10 @@ def _place_drop_downs(frames: list[list[NativeNode]]) -> list[list[NativeNode]]:
     return out
 
 
-def _reads_text(obj: _Obj, role: str) -> bool:
+def reads_text(obj: Obj, role: str) -> bool:
     """Whether a node's value is its text: an entry's, an editable node's, or an
     unnamed paragraph's (Writer's and Impress's paragraphs, Calc's formula bar)."""
-    return "Text" in obj.interfaces and (role in _TEXT_VALUE_ROLES or obj.has(_EDITABLE)
+    return "Text" in obj.interfaces and (role in TEXT_VALUE_ROLES or obj.has(EDITABLE)
                                          or (role in ("paragraph", "heading") and not obj.name))
 
 
@@ -375,7 +375,7 @@ def _calc_cells(nodes: list[NativeNode]) -> list[NativeNode]:
     for node in nodes:
         if bar and node.depth <= bar:
             bar = 0
-        if node.role == "tool bar" and node.name == _CALC_FORMULA_BAR:
+        if node.role == "tool bar" and node.name == CALC_FORMULA_BAR:
             bar = node.depth
         elif bar and node.role == "text" and name_box is None:
             name_box = (node.value or "").replace("$", "")

@@ -20,20 +20,20 @@ from typing import Any
 
 from ..geometry import band_span
 from .tree import (
-    _A11Y,
-    _ACCESSIBLE,
-    _MAX_VALUE_CHARS,
-    _WINDOW_COORDS,
+    A11Y,
+    ACCESSIBLE,
     MAX_CACHED_CELLS,
     MAX_SHEET_CELLS,
-    _Cell,
-    _DBusError,
+    MAX_VALUE_CHARS,
+    WINDOW_COORDS,
+    Cell,
+    DBusError,
 )
 
 _Box = tuple[int, int, int, int]
 
 
-class _Sheets:
+class Sheets:
     def __init__(self, call: Callable[..., Awaitable[list[Any]]]) -> None:
         self._call = call
         # A sheet's cells, by (row, column): the object LibreOffice made for each when
@@ -44,7 +44,7 @@ class _Sheets:
         # cell's current content (measured, LibreOffice 7.4). Sheet key -> cells.
         self._objects: dict[str, dict[tuple[int, int], str]] = {}
         # What each sheet's visible cells read, and the sheet's box then.
-        self._read: dict[str, tuple[_Box | None, list[_Cell]]] = {}
+        self._read: dict[str, tuple[_Box | None, list[Cell]]] = {}
         self.kept = 0  # cells taken from an earlier read, since the count was reset
 
     def keys_of(self, bus: str) -> list[str]:
@@ -56,7 +56,7 @@ class _Sheets:
         self._read = {k: v for k, v in self._read.items() if k.split("/", 1)[0] in live}
 
     async def read(self, bus: str, path: str, box: _Box | None,
-                   bands: Sequence[tuple[float, float]] | None) -> list[_Cell]:
+                   bands: Sequence[tuple[float, float]] | None) -> list[Cell]:
         """The sheet's visible cells. ``bands``: which horizontal bands of its box
         changed since the last read, as (top, height) fractions of the box (None: not
         known, all is read); the rows they cross are read again, whole (a cell's text
@@ -72,7 +72,7 @@ class _Sheets:
         return cells
 
     async def _cells(self, bus: str, path: str, box: tuple[int, int, int, int] | None,
-                     kept: list[_Cell] | None = None, bands: Sequence[tuple[float, float]] = ()) -> list[_Cell]:
+                     kept: list[Cell] | None = None, bands: Sequence[tuple[float, float]] = ()) -> list[Cell]:
         """The cells of a sheet's visible part. The visible part is bounded by the cells
         under its top-left and bottom-right corners; each row's height and column's
         width come from the first column's and row's cells, and a cell's object is made
@@ -86,14 +86,14 @@ class _Sheets:
 
         async def read(ref: str, box: bool) -> tuple[str, Any]:
             if box:
-                return "", (await self._call(bus, ref, _A11Y + "Component", "GetExtents", "u", [_WINDOW_COORDS]))[0]
-            return (await self._call(bus, ref, _A11Y + "Text", "GetText", "ii", [0, -1]))[0], None
+                return "", (await self._call(bus, ref, A11Y + "Component", "GetExtents", "u", [WINDOW_COORDS]))[0]
+            return (await self._call(bus, ref, A11Y + "Text", "GetText", "ii", [0, -1]))[0], None
 
         async def cell(row: int, col: int, *, box: bool = False) -> tuple[str, Any]:
             ref = await self.cell_ref(bus, path, row, col)
             try:
                 return await read(ref, box)
-            except _DBusError:
+            except DBusError:
                 # Gone (rows deleted, the sheet rebuilt): asked for afresh.
                 return await read(await self.cell_ref(bus, path, row, col, fresh=True), box)
 
@@ -117,7 +117,7 @@ class _Sheets:
         wanted = [place for place in places if place not in known_text]
         texts = dict(zip(wanted, await asyncio.gather(*(cell(r, c) for r, c in wanted))))
         self.kept += len(known_text)
-        return [_Cell(row=r, col=c, text=(known_text[r, c] if (r, c) in known_text else texts[r, c][0])[:_MAX_VALUE_CHARS],
+        return [Cell(row=r, col=c, text=(known_text[r, c] if (r, c) in known_text else texts[r, c][0])[:MAX_VALUE_CHARS],
                       extents=place) for (r, c), place in places.items()]
 
     async def visible(self, bus: str, path: str,
@@ -127,14 +127,14 @@ class _Sheets:
         if box is None:
             return None
         x, y, w, h = box
-        table = _A11Y + "Table"
+        table = A11Y + "Table"
 
         async def cell_at_point(px: int, py: int) -> tuple[int, int] | None:
-            ref = (await self._call(bus, path, _A11Y + "Component", "GetAccessibleAtPoint", "iiu",
-                                    [px, py, _WINDOW_COORDS]))[0]
+            ref = (await self._call(bus, path, A11Y + "Component", "GetAccessibleAtPoint", "iiu",
+                                    [px, py, WINDOW_COORDS]))[0]
             if not ref or not ref[1] or ref[1] == "/org/a11y/atspi/null":
                 return None
-            index = (await self._call(bus, ref[1], _ACCESSIBLE, "GetIndexInParent"))[0]
+            index = (await self._call(bus, ref[1], ACCESSIBLE, "GetIndexInParent"))[0]
             row, col = await asyncio.gather(self._call(bus, path, table, "GetRowAtIndex", "i", [index]),
                                             self._call(bus, path, table, "GetColumnAtIndex", "i", [index]))
             return row[0], col[0]
@@ -156,6 +156,6 @@ class _Sheets:
         if ref is None:
             if len(known) > MAX_CACHED_CELLS:
                 known.clear()
-            ref = known[row, col] = (await self._call(bus, path, _A11Y + "Table", "GetAccessibleAt", "ii",
+            ref = known[row, col] = (await self._call(bus, path, A11Y + "Table", "GetAccessibleAt", "ii",
                                                       [row, col]))[0][1]
         return ref

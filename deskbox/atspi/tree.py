@@ -14,11 +14,11 @@ class AtspiError(Exception):
     """Base of this module's errors (D-Bus errors are translated to it)."""
 
 
-class _DBusError(Exception):
+class DBusError(Exception):
     """An app answered a call with an error (most often: the object is gone)."""
 
 
-class _AppUnresponsive(Exception):
+class AppUnresponsive(Exception):
     """An app (or the registry) did not answer within its timeout."""
 
 
@@ -63,35 +63,35 @@ class NativeNode:
 # Roles of top-level windows (children of an application).
 _FRAME_ROLES = frozenset({"frame", "window", "dialog", "alert", "file chooser", "color chooser", "font chooser"})
 # Layout containers: kept only when named or focusable.
-_CONTAINER_ROLES = frozenset({
+CONTAINER_ROLES = frozenset({
     "panel", "filler", "section", "redundant object", "unknown", "invalid", "layered pane", "glass pane",
     "root pane", "viewport", "scroll pane", "split pane", "grouping", "html container", "form", "landmark",
     "internal frame", "option pane", "block quote", "article", "description list",
 })
 # Text-like roles: useless without a name (their text is their name).
-_TEXT_ROLES = frozenset({"label", "static", "paragraph", "heading", "caption", "icon", "image", "notification",
+TEXT_ROLES = frozenset({"label", "static", "paragraph", "heading", "caption", "icon", "image", "notification",
                          "separator", "accelerator label", "text"})
 # Roles whose text contents are their value (password text is never read).
-_TEXT_VALUE_ROLES = frozenset({"entry", "text", "terminal", "editbar", "spin button", "combo box",
+TEXT_VALUE_ROLES = frozenset({"entry", "text", "terminal", "editbar", "spin button", "combo box",
                                "document text", "autocomplete"})
-_VALUE_ROLES = frozenset({"slider", "spin button", "progress bar", "scroll bar", "level bar", "dial"})
-_BROWSER_TOOLKITS = ("chromium", "gecko")
+VALUE_ROLES = frozenset({"slider", "spin button", "progress bar", "scroll bar", "level bar", "dial"})
+BROWSER_TOOLKITS = ("chromium", "gecko")
 # Calc's formula bar and its Input line (LibreOffice's English names).
-_CALC_FORMULA_BAR, _CALC_INPUT_LINE = "Formula Tool Bar", "Input line"
-_MENU_ROLES = frozenset({"menu", "menu item", "check menu item", "radio menu item", "tearoff menu item"})
+CALC_FORMULA_BAR, CALC_INPUT_LINE = "Formula Tool Bar", "Input line"
+MENU_ROLES = frozenset({"menu", "menu item", "check menu item", "radio menu item", "tearoff menu item"})
 # A control that does its own action is a leaf for an agent: what lies inside (its
 # label, icon, hidden notifications) is not walked. One without an action (GTK4's menu
 # button wrapping the real button) is walked.
-_LEAF_ROLES = frozenset({"push button", "toggle button", "check box", "radio button", "menu item",
+LEAF_ROLES = frozenset({"push button", "toggle button", "check box", "radio button", "menu item",
                          "check menu item", "radio menu item", "entry", "password text"})
 # A GTK4 widget without an accessible name is named after its type: "GtkMenuButton".
-_GTK_TYPE_NAME = re.compile(r"^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+$")
-_OFFSCREEN = -(2**31)
+GTK_TYPE_NAME = re.compile(r"^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+$")
+OFFSCREEN = -(2**31)
 # How deep below a frame the reader looks for the visible window's box (Chromium's
 # root view is three levels down).
-_SPAN_DEPTH = 3
-_SPAN_SLACK = SURFACE_MARGIN_MAX  # layout px a span may be smaller than its frame
-_MAX_VALUE_CHARS = 4096
+SPAN_DEPTH = 3
+SPAN_SLACK = SURFACE_MARGIN_MAX  # layout px a span may be smaller than its frame
+MAX_VALUE_CHARS = 4096
 # Asked in this order when an action name is missing: what "click" means per toolkit.
 _CLICK_ALIASES = ("click", "press", "activate", "toggle", "jump", "open", "doDefault")
 
@@ -102,7 +102,7 @@ APP_TIMEOUT_S = 2.0
 MAX_IN_FLIGHT = 256
 # Passes of the selection per app (each asks what the last one could not decide: two
 # for an app with a cache; one per tree level for one without).
-_MAX_ROUNDS = 64
+MAX_ROUNDS = 64
 
 
 def visible_window(frame: NativeNode, content_size: tuple[float, float]) -> tuple[float, float, float, float]:
@@ -112,26 +112,26 @@ def visible_window(frame: NativeNode, content_size: tuple[float, float]) -> tupl
 
 
 # AT-SPI's D-Bus names.
-_A11Y = "org.a11y.atspi."
-_ACCESSIBLE = _A11Y + "Accessible"
-_PROPERTIES = "org.freedesktop.DBus.Properties"
-_ROOT = "/org/a11y/atspi/accessible/root"
-_CACHE_PATH = "/org/a11y/atspi/cache"
-_REGISTRY = "org.a11y.atspi.Registry"
-_DESKTOP_COORDS, _WINDOW_COORDS = 0, 1  # ATSPI_COORD_TYPE_SCREEN, _WINDOW
+A11Y = "org.a11y.atspi."
+ACCESSIBLE = A11Y + "Accessible"
+PROPERTIES = "org.freedesktop.DBus.Properties"
+ROOT = "/org/a11y/atspi/accessible/root"
+CACHE_PATH = "/org/a11y/atspi/cache"
+REGISTRY = "org.a11y.atspi.Registry"
+DESKTOP_COORDS, WINDOW_COORDS = 0, 1  # ATSPI_COORD_TYPE_SCREEN, _WINDOW
 # The state bits this module reads (AT-SPI's StateType numbers).
-_DEFUNCT, _EDITABLE, _FOCUSABLE, _FOCUSED, _SELECTED, _SHOWING, _VISIBLE, _MANAGES_DESCENDANTS = (
+DEFUNCT, EDITABLE, FOCUSABLE, _FOCUSED, SELECTED, SHOWING, VISIBLE, MANAGES_DESCENDANTS = (
     6, 7, 11, 12, 23, 25, 30, 31)
 # At most this many cells of a sheet are read (a 1920x1080 Calc shows about 1,000).
 MAX_SHEET_CELLS = 2500
 MAX_CACHED_CELLS = 20_000  # per sheet (see AtspiReader._cells)
 # Above this many children an object's children are not walked (a spreadsheet's table
 # reports every cell of the sheet); nor are those of one that manages its descendants.
-_MAX_CHILDREN = 2000
+MAX_CHILDREN = 2000
 
 
 @dataclass(slots=True)
-class _Obj:
+class Obj:
     """One accessible object as the app's cache (or its own calls) reported it."""
 
     path: str
@@ -149,10 +149,10 @@ class _Obj:
 
     @property
     def on_screen(self) -> bool:
-        return (self.has(_SHOWING) or self.has(_VISIBLE)) and not self.has(_DEFUNCT)
+        return (self.has(SHOWING) or self.has(VISIBLE)) and not self.has(DEFUNCT)
 
 
-class _Names:
+class Names:
     """AT-SPI's role and state names, as libatspi spells them (``push button``,
     ``focusable``): read once from libatspi's own tables, so that names stay what
     pyatspi users know whatever an app answers to GetRoleName (GTK 4 says ``button``)."""
@@ -190,7 +190,7 @@ class _Names:
 
 
 @dataclass
-class _App:
+class App:
     bus: str
     pid: int
     name: str
@@ -220,23 +220,23 @@ class _App:
         return 2**31 - 1 if self.gtk4 else -1
 
 
-class _Tree:
+class Tree:
     """One app's objects, children in order. Children come from the app's cache
     (``Cache.GetItems``: every object in one call) unless a parent said otherwise:
     a parent whose ``child_count`` disagrees with the cache (GTK 3 leaves a button
     packed into a box after start-up out of it, measured) has its children asked of
     it (``children_of``), and those are the truth."""
 
-    def __init__(self, objects: dict[str, _Obj]) -> None:
+    def __init__(self, objects: dict[str, Obj]) -> None:
         self.objects = objects
         self.asked: dict[str, list[str]] = {}
         self.gone: set[str] = set()  # objects that vanished while they were read
-        by_parent: dict[str, list[_Obj]] = {}
+        by_parent: dict[str, list[Obj]] = {}
         for obj in objects.values():
             by_parent.setdefault(obj.parent, []).append(obj)
         self._cached = {p: [o.path for o in sorted(kids, key=lambda o: o.index)] for p, kids in by_parent.items()}
 
-    def children(self, obj: _Obj) -> tuple[list[str], bool]:
+    def children(self, obj: Obj) -> tuple[list[str], bool]:
         """Paths of ``obj``'s children, and whether they are to be trusted (False: ask
         the app; the list is then the cache's guess)."""
         asked = self.asked.get(obj.path)
@@ -247,7 +247,7 @@ class _Tree:
 
 
 @dataclass
-class _Needs:
+class Needs:
     """What a pass of the selection could not decide without asking the app."""
 
     children: set[str] = field(default_factory=set)
@@ -268,7 +268,7 @@ class _Needs:
 
 
 @dataclass(frozen=True, slots=True)
-class _Cell:
+class Cell:
     """A spreadsheet cell on screen, as ``_fetch`` read it."""
 
     row: int
@@ -277,13 +277,13 @@ class _Cell:
     extents: tuple[int, int, int, int]  # as the app reports them (WINDOW coordinates)
 
 
-_UNKNOWN = object()
+UNKNOWN = object()
 
 
-def _obj_from_item(item: list[Any]) -> _Obj:
+def obj_from_item(item: list[Any]) -> Obj:
     (bus, path), _app, (parent_bus, parent), index, count, ifaces, name, role, description, states = item
     # An app's root names the registry's root (another bus, the same path) as its parent.
-    return _Obj(path=path, parent=parent if parent_bus == bus else "", index=index, child_count=count,
+    return Obj(path=path, parent=parent if parent_bus == bus else "", index=index, child_count=count,
                 interfaces=interface_set(ifaces), name=name, role=role,
                 description=description, states=states[0] | states[1] << 32)
 
@@ -297,7 +297,7 @@ def interface_set(ifaces: list[str]) -> frozenset[str]:
     key = tuple(ifaces)
     found = _INTERFACE_SETS.get(key)
     if found is None:
-        found = _INTERFACE_SETS[key] = frozenset(i.removeprefix(_A11Y) for i in ifaces)
+        found = _INTERFACE_SETS[key] = frozenset(i.removeprefix(A11Y) for i in ifaces)
     return found
 
 
@@ -311,7 +311,7 @@ def cell_name(row: int, col: int) -> str:
     return f"{letters}{row + 1}"
 
 
-def _action_index(names: tuple[str, ...], action: str) -> int | None:
+def action_index(names: tuple[str, ...], action: str) -> int | None:
     if action in names:
         return names.index(action)
     if action == "click":

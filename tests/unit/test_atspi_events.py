@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from dbus_fast import MessageType
 
-from deskbox.atspi.events import FULL, SNAPSHOT, _Events
+from deskbox.atspi.events import FULL, SNAPSHOT, Events
 
 APP = ":1.42"
 
@@ -27,8 +27,8 @@ class Bus:
                                     body=[detail, 0, 0, 0, {}]))
 
 
-def listening() -> tuple[_Events, Bus, list]:
-    events, bus, calls = _Events(), Bus(), []
+def listening() -> tuple[Events, Bus, list]:
+    events, bus, calls = Events(), Bus(), []
 
     async def call(*args):
         calls.append(args)

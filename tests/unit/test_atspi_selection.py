@@ -1,30 +1,30 @@
 """The AT-SPI reader's selection: which objects become nodes, and what it asks the app
 for, over trees written here (no D-Bus)."""
 
-from deskbox.atspi.selection import _calc_cells, _Selection
-from deskbox.atspi.tree import _ROOT, NativeNode, _App, _Names, _Obj, _Tree
+from deskbox.atspi.selection import Selection, _calc_cells
+from deskbox.atspi.tree import ROOT, App, Names, NativeNode, Obj, Tree
 
-NAMES = _Names()
+NAMES = Names()
 ROLE = {name: number for number, name in NAMES.roles.items()}
 STATE = {name: number for number, name in NAMES.states.items()}
 SHOWN = 1 << STATE["showing"] | 1 << STATE["visible"]
 
 
 def obj(path, parent, index, role, name="", kids=0, ifaces=("Component",), states=SHOWN, description=""):
-    return _Obj(path=path, parent=parent, index=index, child_count=kids, interfaces=frozenset(ifaces),
+    return Obj(path=path, parent=parent, index=index, child_count=kids, interfaces=frozenset(ifaces),
                 name=name, role=ROLE[role], description=description, states=states)
 
 
 def gtk_app(**kw):
-    return _App(bus=":1.5", pid=42, name="app", gtk4=kw.get("gtk4", False), browser=kw.get("browser", False))
+    return App(bus=":1.5", pid=42, name="app", gtk4=kw.get("gtk4", False), browser=kw.get("browser", False))
 
 
 def window(*children, frame_kids=None):
     """root > frame "Win" > panel > children (and theirs); ``frame_kids``: how many
     children the panel says it has, when that is not how many are listed."""
     return [
-        obj(_ROOT, "", -1, "application", "app", kids=1, ifaces=()),
-        obj("/f", _ROOT, 0, "frame", "Win", kids=1),
+        obj(ROOT, "", -1, "application", "app", kids=1, ifaces=()),
+        obj("/f", ROOT, 0, "frame", "Win", kids=1),
         obj("/p", "/f", 0, "panel", kids=frame_kids if frame_kids is not None else
             sum(c.parent == "/p" for c in children)),
         *children,
@@ -33,7 +33,7 @@ def window(*children, frame_kids=None):
 
 def select(objects, app=None, extents=None, actions=None, values=None, prune=True):
     extents = {} if extents is None else extents
-    sel = _Selection(app or gtk_app(), _Tree({o.path: o for o in objects}), NAMES, prune,
+    sel = Selection(app or gtk_app(), Tree({o.path: o for o in objects}), NAMES, prune,
                      extents, actions or {}, values or {})
     return sel.run(), sel.needs
 
@@ -60,13 +60,13 @@ def test_a_parent_whose_child_count_disagrees_with_the_cache_is_asked_for_its_ch
 
 def test_children_the_app_named_but_the_cache_lacks_are_fetched_then_walked():
     objects = window(obj("/a", "/p", 0, "push button", "A"), frame_kids=2)
-    tree = _Tree({o.path: o for o in objects})
+    tree = Tree({o.path: o for o in objects})
     tree.asked["/p"] = ["/a", "/new"]
-    sel = _Selection(gtk_app(), tree, NAMES, True, boxes(objects), {}, {})
+    sel = Selection(gtk_app(), tree, NAMES, True, boxes(objects), {}, {})
     sel.run()
     assert sel.needs.objects == {"/new"} and not sel.needs.children
     tree.objects["/new"] = obj("/new", "/p", -1, "push button", "New")
-    sel = _Selection(gtk_app(), tree, NAMES, True, {**boxes(objects), "/new": (0, 0, 5, 5)}, {}, {})
+    sel = Selection(gtk_app(), tree, NAMES, True, {**boxes(objects), "/new": (0, 0, 5, 5)}, {}, {})
     assert [n.name for n in sel.run()] == ["Win", "A", "New"] and not sel.needs
 
 
@@ -123,8 +123,8 @@ def test_frame_spans_collect_near_full_size_containers_for_visible_window():
 def test_the_state_bits_read_are_libatspis():
     from deskbox.atspi import tree
 
-    assert {NAMES.states[n] for n in (tree._DEFUNCT, tree._EDITABLE, tree._FOCUSABLE, tree._FOCUSED, tree._SELECTED,
-                                      tree._SHOWING, tree._VISIBLE, tree._MANAGES_DESCENDANTS)} == {
+    assert {NAMES.states[n] for n in (tree.DEFUNCT, tree.EDITABLE, tree.FOCUSABLE, tree._FOCUSED, tree.SELECTED,
+                                      tree.SHOWING, tree.VISIBLE, tree.MANAGES_DESCENDANTS)} == {
         "defunct", "editable", "focusable", "focused", "selected", "showing", "visible", "manages descendants"}
 
 
@@ -132,13 +132,13 @@ def test_writers_document_is_walked_for_its_paragraphs_though_it_manages_its_des
     manages = SHOWN | 1 << STATE["manages descendants"] | 1 << STATE["focusable"]
     para = SHOWN | 1 << STATE["focusable"] | 1 << STATE["editable"]
     objects = [
-        obj(_ROOT, "", -1, "application", "soffice", kids=1, ifaces=()),
-        obj("/f", _ROOT, 0, "frame", "notes.docx - LibreOffice Writer", kids=1),
+        obj(ROOT, "", -1, "application", "soffice", kids=1, ifaces=()),
+        obj("/f", ROOT, 0, "frame", "notes.docx - LibreOffice Writer", kids=1),
         obj("/d", "/f", 0, "document text", "notes", kids=2, states=manages),
         obj("/p1", "/d", 0, "paragraph", kids=0, ifaces=("Component", "Text"), states=para),
         obj("/h1", "/d", 1, "heading", kids=0, ifaces=("Component", "Text"), states=para),
     ]
-    soffice = _App(bus=":1.9", pid=7, name="soffice", gtk4=False, browser=False)
+    soffice = App(bus=":1.9", pid=7, name="soffice", gtk4=False, browser=False)
     values = {"/p1": "First paragraph.", "/h1": "Quarterly notes"}
     nodes, needs = select(objects, app=soffice, extents=boxes(objects), values=values)
     assert [(n.role, n.value) for n in nodes[2:]] == [("paragraph", "First paragraph."),
@@ -162,8 +162,8 @@ def libreoffice_window():
     below it (at y 26) a GTK box holding VCL's root pane, whose own widgets report
     boxes relative to that box; one GTK widget (``toolkit:gtk``) embedded among them."""
     objects = [
-        obj(_ROOT, "", -1, "application", "soffice", kids=1, ifaces=()),
-        obj("/f", _ROOT, 0, "frame", "doc - LibreOffice Writer", kids=1),
+        obj(ROOT, "", -1, "application", "soffice", kids=1, ifaces=()),
+        obj("/f", ROOT, 0, "frame", "doc - LibreOffice Writer", kids=1),
         obj("/p", "/f", 0, "panel", kids=1),
         obj("/body", "/p", 0, "panel", kids=1),
         obj("/rp", "/body", 0, "root pane", "doc - LibreOffice Writer", kids=2),
@@ -177,10 +177,10 @@ def libreoffice_window():
 
 def test_libreoffices_own_widgets_are_moved_below_gtks_menu_bar_and_its_gtk_widgets_are_not():
     objects, extents = libreoffice_window()
-    app = _App(bus=":1.9", pid=7, name="soffice", gtk4=False, browser=False)
+    app = App(bus=":1.9", pid=7, name="soffice", gtk4=False, browser=False)
     nodes, needs = select(objects, app=app, extents=extents, actions={"/bold": ("click",)})
     assert needs.toolkits == {"/rp", "/bold", "/namebox"}
-    sel = _Selection(app, _Tree({o.path: o for o in objects}), NAMES, True, extents, {"/bold": ("click",)}, {},
+    sel = Selection(app, Tree({o.path: o for o in objects}), NAMES, True, extents, {"/bold": ("click",)}, {},
                      {"/rp": "", "/bold": "", "/namebox": "gtk"})
     boxes_by_name = {n.name: n.extents for n in sel.run()}
     assert not sel.needs
@@ -190,7 +190,7 @@ def test_libreoffices_own_widgets_are_moved_below_gtks_menu_bar_and_its_gtk_widg
 
 def test_another_apps_root_pane_at_the_origin_is_left_where_it_says():
     objects, extents = libreoffice_window()
-    app = _App(bus=":1.9", pid=7, name="gedit", gtk4=False, browser=False)
+    app = App(bus=":1.9", pid=7, name="gedit", gtk4=False, browser=False)
     nodes, needs = select(objects, app=app, extents=extents, actions={"/bold": ("click",)})
     assert not needs.toolkits
     assert {n.name: n.extents for n in nodes}["Bold"] == (664, 41, 33, 35)
@@ -206,8 +206,8 @@ def test_a_subtree_of_a_gtk_widget_among_libreoffices_own_keeps_its_boxes_whatev
                 obj("/para", "/line", 0, "paragraph", ifaces=("Component", "Text"),
                     states=SHOWN | 1 << STATE["focusable"])]
     extents.update({"/scroll": (287, 111, 1552, 25), "/line": (294, 114, 1538, 19), "/para": (294, 114, 105, 19)})
-    app = _App(bus=":1.9", pid=7, name="soffice", gtk4=False, browser=False)
-    sel = _Selection(app, _Tree({o.path: o for o in objects}), NAMES, True, extents, {"/bold": ("click",)},
+    app = App(bus=":1.9", pid=7, name="soffice", gtk4=False, browser=False)
+    sel = Selection(app, Tree({o.path: o for o in objects}), NAMES, True, extents, {"/bold": ("click",)},
                      {"/para": "=SUM(B1:B3)"}, {"/rp": "", "/bold": "", "/namebox": "gtk", "/scroll": "gtk"})
     found = {n.role: n.extents for n in sel.run()}
     assert not sel.needs
@@ -264,12 +264,12 @@ def test_a_closed_menus_items_are_not_read_and_an_open_ones_are():
     nodes, needs = select(objects, extents=boxes(objects), actions={"/i": ("click",)})
     assert [n.name for n in nodes if n.name] == ["Win", "File"] and not needs  # visible, not showing: closed
     # LibreOffice: a menu of the menu bar that is not selected is not walked into at all.
-    soffice = _App(bus=":1.9", pid=7, name="soffice", gtk4=False, browser=False)
+    soffice = App(bus=":1.9", pid=7, name="soffice", gtk4=False, browser=False)
     objects[-1] = obj("/i", "/m", 0, "menu item", "Open...", ifaces=("Component", "Action"))
 
     def names(menu_states, parent="/bar"):
         objects[-2] = obj("/m", parent, 0, "menu", "File", kids=1, states=menu_states)
-        sel = _Selection(soffice, _Tree({o.path: o for o in objects}), NAMES, True, boxes(objects),
+        sel = Selection(soffice, Tree({o.path: o for o in objects}), NAMES, True, boxes(objects),
                          {"/i": ("click",)}, {}, {o.path: "" for o in objects})
         return [n.name for n in sel.run()]
     assert "Open..." not in names(SHOWN)
@@ -339,22 +339,22 @@ def test_subtrees_settled_in_an_earlier_pass_give_the_same_nodes_without_being_w
         obj("/right", "/p", 1, "panel", "Right", kids=1),
         obj("/c", "/right", 0, "push button", "C"),
     )
-    tree = _Tree({o.path: o for o in objects})
+    tree = Tree({o.path: o for o in objects})
     first_boxes = {p: box for p, box in boxes(objects).items() if p != "/c"}
     settled: dict = {}
-    first = _Selection(gtk_app(), tree, NAMES, True, first_boxes, {}, {}, settled=settled)
+    first = Selection(gtk_app(), tree, NAMES, True, first_boxes, {}, {}, settled=settled)
     first.run()
     assert first.needs.extents == {"/c"}
     assert any(key[0] == "/left" for key in settled) and not any(key[0] == "/right" for key in settled)
     walked = []
 
-    class Watched(_Selection):
+    class Watched(Selection):
         def _visit_unsettled(self, obj, *args):
             walked.append(obj.path)
             return super()._visit_unsettled(obj, *args)
 
     again = Watched(gtk_app(), tree, NAMES, True, boxes(objects), {}, {}, settled=settled)
-    fresh = _Selection(gtk_app(), _Tree({o.path: o for o in objects}), NAMES, True, boxes(objects), {}, {})
+    fresh = Selection(gtk_app(), Tree({o.path: o for o in objects}), NAMES, True, boxes(objects), {}, {})
     nodes = fresh.run()
     assert again.run() == nodes and not again.needs
     assert again.visited == fresh.visited
