@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..common.options import INTERNAL_SECRET_ENV, VLM_KEY_ENV
 from ..common.paths import IMPORT_ROOT, SHIMS_DIR
+from ..common.settings import given
 from .cursor import THEME_NAME
 from .users import SYSTEM_PATH
 
@@ -188,8 +189,8 @@ class Environments:
         """The scene's: desktopd's, and the vision model's key when it has a model (the
         scene alone calls it; the apps of the session never see the key)."""
         env = self.gated()
-        if self.layout.args.vlm_url and os.environ.get(VLM_KEY_ENV):
-            env[VLM_KEY_ENV] = os.environ[VLM_KEY_ENV]
+        if self.layout.args.vlm_url and (key := given(VLM_KEY_ENV)):
+            env[VLM_KEY_ENV] = key
         return env
 
     def sway(self) -> dict[str, str]:

@@ -72,6 +72,19 @@ class Passed:
         print(f"ok    {what}", flush=True)
 
 
+def run_parts(parts: list, catch: tuple[type[BaseException], ...] = (CheckFailed,)) -> str | None:
+    """Each ``(name, part)`` in order until one raises one of ``catch``: that failure,
+    said on stderr, or None when every part passed."""
+    for name, part in parts:
+        try:
+            part()
+        except catch as exc:
+            failed = f"{name}: {exc}" if isinstance(exc, CheckFailed) else f"{name}: {type(exc).__name__}: {exc}"
+            print(f"FAIL  {failed}", file=sys.stderr, flush=True)
+            return failed
+    return None
+
+
 class Http:
     def __init__(self, token: str | None) -> None:
         self.token = token

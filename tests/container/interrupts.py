@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from drive import CheckFailed, Passed, wait_until  # noqa: E402  (this folder's: the image check's)
+from drive import CheckFailed, Passed, run_parts, wait_until  # noqa: E402  (this folder's: the image check's)
 
 from deskbox.provider.leftovers import pid_namespace  # noqa: E402
 from deskbox.provider.podman import PodmanBackend  # noqa: E402
@@ -199,18 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     backend = PodmanBackend()
     checks = Checks(args.image, backend)
     print(f"interrupts-test: {args.image}" + (f" (podman flags: {' '.join(backend.flags)})" if backend.flags else ""))
-    failed = None
     parts = [("leftovers", checks.leftovers), ("ctrl-c", lambda: checks.stopped_run("ctrl-c")),
              ("ctrl-c twice", lambda: checks.stopped_run("ctrl-c-twice")),
              ("sigterm", lambda: checks.stopped_run("sigterm")), ("sighup", lambda: checks.stopped_run("sighup"))]
     try:
-        for name, part in parts:
-            try:
-                part()
-            except CheckFailed as exc:
-                failed = f"{name}: {exc}"
-                print(f"FAIL  {failed}", file=sys.stderr, flush=True)
-                break
+        failed = run_parts(parts)
     finally:
         checks.cleanup()
     print(f"interrupts-test: {len(checks.passed)} passed, {1 if failed else 0} failed")

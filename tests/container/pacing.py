@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from drive import CheckFailed, Passed  # noqa: E402  (this folder's: the image check's)
+from drive import CheckFailed, Passed, run_parts  # noqa: E402  (this folder's: the image check's)
 
 from bench.container import cgroup_cpu_s  # noqa: E402
 from deskbox.provider import Environment, EnvironmentSpec  # noqa: E402
@@ -151,15 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--image", default="deskbox")
     args = p.parse_args(argv)
     checks = Checks(args.image, PodmanBackend(name_prefix=f"deskbox-pacing-test-{os.getpid()}-"))
-    failed = None
     try:
-        for name, part in (("weights", checks.weights), ("settle", checks.settle), ("paced run", checks.paced_run)):
-            try:
-                part()
-            except Exception as exc:
-                failed = f"{name}: {type(exc).__name__}: {exc}"
-                print(f"FAIL  {failed}", file=sys.stderr, flush=True)
-                break
+        failed = run_parts([("weights", checks.weights), ("settle", checks.settle), ("paced run", checks.paced_run)],
+                           catch=(Exception,))
     finally:
         checks.cleanup()
     print(f"pacing-test: {len(checks.passed)} passed" + (f", failed: {failed}" if failed else ""))

@@ -12,37 +12,38 @@ import time
 
 from deskbox.session.usage import cpu_seconds, settle
 
-BUSY = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end: pass"
+# Busy for argv[1] seconds of its own CPU (on a shared machine, a wall-clock loop gets less).
+BUSY = "import sys, time\nwhile time.process_time() < float(sys.argv[1]): pass"
 
 
 def test_the_cpu_of_children_counts_while_they_run_and_after_they_are_reaped():
     before = cpu_seconds()
-    child = subprocess.Popen([sys.executable, "-c", BUSY, "0.6"])
-    time.sleep(0.4)
-    running = cpu_seconds()
-    child.wait()
+    child = subprocess.Popen([sys.executable, "-c", BUSY, "0.8"])
+    seen_live = 0.0
+    while child.poll() is None:  # (poll() reaps it once it has ended: only live reads here)
+        seen_live = max(seen_live, cpu_seconds() - before)
+        time.sleep(0.05)
     after = cpu_seconds()
-    assert running - before >= 0.2  # the live child's time
-    assert after - before >= 0.5  # reaped: its time is in this process's cutime
+    assert seen_live >= 0.3  # the live child's time, read from its own stat
+    assert after - before >= 0.8  # reaped: its time is in this process's cutime
 
 
-def test_settle_waits_for_a_busy_child_and_answers_once_it_is_quiet():
-    child = subprocess.Popen([sys.executable, "-c", BUSY, "1.5"])
+def _settle_beside_a_busy_child(busy_s: float, timeout_s: float):
+    child = subprocess.Popen([sys.executable, "-c", BUSY, str(busy_s)])
     try:
-        done = asyncio.run(settle(quiet_share=0.3, for_s=0.5, timeout_s=20, root=os.getpid()))
+        return asyncio.run(settle(quiet_share=0.3, for_s=0.5, timeout_s=timeout_s, root=os.getpid()))
     finally:
         child.kill()
         child.wait()
+
+
+def test_settle_waits_for_a_busy_child_and_answers_once_it_is_quiet():
+    done = _settle_beside_a_busy_child(1.5, timeout_s=20)
     assert done.settled and done.waited_s >= 1.2 and done.cpu_s >= 0.8, done
 
 
 def test_settle_gives_up_at_its_timeout_and_says_how_busy_it_was():
-    child = subprocess.Popen([sys.executable, "-c", BUSY, "10"])
-    try:
-        done = asyncio.run(settle(quiet_share=0.3, for_s=0.5, timeout_s=1.0, root=os.getpid()))
-    finally:
-        child.kill()
-        child.wait()
+    done = _settle_beside_a_busy_child(10, timeout_s=1.0)
     assert not done.settled and 1.0 <= done.waited_s < 3 and done.share > 0.5, done
 
 
