@@ -31,8 +31,9 @@ from typing import Iterator
 __all__ = ["Admission", "ADMISSION_DIR", "HEAVY_WEIGHT", "default_slots"]
 
 ADMISSION_DIR = Path("/tmp/deskbox-admission")
-# A session's CPU weight while it holds a slot, against its own: a quarter, so that the
-# observations of the sessions around it come first (it still has every idle cycle).
+# A session's CPU weight while its setup starts its apps, against its own: a quarter, so
+# that the observations of the sessions around it come first (it still has every idle
+# cycle).
 HEAVY_WEIGHT = 0.25
 # How often a caller at the head of the queue tries the machine's slots again.
 POLL_S = 0.05

@@ -106,9 +106,10 @@ class Episode:
     # The URLs of its downloads that ``files`` lacks (fetched from the network, if at all).
     not_cached: list[str] = field(default_factory=list)
     # The heavy part of reset() (the session's reset, the setup, the wait for its apps)
-    # holds a slot of this (deskbox.run.admission), with the session's CPU weight at
-    # ``heavy_weight`` of its own; after the setup it waits until the session is quiet,
-    # at most ``ready_timeout_s`` (0: not at all). ``ready``: what that wait answered.
+    # holds a slot of this (deskbox.run.admission), the setup and the wait with the
+    # session's CPU weight at ``heavy_weight`` of its own; after the setup it waits until
+    # the session is quiet, at most ``ready_timeout_s`` (0: not at all). ``ready``: what
+    # that wait answered.
     admission: Admission | None = None
     heavy_weight: float = 1.0
     ready_timeout_s: float = 0.0
@@ -158,7 +159,7 @@ class Episode:
         self.action_history.clear()
         if self.files is not None:
             self.not_cached = self.files.place(self.task, self.cache_dir)
-        with self._heavy() as queued_s:
+        with self._slot() as queued_s:
             self.timings["queued_s"] = queued_s
             started = time.monotonic()
             try:
@@ -166,11 +167,13 @@ class Episode:
             except ProviderError as exc:
                 raise InfrastructureError(f"reset: {exc}") from exc
             self.timings["reset_s"] = time.monotonic() - started
-            started = time.monotonic()
-            self._setup("setup", self.task.config.get("config", []))
-            self.timings["setup_s"] = time.monotonic() - started
-            started = time.monotonic()
-            self._wait_ready(min(self.ready_timeout_s, SLOT_SETTLE_S))
+            # (the reset at the session's own weight: it is short, and the task waits on it)
+            with self._weighed_down():
+                started = time.monotonic()
+                self._setup("setup", self.task.config.get("config", []))
+                self.timings["setup_s"] = time.monotonic() - started
+                started = time.monotonic()
+                self._wait_ready(min(self.ready_timeout_s, SLOT_SETTLE_S))
         if (self.ready is not None and not self.ready.get("settled") and "error" not in self.ready
                 and self.ready_timeout_s > SLOT_SETTLE_S):
             self._wait_ready(self.ready_timeout_s - SLOT_SETTLE_S)
@@ -179,20 +182,27 @@ class Episode:
         return self.observe()
 
     @contextmanager
-    def _heavy(self) -> Iterator[float]:
-        """A slot of the admission (if any) and the session weighed down, for the block;
-        yields the seconds waited for the slot."""
+    def _slot(self) -> Iterator[float]:
+        """A slot of the admission (if any) for the block; yields the seconds waited."""
         with self.admission.slot() if self.admission is not None else nullcontext(0.0) as queued_s:
             if self.admission is not None:
                 self.slot = {"from": time.time()}
-            weighed = self.heavy_weight != 1.0 and self.env.weigh(self.heavy_weight)
             try:
                 yield queued_s
             finally:
-                if weighed:
-                    self.env.weigh(1.0)
                 if self.slot is not None:
                     self.slot["to"] = time.time()
+
+    @contextmanager
+    def _weighed_down(self) -> Iterator[None]:
+        """The session at ``heavy_weight`` of its CPU weight for the block (where its
+        back end can weigh it)."""
+        weighed = self.heavy_weight != 1.0 and self.env.weigh(self.heavy_weight)
+        try:
+            yield
+        finally:
+            if weighed:
+                self.env.weigh(1.0)
 
     def _wait_ready(self, timeout_s: float) -> None:
         """Until the session is quiet, at most ``timeout_s`` (none when 0). A session
