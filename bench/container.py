@@ -205,6 +205,42 @@ def _pss_by_process(d: Path) -> dict:
     return pss_by_program(int(pid) for pid in procs.read_text().split()) if procs.exists() else {}
 
 
+def container_pids(name: str) -> list[int]:
+    """The host pids of a container's processes, from its cgroup (v1 or v2)."""
+    rel = podman("inspect", "--format", "{{.State.CgroupPath}}", name, check=False).stdout.strip().lstrip("/")
+    for base in (Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup")):
+        procs = base / rel / "cgroup.procs"
+        if rel and procs.exists():
+            return [int(pid) for pid in procs.read_text().split()]
+    return []
+
+
+def cpu_ticks_by_process(pids: Iterable[int]) -> dict[tuple[int, str], int]:
+    """Each process's CPU so far (utime + stime, clock ticks), by (pid, executable)."""
+    out = {}
+    for pid in pids:
+        try:
+            data = Path(f"/proc/{pid}/stat").read_bytes()
+        except OSError:
+            continue
+        comm = data[data.index(b"(") + 1:data.rindex(b")")].decode(errors="replace")
+        fields = data[data.rindex(b") ") + 2:].split()
+        out[(pid, comm)] = int(fields[11]) + int(fields[12])
+    return out
+
+
+def cpu_by_program(before: dict[tuple[int, str], int], after: dict[tuple[int, str], int]) -> dict[str, float]:
+    """CPU seconds by executable between two :func:`cpu_ticks_by_process` readings,
+    largest first (a process that started in between counts from its start)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    by: dict[str, float] = {}
+    for key, ticks in after.items():
+        used = (ticks - before.get(key, 0)) / tick
+        if used > 0:
+            by[key[1]] = by.get(key[1], 0.0) + used
+    return {name: round(v, 2) for name, v in sorted(by.items(), key=lambda kv: -kv[1])}
+
+
 def pss_by_program(pids: Iterable[int]) -> dict[str, float]:
     """Proportional set size by executable, in MB, largest first: shared pages are split
     between their users, so the parts add up to what the processes really hold."""
