@@ -28,13 +28,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["Admission", "ADMISSION_DIR", "HEAVY_WEIGHT", "default_slots"]
+__all__ = ["Admission", "ADMISSION_DIR", "HEAVY_WEIGHT", "SESSIONS_PER_SLOT", "default_slots"]
 
 ADMISSION_DIR = Path("/tmp/deskbox-admission")
 # A session's CPU weight while its setup starts its apps, against its own: a quarter, so
 # that the observations of the sessions around it come first (it still has every idle
 # cycle).
 HEAVY_WEIGHT = 0.25
+# Sessions on other machines (a cluster's pods, attached sessions): one slot per this many
+# of a run's sessions, the density measured on one machine (20 sessions, 2 cores, 2 slots).
+SESSIONS_PER_SLOT = 10
 # How often a caller at the head of the queue tries the machine's slots again.
 POLL_S = 0.05
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..provider import ProviderError
 from ..provider.leftovers import Leftover
 from . import graders, stats
-from .admission import ADMISSION_DIR, HEAVY_WEIGHT, Admission, default_slots
+from .admission import ADMISSION_DIR, HEAVY_WEIGHT, SESSIONS_PER_SLOT, Admission, default_slots
 from .agents import OSWORLD_SETTINGS, AgentError, agent_factory, built_in, parse_agent_arg
 from .cache import Cache
 from .episode import ACTION_SPACES, OBSERVATION_TYPES
@@ -117,8 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--admit", type=int, default=None, metavar="N",
                    help="at most N sessions start, reset or start a task's apps at once on this machine, every run "
                         "on it counted; the others wait their turn, so that a burst does not slow every session's "
-                        "steps (default: one per core with podman and local sessions, no limit for sessions "
-                        "elsewhere; 0: no limit)")
+                        "steps (default: one per core with podman and local sessions; for sessions elsewhere, "
+                        "one per 10 of the run's sessions, in this run alone; 0: no limit)")
     p.add_argument("--ready-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="after a task's setup, wait until its session is quiet (the apps it started have started), "
                         "at most SECONDS, before the agent's first observation: OSWorld's scripts sleep 60 s there "
@@ -222,10 +222,14 @@ def _digest(path: Path) -> str:
 
 
 def _admission_slots(args: argparse.Namespace) -> int:
-    """--admit, or its default for the provider (0: no admission)."""
+    """--admit, or its default: one slot per core of this machine for the sessions it
+    runs, and for sessions elsewhere one per SESSIONS_PER_SLOT of the run's (0: no
+    admission)."""
     if args.admit is not None:
         return max(0, args.admit)
-    return default_slots() if args.provider in ("podman", "local") else 0
+    if args.provider in ("podman", "local"):
+        return default_slots()
+    return max(1, -(-args.sessions // SESSIONS_PER_SLOT))
 
 
 def _layout_model(args: argparse.Namespace) -> str:
@@ -408,7 +412,7 @@ def _run(args: argparse.Namespace, stub: "StubServer | None") -> int:
         return 2
     slots = _admission_slots(args)
     # Sessions this machine runs share its slots with every other run on it; a cluster's
-    # are spread over nodes, and a number given for them bounds this run alone.
+    # are spread over nodes, and their slots bound this run's bursts alone.
     admission = None if not slots else Admission(slots, ADMISSION_DIR if args.provider in ("podman", "local")
                                                   else None)
     options = RunOptions(out=args.out, max_steps=args.max_steps, sleep_after_action=args.sleep_after_action,

@@ -4,6 +4,7 @@ process. Real flocks on real files; threads stand for a run's workers."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -95,3 +96,18 @@ def test_a_slot_held_by_a_process_that_died_is_free(tmp_path):
 
 def test_default_slots_are_one_per_core_and_at_least_one():
     assert default_slots(2) == 2 and default_slots(16) == 16 and default_slots(0) == 1
+
+
+@pytest.mark.parametrize(("argv", "slots"), [
+    (["--provider", "podman"], os.cpu_count() or 1),  # one per core of this machine
+    (["--provider", "local"], os.cpu_count() or 1),
+    (["--provider", "kubernetes", "--sessions", "50"], 5),  # one per 10 sessions elsewhere
+    (["--provider", "kubernetes", "--sessions", "4"], 1),
+    (["--provider", "attach", "--sessions", "21"], 3),
+    (["--provider", "podman", "--admit", "0"], 0),  # no admission
+    (["--provider", "kubernetes", "--admit", "7"], 7),
+])
+def test_deskbox_runs_admission_by_default_and_as_given(argv, slots):
+    from deskbox.run.cli import _admission_slots, build_parser
+
+    assert _admission_slots(build_parser().parse_args(["tasks.json", "--agent", "noop", *argv])) == slots
