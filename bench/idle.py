@@ -71,7 +71,7 @@ def measure(root: Path, seconds: float, settle_s: float) -> dict:
     work = Path(tempfile.mkdtemp(prefix="deskbox-bench-idle-"))
     state = work / "state.json"
     ports = {flag: str(free_port()) for flag in ("--desktopd-port", "--bridge-port", "--scene-port", "--cdp-port")}
-    argv = [sys.executable, "-c", "from deskbox.session.cli import main; main()", "up", "--output", "1920x1080",
+    argv = [sys.executable, "-c", "from deskbox.cli import main; main()", "up", "--output", "1920x1080",
             "--url", PAGE, "--state-file", str(state), *(x for kv in ports.items() for x in kv)]
     env = {**os.environ, "PYTHONPATH": str(root)}
     env.pop("DESKBOX_TOKEN", None)

@@ -160,7 +160,7 @@ def run_once(args: argparse.Namespace, image: str, out: Path) -> dict:
     """``deskbox run --agent noop`` with sessions of ``image`` into ``out``, the
     machine's CPU sampled meanwhile: its summary."""
     index = args.examples / args.tasks
-    command = [sys.executable, "-m", "deskbox.session.cli", "run", str(index), "--agent", "noop",
+    command = [sys.executable, "-m", "deskbox.cli", "run", str(index), "--agent", "noop",
                "--provider", "podman", "--image", image, "--sessions", str(args.sessions), "--out", str(out),
                "--no-trace"]
     if args.domains:

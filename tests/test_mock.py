@@ -127,7 +127,7 @@ async def test_bad_scenarios_and_what_mock_mode_cannot_do_are_clear(tmp_path):
 
 def test_deskbox_up_mock_serves_a_scenario_and_its_observer_api():
     scene, observer = free_port(), free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "deskbox.session.cli", "up", "--mock", "login", "--scene-port",
+    proc = subprocess.Popen([sys.executable, "-m", "deskbox.cli", "up", "--mock", "login", "--scene-port",
                              str(scene), "--observer", "--observer-port", str(observer)], cwd=str(ROOT),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

@@ -118,7 +118,7 @@ def test_osworlds_agent_runs_unchanged_against_the_model_stub_and_its_actions_la
     form.reset()
     index = task_set(tmp_path / "tasks", form)
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "run", str(index), *AGENTS[agent],
+    proc = subprocess.run([sys.executable, "-m", "deskbox.cli", "run", str(index), *AGENTS[agent],
                            "--model-stub", str(tmp_path / "tasks" / "script.json"), "--observation-type", "screenshot",
                            "--max-steps", "8", "--sessions", "1", "--spare", "0", "--provider", "local",
                            "--task-timeout", "300", "--out", str(out)],

@@ -33,7 +33,7 @@ ALL = {t.key for t in load_tasks([str(INDEX)])}
 
 
 def deskbox_run(*args: str, out: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "deskbox.session.cli", "run", str(INDEX), *args,
+    return subprocess.Popen([sys.executable, "-m", "deskbox.cli", "run", str(INDEX), *args,
                              "--provider", "local", "--out", str(out)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -136,7 +136,7 @@ def test_noop_scores_zero_and_the_scripted_agent_solves_every_task_across_three_
     assert len(shots) == 4 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in shots)
 
     # The report shows every task's screenshots in a real browser.
-    page_path = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "run", "report", str(script_out),
+    page_path = subprocess.run([sys.executable, "-m", "deskbox.cli", "run", "report", str(script_out),
                                 str(noop_out)], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=["--no-sandbox"])
@@ -173,7 +173,7 @@ def task_set(folder: Path, *configs: dict, copied: tuple[str, ...] = ()) -> Path
 
 def run_one_session(index: Path, out: Path, *args: str) -> tuple[dict, str]:
     """``deskbox run INDEX --agent noop`` on one local session: its summary, and stderr."""
-    proc = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "run", str(index), "--agent", "noop",
+    proc = subprocess.run([sys.executable, "-m", "deskbox.cli", "run", str(index), "--agent", "noop",
                            "--sessions", "1", "--spare", "0", "--provider", "local", "--out", str(out), *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, f"deskbox run exited {proc.returncode}:\n{proc.stderr[-4000:]}"
@@ -227,7 +227,7 @@ def test_a_run_from_a_fetched_cache_needs_no_network_and_names_what_the_cache_la
                              "expected": {"type": "cloud_file", "path": gone, "dest": "gold.txt"}}}
     index = task_set(tmp_path / "tasks", from_cache, lacking)
     cache = tmp_path / "cache"
-    fetched = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "tasks", "fetch", str(index), "--cache",
+    fetched = subprocess.run([sys.executable, "-m", "deskbox.cli", "tasks", "fetch", str(index), "--cache",
                               str(cache)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert fetched.returncode == 1 and f"failed: {gone}" in fetched.stderr, fetched.stderr
     assert json.loads(fetched.stdout) == {"tasks": 2, "files": 2, "failed": 1, "tasks_missing_files": 1}
@@ -298,7 +298,7 @@ def test_attached_sessions_are_reset_between_tasks_and_left_running(tmp_path):
                       extra_args=["--osworld", "--osworld-port", str(port), "--user", "deskbox-attach"]).start()
     try:
         out = tmp_path / "attached"
-        proc = subprocess.Popen([sys.executable, "-m", "deskbox.session.cli", "run", str(TASKS / "os"), "--agent",
+        proc = subprocess.Popen([sys.executable, "-m", "deskbox.cli", "run", str(TASKS / "os"), "--agent",
                                  f"script:{SOLUTIONS}", "--provider", "attach", "--attach",
                                  f"{session.state['osworld']},{session.scene}", "--tasks", "write-a-note",
                                  "both-files", "--no-trace", "--out", str(out)],
@@ -315,7 +315,7 @@ def test_attached_sessions_are_reset_between_tasks_and_left_running(tmp_path):
         script.write_text(json.dumps({"open-a-page-that-does-not-exist": [
             {"action_type": "MOVE_TO", "parameters": {"x": 50, "y": 60}}, {"action_type": "FAIL"}]}))
         out13 = tmp_path / "computer13"
-        finish(subprocess.Popen([sys.executable, "-m", "deskbox.session.cli", "run", str(TASKS / "chrome"), "--agent",
+        finish(subprocess.Popen([sys.executable, "-m", "deskbox.cli", "run", str(TASKS / "chrome"), "--agent",
                                  f"script:{script}", "--provider", "attach", "--action-space", "computer_13",
                                  "--attach", f"{session.state['osworld']},{session.scene}", "--out", str(out13)],
                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -325,7 +325,7 @@ def test_attached_sessions_are_reset_between_tasks_and_left_running(tmp_path):
         # An agent's class, built with OSWorld's settings and an --agent-arg, in the shapes
         # of OSWorld's other agents (tests/shaped_agent.py).
         shaped = tmp_path / "shaped"
-        finish(subprocess.Popen([sys.executable, "-m", "deskbox.session.cli", "run", str(TASKS / "os"), "--agent",
+        finish(subprocess.Popen([sys.executable, "-m", "deskbox.cli", "run", str(TASKS / "os"), "--agent",
                                  "tests.shaped_agent:ShapedAgent", "--agent-arg", "text=deskbox ran me",
                                  "--max-trajectory-length", "2", "--model", "m-1", "--tasks", "write-a-note",
                                  "--record",
@@ -347,7 +347,7 @@ def test_attached_sessions_are_reset_between_tasks_and_left_running(tmp_path):
         # An agent that hangs: its task ends at --task-timeout as the agent's error, and the
         # next task runs on the same session with a new agent.
         bounded = tmp_path / "bounded"
-        finish(subprocess.Popen([sys.executable, "-m", "deskbox.session.cli", "run", str(TASKS / "os"), "--agent",
+        finish(subprocess.Popen([sys.executable, "-m", "deskbox.cli", "run", str(TASKS / "os"), "--agent",
                                  "tests.shaped_agent:HangingAgent", "--agent-arg", f"solutions={SOLUTIONS}",
                                  "--agent-arg", 'hang=["os/write-a-note"]', "--task-timeout", "15",
                                  "--tasks", "write-a-note", "both-files", "--provider", "attach", "--attach",
@@ -361,7 +361,7 @@ def test_attached_sessions_are_reset_between_tasks_and_left_running(tmp_path):
         # An agent error that passes (a rate limit): run again on the same session after
         # the backoff, and graded.
         retried = tmp_path / "retried"
-        finish(subprocess.Popen([sys.executable, "-m", "deskbox.session.cli", "run", str(TASKS / "os"), "--agent",
+        finish(subprocess.Popen([sys.executable, "-m", "deskbox.cli", "run", str(TASKS / "os"), "--agent",
                                  "tests.shaped_agent:FlakyAgent", "--agent-arg", f"solutions={SOLUTIONS}",
                                  "--retry-errors", "agent_error", "--retry-backoff", "0.5", "--tasks", "write-a-note",
                                  "--provider", "attach", "--attach", f"{session.state['osworld']},{session.scene}",

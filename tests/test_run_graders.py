@@ -66,14 +66,14 @@ def test_a_checkouts_graders_grade_what_the_package_cannot_and_the_run_records_t
     assert run["graders"]["sha256"] != json.loads((plain / "run.json").read_text())["graders"]["sha256"]
 
     # The graders decide the scores: going on in that folder with others is refused.
-    proc = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "run", str(index), "--agent", "noop",
+    proc = subprocess.run([sys.executable, "-m", "deskbox.cli", "run", str(index), "--agent", "noop",
                            "--provider", "local", "--out", str(newer)], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2 and "graders:" in proc.stderr, proc.stderr
 
 
 def test_a_folder_that_is_not_a_checkout_is_refused_before_anything_starts(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "run", str(ROOT / "tests" / "run_tasks"),
+    proc = subprocess.run([sys.executable, "-m", "deskbox.cli", "run", str(ROOT / "tests" / "run_tasks"),
                            "--agent", "noop", "--provider", "local", "--graders", str(tmp_path),
                            "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr

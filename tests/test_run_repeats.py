@@ -18,7 +18,7 @@ pytestmark = pytest.mark.desktop
 
 
 def run(index: Path, out: Path, agent: str, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "run", str(index), "--agent", agent,
+    proc = subprocess.run([sys.executable, "-m", "deskbox.cli", "run", str(index), "--agent", agent,
                            "--sessions", "1", "--spare", "0", "--provider", "local", "--out", str(out), *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"deskbox run exited {proc.returncode}:\n{proc.stderr[-4000:]}"
@@ -61,7 +61,7 @@ def test_repeats_give_pass_at_k_and_a_resume_adds_only_the_missing_ones(tmp_path
     # Against a do-nothing run of the same tasks: better on one, the same on the other.
     nothing = tmp_path / "noop"
     run(index, nothing, "noop")
-    report = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "run", "report", str(out), str(nothing)],
+    report = subprocess.run([sys.executable, "-m", "deskbox.cli", "run", "report", str(out), str(nothing)],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr
     assert report.stdout.strip() == str(out / "report.html")

@@ -51,7 +51,7 @@ def run(tmp_path_factory) -> tuple[Path, Path, dict[str, dict]]:
     script = root / "script.json"
     script.write_text(json.dumps({NOTE: NOTE_ACTIONS, INFEASIBLE: ["FAIL"]}))
     out = root / "out"
-    finish(subprocess.Popen([sys.executable, "-m", "deskbox.session.cli", "run", str(index), "--agent",
+    finish(subprocess.Popen([sys.executable, "-m", "deskbox.cli", "run", str(index), "--agent",
                              f"script:{script}", "--sessions", "1", "--spare", "0", "--provider", "local",
                              "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     records = {r["task"]: r for r in results(out)}
@@ -226,7 +226,7 @@ def test_given_another_run_the_command_lists_the_tasks_that_did_better_and_says_
     other.mkdir()
     earlier = dict(records[NOTE], score=0.0)
     (other / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [earlier, records[INFEASIBLE]]))
-    path = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "run", "report", str(out), str(other)],
+    path = subprocess.run([sys.executable, "-m", "deskbox.cli", "run", "report", str(out), str(other)],
                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip().splitlines()[0]
     page = browser.new_page()
     page.goto(Path(path).as_uri())

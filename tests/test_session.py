@@ -44,7 +44,7 @@ def session_pids(runtime_dir: str) -> list[int]:
 
 
 def test_up_help_explains_every_flag():
-    out = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "up", "--help"], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "deskbox.cli", "up", "--help"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
     for flag in ["--output", "--url", "--no-browser", "--host", "--desktopd-port", "--cdp-port", "--user",
                  "--runtime-dir", "--sway-config", "--state-file", "--chromium", "--log-level"]:
@@ -53,7 +53,7 @@ def test_up_help_explains_every_flag():
 
 
 def test_bad_output_spec_is_refused_before_anything_starts():
-    result = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "up", "--output", "1920x1080@3"],
+    result = subprocess.run([sys.executable, "-m", "deskbox.cli", "up", "--output", "1920x1080@3"],
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 2 and "scale must be 1 or 2" in result.stderr
 

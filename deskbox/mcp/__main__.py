@@ -2,6 +2,6 @@
 
 import sys
 
-from ..session.cli import main
+from .cli import main
 
-main(["mcp", *sys.argv[1:]])
+sys.exit(main())

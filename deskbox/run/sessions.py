@@ -76,7 +76,7 @@ class LocalEnvironment(Environment):
             args += ["--output", output]
         env = {"DESKBOX_TOKEN": spec.token} if spec.token else {}
         # Under the tether: the session ends with this process, even when it is killed.
-        command = [sys.executable, "-I", tether.PATH, str(os.getpid()), sys.executable, "-m", "deskbox.session.cli"]
+        command = [sys.executable, "-I", tether.PATH, str(os.getpid()), sys.executable, "-m", "deskbox.cli"]
         self.process = SpawnedSession(args, env=env, prefix=f"deskbox-run-{name}-", command=command)
 
     def start(self, timeout: float = 120) -> "LocalEnvironment":

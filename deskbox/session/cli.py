@@ -1,5 +1,6 @@
-"""The `deskbox` command: its arguments and what it prints. `deskbox up` starts one
-desktop session and supervises it (``lifecycle.Session``)."""
+"""``deskbox up``: its arguments and what it prints. It starts one desktop session and
+supervises it (``lifecycle.Session``). The rest of the ``deskbox`` command is
+deskbox.cli's."""
 
 from __future__ import annotations
 
@@ -13,20 +14,17 @@ from ..common.errors import InvalidRequest
 from ..common.logging import configure_logging
 from ..common.options import (
     BUDGET_FLAGS,
-    CLIENT_ENV,
-    DEFAULT_URLS,
     OCR_MODES,
     VLM_KEY_ENV,
-    client_env,
     ocr_mode_from_env,
 )
 from ..common.paths import SWAY_CONFIG
-from ..common.settings import env, env_flag, env_int, given
+from ..common.settings import env, env_flag, env_int
 from .layout import beyond_loopback
 from .lifecycle import OSWORLD_CDP_PORT, OSWORLD_USER, SESSION_USER, Session, SessionError
 from .outputs import OutputSpec, parse_output
 
-__all__ = ["main"]
+__all__ = ["main", "add_up_parser", "build_parser", "run_up", "announce"]
 
 DEFAULT_SWAY_CONFIG = SWAY_CONFIG
 
@@ -38,9 +36,8 @@ def _output_arg(text: str) -> OutputSpec:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="deskbox", description="A desktop for AI agents, driven over HTTP.")
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_up_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> argparse.ArgumentParser:
+    """``deskbox up``'s arguments, as a subcommand of ``sub``."""
     up = sub.add_parser(
         "up",
         help="start a session (headless Sway, Chromium, desktopd, scene) and supervise it",
@@ -173,38 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
                          "without it nothing is sent anywhere")
     up.add_argument("--vlm-model", default=None, metavar="NAME", help="the model --vlm-url is to run")
     up.add_argument("--log-level", default=env("DESKBOX_LOG_LEVEL"))
-    mcp = sub.add_parser(
-        "mcp",
-        help="serve a running session's tools to an MCP host (Claude Desktop, Claude Code ...) over stdio",
-        description=(
-            "Serve the tools of a running session (observe, screenshot, find, describe, act, pointer, keyboard, "
-            "wait_for, assert_state, windows, tabs, navigate, computer) over MCP on stdin/stdout. The session is the one "
-            "--state-file names, or the services at --scene, --desktopd and --bridge (deskbox up's ports by "
-            "default); a URL given overrides the state file's."
-        ),
-    )
-    mcp.add_argument("--state-file", default=client_env("state_file"),
-                     help=f"the file deskbox up --state-file wrote ({CLIENT_ENV['state_file']})")
-    for service, name in (("scene", "the scene aggregator"), ("desktopd", "desktopd"), ("bridge", "the CDP bridge")):
-        mcp.add_argument(f"--{service}", default=client_env(service), metavar="URL",
-                         help=f"{name}'s base URL ({CLIENT_ENV[service]}; default {DEFAULT_URLS[service]})")
-    mcp.add_argument("--token", default=client_env("token"),
-                     help=f"the session's bearer token; better given as {CLIENT_ENV['token']}, which other users "
-                          "cannot read off the command line")
-    mcp.add_argument("--log-level", default=given("DESKBOX_LOG_LEVEL") or "warning",
-                     help="logs go to stderr (stdout is the MCP channel)")
-    trace = sub.add_parser("trace", help="traces a session recorded (deskbox up --trace, /api/v1/trace/start)")
-    trace_sub = trace.add_subparsers(dest="trace_command", required=True)
-    show = trace_sub.add_parser("view", help="show a trace folder in the browser: its steps, screenshots, elements",
-                                add_help=False)
-    show.add_argument("rest", nargs=argparse.REMAINDER, help="DIR [--port N] [--host H] [--no-serve]")
-    run = sub.add_parser("run", help="run OSWorld-format tasks with an agent across a pool of sessions, graded by "
-                                     "OSWorld's metrics; `deskbox run report DIR` makes its HTML page",
-                         add_help=False)
-    run.add_argument("rest", nargs=argparse.REMAINDER, help="TASKS --agent SPEC [options]; see deskbox run --help")
-    tasks = sub.add_parser("tasks", help="`deskbox tasks fetch TASKS --cache DIR`: mirror the files OSWorld-format "
-                                         "tasks download, for deskbox run --cache", add_help=False)
-    tasks.add_argument("rest", nargs=argparse.REMAINDER, help="fetch TASKS --cache DIR; see deskbox tasks --help")
+    return up
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``deskbox up`` alone (``python -m deskbox.session.cli up ...``); the whole command:
+    deskbox.cli."""
+    parser = argparse.ArgumentParser(prog="deskbox", description="A desktop for AI agents, driven over HTTP.")
+    add_up_parser(parser.add_subparsers(dest="command", required=True))
     return parser
 
 
@@ -222,25 +195,15 @@ def _token_beyond_loopback(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:2] == ["trace", "view"]:
-        from ..trace.view import main as view_main
-
-        view_main(argv[2:])  # (its own options and help)
-        return
-    if argv[:1] == ["run"]:
-        from ..run.cli import main as run_main
-
-        sys.exit(run_main(argv[1:]))  # (its own options and help)
-    if argv[:1] == ["tasks"]:
-        from ..run.cli import tasks_main
-
-        sys.exit(tasks_main(argv[1:]))
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     configure_logging("deskbox", args.log_level)
-    if args.command == "up":
-        _token_beyond_loopback(args)
-    if args.command == "up" and args.mock:
+    sys.exit(run_up(args))
+
+
+def run_up(args: argparse.Namespace) -> int:
+    """``deskbox up`` with its parsed arguments; the exit status."""
+    _token_beyond_loopback(args)
+    if args.mock:
         # No desktop at all: the scenario answers the scene's API (and, with --observer,
         # OS Screen Observer's) on the same ports a session would use.
         from ..mock.__main__ import serve
@@ -251,43 +214,22 @@ def main(argv: list[str] | None = None) -> None:
                               env("DESKBOX_TOKEN")))
         except InvalidRequest as exc:
             print(f"deskbox: {exc.message}", file=sys.stderr)
-            sys.exit(2)
-        sys.exit(0)
-    if args.command == "up":
-        if args.context and not args.contexts_dir:
-            print("deskbox: --context needs --contexts-dir", file=sys.stderr)
-            sys.exit(2)
-        from ..scene.vlm import config_problem
-
-        problem = config_problem(args.vlm_url, args.vlm_model)
-        if problem is not None:
-            print(f"deskbox: {problem}", file=sys.stderr)
-            sys.exit(2)
-        try:
-            code = asyncio.run(Session(args).run(announce))
-        except SessionError as exc:
-            print(f"deskbox: {exc}", file=sys.stderr)
-            code = 1
-        sys.exit(code)
-    if args.command == "mcp":
-        sys.exit(serve_mcp(args))
-
-
-def serve_mcp(args: argparse.Namespace) -> int:
-    from ..client import AsyncClient
-    from ..mcp.server import serve_stdio
-
-    try:
-        client = (AsyncClient.from_state_file(args.state_file, args.token, interface="mcp") if args.state_file
-                  else AsyncClient(token=args.token, interface="mcp"))
-    except (OSError, ValueError, KeyError) as exc:
-        print(f"deskbox mcp: cannot read the state file {args.state_file}: {exc!r}", file=sys.stderr)
+            return 2
+        return 0
+    if args.context and not args.contexts_dir:
+        print("deskbox: --context needs --contexts-dir", file=sys.stderr)
         return 2
-    for service in ("scene", "desktopd", "bridge"):
-        if getattr(args, service):
-            client.urls[service] = getattr(args, service).rstrip("/")
-    asyncio.run(serve_stdio(client))
-    return 0
+    from ..scene.vlm import config_problem
+
+    problem = config_problem(args.vlm_url, args.vlm_model)
+    if problem is not None:
+        print(f"deskbox: {problem}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(Session(args).run(announce))
+    except SessionError as exc:
+        print(f"deskbox: {exc}", file=sys.stderr)
+        return 1
 
 
 def announce(state: dict) -> None:

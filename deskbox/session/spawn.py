@@ -32,7 +32,7 @@ class SpawnedSession:
     def __init__(self, args: list[str], *, env: dict[str, str] | None = None, prefix: str = "deskbox-session-",
                  command: list[str] | None = None, cwd: Path | None = None) -> None:
         self.args = list(args)
-        self.command = command or [sys.executable, "-m", "deskbox.session.cli"]
+        self.command = command or [sys.executable, "-m", "deskbox.cli"]
         self.cwd = cwd or IMPORT_ROOT
         self.tmp = Path(tempfile.mkdtemp(prefix=prefix))
         # Its traces are its own, and go with it (the session's user reaches them: x only).

@@ -114,7 +114,7 @@ class Checks(Passed):
         planted = None
         if how == "ctrl-c":
             planted = self.plant(f"deskbox-leftover-test-{os.getpid()}-before-run", ended_pid(), pid_namespace())
-        proc = subprocess.Popen([sys.executable, "-m", "deskbox.session.cli", "run", str(INDEX), "--agent", "noop",
+        proc = subprocess.Popen([sys.executable, "-m", "deskbox.cli", "run", str(INDEX), "--agent", "noop",
                                  "--provider", "podman", "--image", self.image, "--sessions", "2",
                                  "--out", str(out)],
                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr, text=True,

@@ -121,7 +121,7 @@ class Checks(Passed):
         self.started.clear()
         out = Path(tempfile.mkdtemp(prefix="deskbox-pacing-test-"))
         try:
-            proc = subprocess.run([sys.executable, "-m", "deskbox.session.cli", "run", str(INDEX), "--agent", "noop",
+            proc = subprocess.run([sys.executable, "-m", "deskbox.cli", "run", str(INDEX), "--agent", "noop",
                                    "--provider", "podman", "--image", self.image, "--sessions", "2", "--admit", "1",
                                    "--no-trace", "--out", str(out)],
                                   cwd=ROOT, capture_output=True, text=True, timeout=900)
