@@ -81,16 +81,19 @@ clean:
 
 # Builds the container image and drives a session in it through its published ports
 # (installs podman and makes the base image where needed); see tests/container/drive.py.
-# Then OSWorld's provider interface over podman and podman kube play, with OSWorld's own
-# DesktopEnv, and a run inside the cluster: deploy/run/'s Job from the runner image
-# claiming two session pods by their addresses (tests/container/provider.py). Last, a
-# run stopped by Ctrl+C, twice, or SIGTERM leaves no container, and one removes what a
-# runner that died left (tests/container/interrupts.py).
+# Then OSWorld's provider interface over podman, with OSWorld's own DesktopEnv
+# (tests/container/provider.py); the Kubernetes back end under podman kube play and a
+# run inside that cluster: deploy/run/'s Job from the runner image claiming two session
+# pods by their addresses (tests/container/cluster.py); a run stopped by Ctrl+C, twice,
+# or SIGTERM leaves no container, and one removes what a runner that died left
+# (tests/container/interrupts.py); last, a run paces its sessions: CPU weights, the wait
+# for the apps, one admission slot (tests/container/pacing.py).
 .PHONY: container-test
 container-test: deps
 	scripts/container-build deskbox
 	scripts/container-build deskbox-runner --target runner
 	python3 tests/container/drive.py --image deskbox
-	.venv/bin/python tests/container/provider.py --image deskbox --runner-image deskbox-runner
+	.venv/bin/python tests/container/provider.py --image deskbox
+	.venv/bin/python tests/container/cluster.py --image deskbox --runner-image deskbox-runner
 	.venv/bin/python tests/container/interrupts.py --image deskbox
 	.venv/bin/python tests/container/pacing.py --image deskbox
