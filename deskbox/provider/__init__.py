@@ -381,9 +381,9 @@ class Environment:
 
     def weigh(self, weight: float) -> bool:
         """The session's CPU weight against the other sessions on its machine, relative to
-        a session's own (1.0). A session in a heavy moment (a reset, its apps starting) is
-        weighed down so that its neighbours' observations come first; it still has all the
-        CPU nobody else asks for. False where the back end cannot (this default)."""
+        a session's own (1.0). A session whose task's setup is starting its apps is weighed
+        down so that its neighbours' observations come first; it still has all the CPU
+        nobody else asks for. False where the back end cannot (this default)."""
         return False
 
     def snapshot(self, name: str, *, timeout: float = 180) -> dict:

@@ -76,8 +76,8 @@ from . import (
 from .launches import Launches
 from .leftovers import OWNER_PID, OWNER_PIDNS, Leftover, leftovers, pid_namespace, process_started
 
-__all__ = ["PodmanBackend", "PodmanEnvironment", "cpu_weight_file", "hardening", "machine_flags", "port_lock", "allocate_ports",
-           "published_ports"]
+__all__ = ["PodmanBackend", "PodmanEnvironment", "cpu_weight_file", "hardening", "machine_flags", "port_lock",
+           "allocate_ports", "published_ports"]
 
 LOCK_PATH = env("DESKBOX_PORT_LOCK")
 PORT_BASE = env_int("DESKBOX_PORT_BASE")

@@ -24,8 +24,9 @@ from .processes import descendants, process_table
 __all__ = ["cpu_seconds", "settle", "Settled"]
 
 _TICK = os.sysconf("SC_CLK_TCK")
-# How often settle() reads the process table: a read of a session's ~60 processes costs
-# about 3 ms of CPU, so four a second is 1 % of a core while a harness waits.
+# How often settle() reads the process table: about 20 us of CPU a process (a container
+# holds some 60; a machine's own user, hundreds), four times a second while a harness
+# waits, and never otherwise.
 SAMPLE_S = 0.25
 
 
