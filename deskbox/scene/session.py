@@ -66,7 +66,7 @@ async def get_session(request: web.Request) -> web.Response:
 
 
 async def reset(request: web.Request) -> web.Response:
-    req = await read_body(request, ResetRequest) if request.can_read_body else ResetRequest()
+    req = await read_body(request, ResetRequest) if request.body_exists else ResetRequest()
     started = time.perf_counter()
     engine = _engine(request)
     async with engine.new_epoch():

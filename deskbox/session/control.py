@@ -62,7 +62,7 @@ async def session(request: web.Request) -> web.Response:
 
 
 async def reset(request: web.Request) -> web.Response:
-    req = await read_body(request, ResetRequest) if request.can_read_body else ResetRequest()
+    req = await read_body(request, ResetRequest) if request.body_exists else ResetRequest()
     return json_ok(await request.app[STATE].reset(req.snapshot))
 
 
@@ -113,7 +113,7 @@ async def set_wallpaper(request: web.Request) -> web.Response:
 
 
 async def settle(request: web.Request) -> web.Response:
-    req = await read_body(request, SettleRequest) if request.can_read_body else SettleRequest()
+    req = await read_body(request, SettleRequest) if request.body_exists else SettleRequest()
     return json_ok((await settle_processes(req.quiet_share, req.for_s, req.timeout_s)).to_json())
 
 
