@@ -43,9 +43,9 @@ POLL_S = 0.05
 
 
 def default_slots(cores: int | None = None) -> int:
-    """Heavy moments at once on a machine of ``cores`` CPUs: one per core (measured on
-    2 cores, see docs/run.md: one slot left tasks queueing behind each other's app
-    starts; one per core kept every step's p95 within bounds at 20 sessions)."""
+    """Heavy moments at once on a machine of ``cores`` CPUs: one per core. What the
+    fleet bench measured (docs/run.md): with 2 slots on 2 cores, 20 sessions held
+    OSWorld's pace and 24 did not; other counts were not compared."""
     return max(1, cores if cores is not None else (os.cpu_count() or 1))
 
 
