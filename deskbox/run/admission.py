@@ -8,13 +8,15 @@ sessions unpaced had the environment's share of a step at a p95 of 3.9 s, paced 
 Queued instead, each burst runs at the speed of the machine, and the observations
 between them stay quick.
 
-    admission = Admission(slots=2)          # machine-wide (a lock folder under /tmp)
+    admission = Admission(slots=2)          # machine-wide (the user's lock folder under /tmp)
     with admission.slot() as queued_s:      # waits its turn, FIFO within the process
         env.reset(); setup(); env.settle()
 
-Slots are files under ``folder`` held with ``flock``: every run on the machine (and any
-other harness that uses this class) shares them, and a run that dies lets go of its
-slots with its descriptors. Within one process, callers are served in the order they
+Slots are files under ``folder`` held with ``flock``: every run of the same user on the
+machine (and any other harness that uses this class) shares them, and a run that dies
+lets go of its slots with its descriptors. The folder is the user's own (mode 0700, its
+owner checked): another user cannot take a run's slots from it, and a folder planted by
+someone else is not used (the slots are then kept in the process, and that is said). Within one process, callers are served in the order they
 came. ``folder=None`` keeps the slots in the process (sessions on other machines: a
 cluster's pods, attached sessions)."""
 
@@ -23,6 +25,8 @@ from __future__ import annotations
 import collections
 import fcntl
 import os
+import stat
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -31,7 +35,7 @@ from typing import Iterator
 
 __all__ = ["Admission", "ADMISSION_DIR", "HEAVY_WEIGHT", "SESSIONS_PER_SLOT", "default_slots"]
 
-ADMISSION_DIR = Path("/tmp/deskbox-admission")
+ADMISSION_DIR = Path(f"/tmp/deskbox-admission-{os.getuid()}")
 # A session's CPU weight while its setup starts its apps, against its own: a quarter, so
 # that the observations of the sessions around it come first (it still has every idle
 # cycle).
@@ -50,6 +54,19 @@ def default_slots(cores: int | None = None) -> int:
     return max(1, cores if cores is not None else (os.cpu_count() or 1))
 
 
+def _own_folder(folder: Path) -> bool:
+    """``folder`` made if missing, and a real directory this user owns that nobody else
+    may write to."""
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    st = folder.lstat()
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
 class Admission:
     def __init__(self, slots: int, folder: Path | None = ADMISSION_DIR) -> None:
         if slots < 1:
@@ -59,12 +76,10 @@ class Admission:
         self._lock = threading.Condition()
         self._line: collections.deque[object] = collections.deque()
         self._local_free = slots
-        if folder is not None:
-            try:
-                folder.mkdir()
-                folder.chmod(0o1777)  # (every user's runs share the machine's slots)
-            except FileExistsError:
-                pass
+        if folder is not None and not _own_folder(folder):
+            print(f"deskbox: {folder} is not a folder of this user's alone; admission slots are kept in this "
+                  "process", file=sys.stderr)
+            self.folder = None
 
     @contextmanager
     def slot(self) -> Iterator[float]:
@@ -104,8 +119,7 @@ class Admission:
         while True:
             for i in range(self.slots):
                 path = self.folder / f"slot{i}.lock"
-                # Read-only: a lock file another user's run created is still ours to flock.
-                fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+                fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:

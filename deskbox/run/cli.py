@@ -381,13 +381,14 @@ def _run(args: argparse.Namespace, stub: "StubServer | None") -> int:
     except (TaskError, AgentError) as exc:
         print(f"deskbox run: {exc}", file=sys.stderr)
         return 2
+    slots = _admission_slots(args)
     identity = describe(agent=args.agent, agent_settings=settings, agent_args=agent_args, tasks=tasks,
                         provider=args.provider, image=args.image, graders=graders.source(),
                         options={"max_steps": args.max_steps, "observation_type": args.observation_type,
                                  "action_space": args.action_space, "sleep_after_action": args.sleep_after_action,
                                  "screen": list(args.screen), "task_timeout_s": args.task_timeout,
                                  "step_timeout_s": args.step_timeout, "repeats": args.repeats,
-                                 "ready_timeout_s": args.ready_timeout, "admit": _admission_slots(args),
+                                 "ready_timeout_s": args.ready_timeout, "admit": slots,
                                  "model_stub": _digest(args.model_stub) if stub is not None else None})
     # Repeat 0 of every task first, then repeat 1 ...: a run stopped early has whole repeats.
     tasks = [replace(t, repeat=r) for r in range(args.repeats) for t in tasks]
@@ -410,7 +411,6 @@ def _run(args: argparse.Namespace, stub: "StubServer | None") -> int:
     except ProviderError as exc:
         print(f"deskbox run: {exc}", file=sys.stderr)
         return 2
-    slots = _admission_slots(args)
     # Sessions this machine runs share its slots with every other run on it; a cluster's
     # are spread over nodes, and their slots bound this run's bursts alone.
     admission = None if not slots else Admission(slots, ADMISSION_DIR if args.provider in ("podman", "local")

@@ -29,24 +29,28 @@ def test_the_cpu_of_children_counts_while_they_run_and_after_they_are_reaped():
 
 
 def _settle_beside_a_busy_child(busy_s: float, timeout_s: float):
+    """settle() while a child burns ``busy_s`` CPU seconds; and whether the child was still
+    running when it answered."""
     child = subprocess.Popen([sys.executable, "-c", BUSY, str(busy_s)])
     try:
-        return asyncio.run(settle(quiet_share=0.3, for_s=0.5, timeout_s=timeout_s, root=os.getpid()))
+        done = asyncio.run(settle(quiet_share=0.3, for_s=0.5, timeout_s=timeout_s, root=os.getpid()))
+        return done, child.poll() is None
     finally:
         child.kill()
         child.wait()
 
 
 def test_settle_waits_for_a_busy_child_and_answers_once_it_is_quiet():
-    done = _settle_beside_a_busy_child(1.5, timeout_s=20)
-    assert done.settled and done.waited_s >= 1.2 and done.cpu_s >= 0.8, done
+    done, running = _settle_beside_a_busy_child(1.5, timeout_s=20)
+    assert done.settled and not running and done.cpu_s >= 0.8, done
 
 
 def test_settle_gives_up_at_its_timeout_and_says_how_busy_it_was():
-    done = _settle_beside_a_busy_child(10, timeout_s=1.0)
-    assert not done.settled and 1.0 <= done.waited_s < 3 and done.share > 0.5, done
+    done, running = _settle_beside_a_busy_child(10, timeout_s=1.0)
+    # It answered at its timeout, the child still busy: not when the child ended.
+    assert not done.settled and running and done.waited_s >= 1.0 and done.share > 0.5, done
 
 
-def test_a_quiet_process_settles_within_one_window():
-    done = asyncio.run(settle(quiet_share=0.3, for_s=0.5, timeout_s=10, root=os.getpid()))
-    assert done.settled and done.waited_s < 1.5, done
+def test_a_quiet_process_settles_before_its_timeout():
+    done = asyncio.run(settle(quiet_share=0.3, for_s=0.5, timeout_s=5, root=os.getpid()))
+    assert done.settled, done
