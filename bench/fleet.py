@@ -16,7 +16,9 @@ the sessions' starts, resets, setups and the wait for their apps hold one of a f
 machine-wide slots, with the session's CPU weight lowered during the setup and the
 wait; the first observation after the apps are quiet), and **unpaced**, the baseline: the runner as it
 was before it paced itself (``--admit 0 --ready-timeout 0``), every burst at once.
-``--no-baseline`` runs the paced rows alone.
+``--no-baseline`` runs the paced rows alone. ``--read-slots-too 2,4`` runs each level
+paced again with that many machine-wide slots for accessibility tree reads
+(``--admit-reads``; the default is none, as measured with this option: docs/run.md).
 
 A level **holds** while every task was solved and none had an infrastructure failure,
 the environment's share of a step (from the agent's answer to the next observation:
@@ -134,15 +136,17 @@ def _pct(values: list[float], q: float) -> float | None:
 
 
 def level(n: int, image: str, steps: int, think_s: float, work: Path, per_session: int = 2,
-          stagger_s: float = 0.0, warm_python: bool = True, hardened: bool = True, paced: bool = True) -> dict:
+          stagger_s: float = 0.0, warm_python: bool = True, hardened: bool = True, paced: bool = True,
+          read_slots: int | None = None) -> dict:
     """One level; ``hardened``: the containers with the provider's caps and capability
     drop (deskbox.provider.podman.hardening), else without (the baseline); ``paced``:
     with the runner's admission, weights and wait for the apps (its defaults), else
-    without (the baseline)."""
+    without (the baseline); ``read_slots``: accessibility tree reads at once (None: the
+    runner's default when paced, none when not; 0: no bound)."""
     before = os.environ.get("DESKBOX_PODMAN_HARDENING")
     os.environ["DESKBOX_PODMAN_HARDENING"] = "1" if hardened else "0"
     try:
-        row = _level(n, image, steps, think_s, work, per_session, stagger_s, warm_python, paced)
+        row = _level(n, image, steps, think_s, work, per_session, stagger_s, warm_python, paced, read_slots)
     finally:
         if before is None:
             os.environ.pop("DESKBOX_PODMAN_HARDENING", None)
@@ -153,9 +157,9 @@ def level(n: int, image: str, steps: int, think_s: float, work: Path, per_sessio
 
 
 def _level(n: int, image: str, steps: int, think_s: float, work: Path, per_session: int,
-           stagger_s: float, warm_python: bool, paced: bool) -> dict:
+           stagger_s: float, warm_python: bool, paced: bool, read_slots: int | None) -> dict:
     from deskbox.run import Pool, Runner, RunOptions, load_tasks, session_factory
-    from deskbox.run.admission import ADMISSION_DIR, HEAVY_WEIGHT, Admission, default_slots
+    from deskbox.run.admission import ADMISSION_DIR, HEAVY_WEIGHT, Admission, default_read_slots, default_slots
 
     folder = work / f"tasks{n}"
     configs = _configs()
@@ -167,8 +171,11 @@ def _level(n: int, image: str, steps: int, think_s: float, work: Path, per_sessi
     tasks = load_tasks([str(folder)])
     # What deskbox run does by default (paced), or did before it paced itself.
     admission = Admission(default_slots(), ADMISSION_DIR) if paced else None
+    if read_slots is None:
+        read_slots = default_read_slots() if paced else 0
+    reads = Admission(read_slots, ADMISSION_DIR, kind="read") if read_slots else None
     pacing = {"admission": admission, "heavy_weight": HEAVY_WEIGHT if paced else 1.0,
-              "ready_timeout_s": 60.0 if paced else 0.0}
+              "ready_timeout_s": 60.0 if paced else 0.0, "read_admission": reads}
     started = time.monotonic()
     settings = {} if warm_python else {"DESKBOX_OSWORLD_WARM_PYTHON": "0"}
     make = session_factory("podman", image=image, outputs=["1920x1080"], settings=settings)
@@ -192,7 +199,8 @@ def _level(n: int, image: str, steps: int, think_s: float, work: Path, per_sessi
         busy0, total0 = machine_cpu_s()
         t0 = time.monotonic()
         runner = Runner(tasks, lambda: PacedAgent(steps, think_s), pool,
-                        RunOptions(out=work / f"out{n}-{'paced' if paced else 'unpaced'}", max_steps=steps + 1,
+                        RunOptions(out=work / f"out{n}-{'paced' if paced else 'unpaced'}-r{read_slots}",
+                                   max_steps=steps + 1,
                                    observation_type="screenshot_a11y_tree", screen=(1920, 1080), trace=False,
                                    progress=False, stagger_s=stagger_s, **pacing))
         records = runner.run(n)
@@ -202,6 +210,7 @@ def _level(n: int, image: str, steps: int, think_s: float, work: Path, per_sessi
         load1 = os.getloadavg()[0]
     timings = [s for r in records for s in r.get("step_timings", [])]
     observe = [s["observe_s"] for s in timings]
+    tree_queued = [s["tree_queued_s"] for s in timings if "tree_queued_s" in s]
     action = [s["action_s"] for s in timings if s["action_s"] > 0.001]
     # The environment's share of a step: from the agent's answer to the next observation.
     share = [s["action_s"] + s["observe_s"] for s in timings if s["action_s"] > 0.001]
@@ -217,7 +226,8 @@ def _level(n: int, image: str, steps: int, think_s: float, work: Path, per_sessi
     n_steps = len(observe)
     row = {
         "sessions": n, "pacing": "paced" if paced else "unpaced", "python": "warm" if warm_python else "cold",
-        "slots": admission.slots if admission is not None else None, "tasks": len(records),
+        "slots": admission.slots if admission is not None else None, "read_slots": read_slots,
+        "tasks": len(records),
         "stagger_s": stagger_s, "wall_s": round(wall, 1), "start_s": round(start_s, 1),
         "tasks_per_hour": round(len(records) / wall * 3600, 1) if wall else None,
         "env_p50_s": _pct(share, 50), "env_p95_s": _pct(share, 95),
@@ -225,6 +235,7 @@ def _level(n: int, image: str, steps: int, think_s: float, work: Path, per_sessi
         "action_p50_s": _pct(action, 50), "action_p95_s": _pct(action, 95),
         "reset_p50_s": _pct(of("reset_s"), 50), "reset_p95_s": _pct(of("reset_s"), 95),
         "setup_p50_s": _pct(of("setup_s"), 50), "setup_p95_s": _pct(of("setup_s"), 95),
+        "tree_queued_p50_s": _pct(tree_queued, 50), "tree_queued_p95_s": _pct(tree_queued, 95),
         "queued_p50_s": _pct(of("queued_s"), 50), "queued_p95_s": _pct(of("queued_s"), 95),
         "ready_p50_s": _pct(of("ready_s"), 50), "ready_p95_s": _pct(of("ready_s"), 95),
         "not_settled": sum(1 for r in records if r.get("ready") and not r["ready"].get("settled")),
@@ -313,20 +324,24 @@ def markdown(result: dict) -> str:
              "that wait; the first "
              "observation once the apps are quiet); **unpaced** is the baseline, `--admit 0 --ready-timeout 0` "
              "(every burst at once, as the runner was).", "",
-             "| sessions | pacing | python -c | containers | tasks/hour | env share p50/p95 s | observe p50/p95 s | "
-             "action p50/p95 s | reset p50/p95 s | setup p50/p95 s | slot wait p50/p95 s | apps ready p50/p95 s | "
-             "CPU s/task | CPU busy | memory peak MB | load | held | ran out |",
-             "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             "Read slots: accessibility tree reads at once on the machine (0: no bound); the tree's slot wait is "
+             "part of the observation.", "",
+             "| sessions | pacing | read slots | python -c | containers | tasks/hour | env share p50/p95 s | "
+             "observe p50/p95 s | tree slot wait p50/p95 s | action p50/p95 s | reset p50/p95 s | setup p50/p95 s | "
+             "slot wait p50/p95 s | apps ready p50/p95 s | CPU s/task | CPU busy | memory peak MB | load | held | "
+             "ran out |",
+             "|---:|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in result["levels"]:
         lines.append(
-            f"| {r['sessions']} | {r.get('pacing', 'unpaced')} | {r.get('python', 'cold')} | "
+            f"| {r['sessions']} | {r.get('pacing', 'unpaced')} | {r.get('read_slots', 0)} | {r.get('python', 'cold')} | "
             f"{r.get('containers', 'unhardened')} | {r['tasks_per_hour']} | {_pair(r, 'env')} | {_pair(r, 'observe')} | "
-            f"{_pair(r, 'action')} | {_pair(r, 'reset')} | {_pair(r, 'setup')} | {_pair(r, 'queued')} | "
+            f"{_pair(r, 'tree_queued')} | {_pair(r, 'action')} | {_pair(r, 'reset')} | {_pair(r, 'setup')} | {_pair(r, 'queued')} | "
             f"{_pair(r, 'ready')} | {r['cpu_s_per_task']} | {r['cpu_busy_share']} | {r['memory_peak_mb']:.0f} | "
             f"{r['load1']} | {'yes' if r['held'] else '**no**'} | {r['ran_out'] or '-'} |")
     main_rows = [r for r in result["levels"] if r.get("python", "warm") == "warm"
                  and r.get("containers", "hardened") == "hardened"]
-    paced = [r for r in main_rows if r.get("pacing") == "paced"]
+    # (the default's rows; the others with read slots are beside them)
+    paced = [r for r in main_rows if r.get("variant", r.get("pacing")) == "paced"]
     last = paced[-1] if paced else None
     if last and last.get("observe_by_app"):
         lines += ["", f"Observations at {last['sessions']} sessions (paced), by the app observed (p50 / p95 s): "
@@ -372,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stagger", type=float, default=0.0,
                    help="seconds between the sessions' first tasks (0, deskbox run's default: all at once)")
     p.add_argument("--no-baseline", action="store_true", help="the paced rows alone, without the unpaced baseline")
+    p.add_argument("--read-slots-too", default="", metavar="N,...",
+                   help="each level also paced with these numbers of accessibility tree read slots (0: no bound), "
+                        "beside the default's")
     p.add_argument("--idle-s", type=float, default=60.0, help="how long the idle session is measured (0: not)")
     p.add_argument("--keep-going", action="store_true", help="measure every level, past the first that fails")
     p.add_argument("--unhardened-too", action="store_true",
@@ -389,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
                     "args": {"image": args.image, "levels": args.levels, "steps": args.steps,
                              "think_s": args.think_s, "tasks_per_session": args.tasks_per_session,
                              "stagger": args.stagger, "baseline": not args.no_baseline,
+                             "read_slots_too": args.read_slots_too,
                              "cold_python_too": args.cold_python_too, "unhardened_too": args.unhardened_too},
                     "levels": []}
     started = time.time()
@@ -398,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     common = (args.steps, args.think_s)
     for n in (int(v) for v in args.levels.split(",") if v.strip()):
         variants = [("paced", {}, work / "paced")]
+        variants += [(f"reads{k}", {"read_slots": k}, work / f"reads{k}")
+                     for k in (int(v) for v in args.read_slots_too.split(",") if v.strip())]
         if not args.no_baseline:
             variants.append(("unpaced", {"paced": False}, work / "unpaced"))
         if args.unhardened_too:
@@ -405,8 +426,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.cold_python_too:
             variants.append(("cold", {"warm_python": False}, work / "cold"))
         rows = []
-        for _, kwargs, folder in variants:
+        for name, kwargs, folder in variants:
             row = level(n, args.image, *common, folder, args.tasks_per_session, args.stagger, **kwargs)
+            row["variant"] = name
             result["levels"].append(row)
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)

@@ -92,7 +92,8 @@ def test_a_metric_is_imported_alone_and_one_whose_module_needs_more_says_what():
 
 def test_noop_scores_zero_and_the_scripted_agent_solves_every_task_across_three_sessions(tmp_path):
     noop_out, script_out = tmp_path / "noop", tmp_path / "script"
-    finish(deskbox_run("--agent", "noop", "--sessions", "3", "--admit", "1", out=noop_out))
+    finish(deskbox_run("--agent", "noop", "--sessions", "3", "--admit", "1", "--admit-reads", "1",
+                       "--observation-type", "screenshot_a11y_tree", out=noop_out))
     noop = {r["task"]: r for r in results(noop_out)}
     assert set(noop) == ALL
     assert all(r["status"] == "done" and r["score"] == 0.0 for r in noop.values()), noop
@@ -103,6 +104,10 @@ def test_noop_scores_zero_and_the_scripted_agent_solves_every_task_across_three_
     assert all(a[1] <= b[0] for a, b in zip(held, held[1:])), held
     assert all(r["ready"]["settled"] and "queued_s" in r["timings"] for r in noop.values()), noop
     assert json.loads((noop_out / "run.json").read_text())["admit"] == 1
+    # Each accessibility tree read held the one read slot: the step says how long it waited.
+    steps = [s for r in noop.values() for s in r["step_timings"]]
+    assert steps and all(s["tree_queued_s"] >= 0 for s in steps), noop
+    assert json.loads((noop_out / "run.json").read_text())["admit_reads"] == 1
     # Each session is stopped as soon as the queue has no task left for it, not at the run's end.
     ran_on = {e["session"] for e in events(noop_out) if e["event"] == "task_started"}
     assert {e["session"] for e in events(noop_out) if e["event"] == "session_retired"} == ran_on
@@ -116,6 +121,7 @@ def test_noop_scores_zero_and_the_scripted_agent_solves_every_task_across_three_
     os.kill(slow["pid"], signal.SIGTERM)
     summary = json.loads(finish(proc).splitlines()[-3])
     assert json.loads((script_out / "run.json").read_text())["admit"] == (os.cpu_count() or 1)  # one slot per core
+    assert json.loads((script_out / "run.json").read_text())["admit_reads"] == 0  # reads: no bound
     solved = {r["task"]: r for r in results(script_out)}
     assert set(solved) == ALL
     assert {k: (r["status"], r["score"]) for k, r in solved.items()} == {k: ("done", 1.0) for k in ALL}, solved

@@ -12,6 +12,8 @@ between them stay quick.
     with admission.slot() as queued_s:      # waits its turn, FIFO within the process
         env.reset(); setup(); env.settle()
 
+    reads = Admission(slots=4, kind="read")  # another kind of moment: slots of its own
+
 Slots are files under ``folder`` held with ``flock``: every run of the same user on the
 machine (and any other harness that uses this class) shares them, and a run that dies
 lets go of its slots with its descriptors. The folder is the user's own (mode 0700, its
@@ -33,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["Admission", "ADMISSION_DIR", "HEAVY_WEIGHT", "SESSIONS_PER_SLOT", "default_slots"]
+__all__ = ["Admission", "ADMISSION_DIR", "HEAVY_WEIGHT", "SESSIONS_PER_SLOT", "default_read_slots", "default_slots"]
 
 ADMISSION_DIR = Path(f"/tmp/deskbox-admission-{os.getuid()}")
 # A session's CPU weight while its setup starts its apps, against its own: a quarter, so
@@ -54,6 +56,16 @@ def default_slots(cores: int | None = None) -> int:
     return max(1, cores if cores is not None else (os.cpu_count() or 1))
 
 
+def default_read_slots() -> int:
+    """Accessibility tree reads at once on a machine (0: no bound, the default). What the
+    fleet bench measured (docs/run.md): bounding them made the observations slower, not
+    quicker. Most reads take a tenth of a second and a few take seconds (an app's whole
+    tree read afresh: GIMP's, Calc's); in a queue the short ones wait behind the long
+    ones (2 slots on 2 cores: the wait's p95 1.4 s at 20 sessions, 2.0 s at 24), where
+    the kernel, sharing the cores, lets them finish. So none is the default."""
+    return 0
+
+
 def _own_folder(folder: Path) -> bool:
     """``folder`` made if missing, and a real directory this user owns that nobody else
     may write to."""
@@ -68,11 +80,14 @@ def _own_folder(folder: Path) -> bool:
 
 
 class Admission:
-    def __init__(self, slots: int, folder: Path | None = ADMISSION_DIR) -> None:
+    def __init__(self, slots: int, folder: Path | None = ADMISSION_DIR, kind: str = "slot") -> None:
         if slots < 1:
             raise ValueError("admission needs at least one slot")
+        if not kind.isalnum():
+            raise ValueError(f"admission kind {kind!r}: letters and digits only")
         self.slots = slots
         self.folder = folder
+        self.kind = kind
         self._lock = threading.Condition()
         self._line: collections.deque[object] = collections.deque()
         self._local_free = slots
@@ -118,7 +133,7 @@ class Admission:
         assert self.folder is not None
         while True:
             for i in range(self.slots):
-                path = self.folder / f"slot{i}.lock"
+                path = self.folder / f"{self.kind}{i}.lock"
                 fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

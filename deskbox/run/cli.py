@@ -16,7 +16,14 @@ from pathlib import Path
 from ..provider import ProviderError
 from ..provider.leftovers import Leftover
 from . import graders, stats
-from .admission import ADMISSION_DIR, HEAVY_WEIGHT, SESSIONS_PER_SLOT, Admission, default_slots
+from .admission import (
+    ADMISSION_DIR,
+    HEAVY_WEIGHT,
+    SESSIONS_PER_SLOT,
+    Admission,
+    default_read_slots,
+    default_slots,
+)
 from .agents import OSWORLD_SETTINGS, AgentError, agent_factory, built_in, parse_agent_arg
 from .cache import Cache
 from .episode import ACTION_SPACES, OBSERVATION_TYPES
@@ -119,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "on it counted; the others wait their turn, so that a burst does not slow every session's "
                         "steps (default: one per core with podman and local sessions; for sessions elsewhere, "
                         "one per 10 of the run's sessions, in this run alone; 0: no limit)")
+    p.add_argument("--admit-reads", type=int, default=None, metavar="N",
+                   help="at most N accessibility tree reads at once on this machine, every run on it counted (its "
+                        "own slots: a read waits behind reads, never behind a setup); the wait is part of the "
+                        "observation (default 0, no limit: measured on 2 cores, a limit of 2 or 4 made the "
+                        "observations slower, the short reads waiting behind the long ones)")
     p.add_argument("--ready-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="after a task's setup, wait until its session is quiet (the apps it started have started), "
                         "at most SECONDS, before the agent's first observation: OSWorld's scripts sleep 60 s there "
@@ -230,6 +242,14 @@ def _admission_slots(args: argparse.Namespace) -> int:
     if args.provider in ("podman", "local"):
         return default_slots()
     return max(1, -(-args.sessions // SESSIONS_PER_SLOT))
+
+
+def _read_slots(args: argparse.Namespace) -> int:
+    """--admit-reads, or its default (deskbox.run.admission.default_read_slots): for
+    sessions elsewhere, none (their reads are on their own nodes)."""
+    if args.admit_reads is not None:
+        return max(0, args.admit_reads)
+    return default_read_slots() if args.provider in ("podman", "local") else 0
 
 
 def _layout_model(args: argparse.Namespace) -> str:
@@ -382,13 +402,14 @@ def _run(args: argparse.Namespace, stub: "StubServer | None") -> int:
         print(f"deskbox run: {exc}", file=sys.stderr)
         return 2
     slots = _admission_slots(args)
+    read_slots = _read_slots(args)
     identity = describe(agent=args.agent, agent_settings=settings, agent_args=agent_args, tasks=tasks,
                         provider=args.provider, image=args.image, graders=graders.source(),
                         options={"max_steps": args.max_steps, "observation_type": args.observation_type,
                                  "action_space": args.action_space, "sleep_after_action": args.sleep_after_action,
                                  "screen": list(args.screen), "task_timeout_s": args.task_timeout,
                                  "step_timeout_s": args.step_timeout, "repeats": args.repeats,
-                                 "ready_timeout_s": args.ready_timeout, "admit": slots,
+                                 "ready_timeout_s": args.ready_timeout, "admit": slots, "admit_reads": read_slots,
                                  "model_stub": _digest(args.model_stub) if stub is not None else None})
     # Repeat 0 of every task first, then repeat 1 ...: a run stopped early has whole repeats.
     tasks = [replace(t, repeat=r) for r in range(args.repeats) for t in tasks]
@@ -413,15 +434,17 @@ def _run(args: argparse.Namespace, stub: "StubServer | None") -> int:
         return 2
     # Sessions this machine runs share its slots with every other run on it; a cluster's
     # are spread over nodes, and their slots bound this run's bursts alone.
-    admission = None if not slots else Admission(slots, ADMISSION_DIR if args.provider in ("podman", "local")
-                                                  else None)
+    folder = ADMISSION_DIR if args.provider in ("podman", "local") else None
+    admission = Admission(slots, folder) if slots else None
+    reads = Admission(read_slots, folder, kind="read") if read_slots else None
     options = RunOptions(out=args.out, max_steps=args.max_steps, sleep_after_action=args.sleep_after_action,
                          observation_type=args.observation_type, action_space=args.action_space, screen=args.screen,
                          trace=not args.no_trace, stagger_s=args.stagger, files=files, identity=identity,
                          task_timeout_s=args.task_timeout, step_timeout_s=args.step_timeout,
                          retry_errors=args.retry_errors, error_retries=args.error_retries,
                          retry_backoff_s=args.retry_backoff, layout_model=_layout_model(args), record=args.record,
-                         admission=admission, heavy_weight=HEAVY_WEIGHT, ready_timeout_s=args.ready_timeout)
+                         admission=admission, heavy_weight=HEAVY_WEIGHT, ready_timeout_s=args.ready_timeout,
+                         read_admission=reads)
     sessions = min(args.sessions, len(tasks))
     runner: Runner | None = None
     pool: Pool | None = None

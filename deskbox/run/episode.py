@@ -116,6 +116,10 @@ class Episode:
     ready: dict[str, Any] | None = None
     # When the admission slot was held (epoch seconds: ``from``, ``to``), with one.
     slot: dict[str, float] | None = None
+    # Each accessibility tree read holds a slot of this (its own kind: reads are short and
+    # many, and must not queue behind a setup); the wait is the step's ``tree_queued_s``.
+    read_admission: Admission | None = None
+    _tree_queued_s: float | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.observation_type not in OBSERVATION_TYPES:
@@ -236,10 +240,15 @@ class Episode:
         """What ``DesktopEnv`` gives its agents: the screenshot (PNG bytes), the
         accessibility tree's XML when the observation type has one, the terminal (None:
         OSWorld's run scripts do not ask for it) and the instruction."""
-        tree = self.observation_type != "screenshot"
-        return {"screenshot": self.controller.get_screenshot(),
-                "accessibility_tree": self.controller.get_accessibility_tree() if tree else None,
-                "terminal": None, "instruction": self.instruction}
+        screenshot = self.controller.get_screenshot()
+        tree = None
+        if self.observation_type != "screenshot":
+            reads = self.read_admission
+            with reads.slot() if reads is not None else nullcontext(0.0) as queued_s:
+                tree = self.controller.get_accessibility_tree()
+            self._tree_queued_s = queued_s if reads is not None else None
+        return {"screenshot": screenshot, "accessibility_tree": tree, "terminal": None,
+                "instruction": self.instruction}
 
     def _get_obs(self) -> dict[str, Any]:
         """DesktopEnv's name for :meth:`observe` (OSWorld's computer-use agent calls it)."""
@@ -268,8 +277,10 @@ class Episode:
             time.sleep(pause)
         observing = time.monotonic()
         obs = self.observe()
-        self.step_timings.append({"action_s": round(acted - started, 4),
-                                  "observe_s": round(time.monotonic() - observing, 4)})
+        timing = {"action_s": round(acted - started, 4), "observe_s": round(time.monotonic() - observing, 4)}
+        if self._tree_queued_s is not None:
+            timing["tree_queued_s"] = round(self._tree_queued_s, 4)
+        self.step_timings.append(timing)
         return obs, 0.0, done, info
 
     # -- grading --------------------------------------------------------------------------

@@ -90,6 +90,8 @@ class RunOptions:
     admission: Admission | None = None
     heavy_weight: float = 1.0
     ready_timeout_s: float = 0.0
+    # Each accessibility tree read holds a slot of this (kind ``read``): so many at once.
+    read_admission: Admission | None = None
     progress: bool = field(default_factory=lambda: sys.stderr.isatty())
     # The tasks' downloads, read from here rather than the network (deskbox.run.cache).
     files: Cache | None = None
@@ -395,7 +397,8 @@ class Runner:
         started = time.monotonic()
         episode = Episode(env, task, observation_type=o.observation_type, action_space=o.action_space,
                           sleep_after_action=o.sleep_after_action, screen=o.screen, files=o.files,
-                          admission=o.admission, heavy_weight=o.heavy_weight, ready_timeout_s=o.ready_timeout_s)
+                          admission=o.admission, heavy_weight=o.heavy_weight, ready_timeout_s=o.ready_timeout_s,
+                          read_admission=o.read_admission)
         # (OSWorld's controller waits 5 s between its retries; a session that does not
         # answer is found by the health check below instead.)
         episode.controller.retry_interval = 1

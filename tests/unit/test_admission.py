@@ -129,3 +129,35 @@ def test_a_folder_others_may_write_to_is_not_used(tmp_path, capsys):
     assert "kept in this process" in capsys.readouterr().err
     own = tmp_path / "own"
     assert Admission(1, own).folder == own and (own.stat().st_mode & 0o777) == 0o700
+
+
+def test_each_kind_of_moment_has_slots_of_its_own(tmp_path):
+    """A read never waits behind a setup: the kinds share the folder, not the slots."""
+    heavy, reads = Admission(1, tmp_path), Admission(1, tmp_path, kind="read")
+    got = threading.Event()
+
+    def read() -> None:
+        with reads.slot():
+            got.set()
+
+    with heavy.slot():
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        assert got.wait(5), "a read waited behind a heavy moment"
+    assert {p.name for p in tmp_path.iterdir()} == {"slot0.lock", "read0.lock"}
+    peak, _, _ = _hold_all([Admission(1, tmp_path, kind="read"), Admission(1, tmp_path, kind="read")],
+                           callers=4, hold_s=0.1)
+    assert peak == 1  # one kind's slots are the machine's, across runs
+    with pytest.raises(ValueError):
+        Admission(1, tmp_path, kind="../x")
+
+
+@pytest.mark.parametrize(("argv", "slots"), [
+    (["--provider", "podman"], 0),  # no bound by default: measured slower with one
+    (["--provider", "podman", "--admit-reads", "4"], 4),
+    (["--provider", "kubernetes", "--admit-reads", "2"], 2),
+])
+def test_tree_reads_are_unbounded_by_default_and_bounded_as_given(argv, slots):
+    from deskbox.run.cli import _read_slots, build_parser
+
+    assert _read_slots(build_parser().parse_args(["tasks.json", "--agent", "noop", *argv])) == slots
