@@ -12,15 +12,18 @@ methods, called plainly:
     with Client.from_state_file("/tmp/deskbox.json") as desk:
         desk.act(desk.find('button[name="Submit"]').matches[0].id)
 
-Every failure is a ``DeskboxError`` carrying the service's error body::
+Every failure is a ``DeskboxError`` carrying the service's error body, of the one family
+the services raise too (``deskbox.common.errors``)::
 
     DeskboxError (5xx, or no status: internal)
     +-- InvalidRequestError (400 and other 4xx): could not be parsed or validated
     |   +-- NotFoundError (404): no such element, tab, snapshot, route
     |   +-- ExpiredError (410): a token or snapshot that was valid and is no more
     +-- UnauthorizedError (401): no token, or the wrong one
+    +-- DeniedError (403): the session's policy does not allow that action
     +-- ActionFailedError (409): valid, but it could not be applied now (stale, occluded ...)
     +-- TooLargeError (422): beyond a documented limit
+    +-- BudgetExceededError (429): a budget of the session's policy is spent
     +-- UnavailableError (503): a component the request needs is down
     |   +-- ConnectError (no status): the service did not answer at all
     +-- DeadlineExceededError (504, or no status for the client's own timeout)
@@ -34,11 +37,23 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Coroutine, Literal, Self, TypeVar, overload
 
-from aiohttp import ClientError, ClientSession, ClientTimeout
-
 from .answers import Answer, DisplayList, Matches, PointerPosition, Receipt, Scene, Tab, Window, WindowTree
-from .common.errors import error_body
+from .common.errors import (
+    ActionFailedError,
+    BudgetExceededError,
+    ConnectError,
+    DeadlineExceededError,
+    DeniedError,
+    DeskboxError,
+    ExpiredError,
+    InvalidRequestError,
+    NotFoundError,
+    TooLargeError,
+    UnauthorizedError,
+    UnavailableError,
+)
 from .common.options import DEFAULT_URLS, VLM_TIMEOUT_S, client_env
+from .common.service_client import ServiceClient
 from .common.web import INTERFACE_HEADER
 
 __all__ = [
@@ -64,96 +79,6 @@ DiffForm = Literal["compact", "json-patch"]
 T = TypeVar("T")
 
 
-class DeskboxError(Exception):
-    """A call that failed, with the service's ``{"error": {...}}`` body as attributes."""
-
-    def __init__(self, message: str, *, status: int | None = None, code: str = "internal",
-                 recoverable: bool = False, suggested_next_tool: str | None = None,
-                 context: dict[str, Any] | None = None, details: Any = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.code = code
-        self.recoverable = recoverable
-        self.suggested_next_tool = suggested_next_tool
-        self.context = context
-        self.details = details
-
-    def __str__(self) -> str:
-        return f"{self.status or '-'} {self.code}: {self.message}"
-
-    def to_json(self) -> dict[str, Any]:
-        """The error as the services answer it, with the HTTP status beside it."""
-        body = {"code": self.code, "message": self.message, "recoverable": self.recoverable,
-                "suggested_next_tool": self.suggested_next_tool, "context": self.context}
-        if self.details is not None:
-            body["details"] = self.details
-        return {"error": body, "status": self.status}
-
-
-class InvalidRequestError(DeskboxError):
-    pass
-
-
-class NotFoundError(InvalidRequestError):
-    pass
-
-
-class ExpiredError(InvalidRequestError):
-    pass
-
-
-class UnauthorizedError(DeskboxError):
-    pass
-
-
-class ActionFailedError(DeskboxError):
-    pass
-
-
-class TooLargeError(DeskboxError):
-    pass
-
-
-class UnavailableError(DeskboxError):
-    pass
-
-
-class ConnectError(UnavailableError):
-    pass
-
-
-class DeadlineExceededError(DeskboxError):
-    pass
-
-
-class DeniedError(DeskboxError):
-    """The session's policy does not allow that action (403 action_denied)."""
-
-
-class BudgetExceededError(DeskboxError):
-    """A budget of the session's policy is spent (429 budget_exceeded; ``context`` says which)."""
-
-
-_BY_STATUS: dict[int, type[DeskboxError]] = {
-    400: InvalidRequestError, 401: UnauthorizedError, 403: DeniedError, 404: NotFoundError,
-    409: ActionFailedError, 410: ExpiredError, 422: TooLargeError, 429: BudgetExceededError,
-    503: UnavailableError, 504: DeadlineExceededError,
-}
-
-
-def _error(status: int, body: bytes, what: str) -> DeskboxError:
-    cls = _BY_STATUS.get(status) or (InvalidRequestError if status < 500 else DeskboxError)
-    err = error_body(body)
-    if err is None:  # not one of ours (a proxy in between, a service from before the error shape)
-        return cls(f"{what}: {body[:300].decode(errors='replace')}", status=status, code="http_error",
-                   recoverable=status < 500)
-    return cls(str(err.get("message", "")), status=status, code=str(err.get("code", "error")),
-               recoverable=bool(err.get("recoverable", status < 500)),
-               suggested_next_tool=err.get("suggested_next_tool"), context=err.get("context"),
-               details=err.get("details"))
-
-
 def _query(**params: Any) -> dict[str, str]:
     """Query parameters as the services parse them: None left out, flags as 1/0."""
     return {k: ("1" if v else "0") if isinstance(v, bool) else str(v) for k, v in params.items() if v is not None}
@@ -175,11 +100,12 @@ class AsyncClient:
         self.urls: dict[str, str | None] = {"scene": scene, "desktopd": desktopd, "bridge": bridge}
         self.urls = {k: v.rstrip("/") if v else None for k, v in self.urls.items()}
         self.timeout = timeout
-        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        if interface:
-            # What the session's traces, audit log and allow/deny rules call this client.
-            self._headers[INTERFACE_HEADER] = interface
-        self._http: ClientSession | None = None
+        # What the session's traces, audit log and allow/deny rules call this client.
+        headers = {INTERFACE_HEADER: interface} if interface else {}
+        # One core per service (deskbox.common.service_client), its errors passed on as
+        # they came.
+        self._services = {name: ServiceClient(url, token, timeout, headers=headers, name=name, relays=False)
+                          for name, url in self.urls.items() if url}
 
     @classmethod
     def from_state_file(cls, path: str | Path, token: str | None = None, **kwargs: Any) -> Self:
@@ -205,39 +131,20 @@ class AsyncClient:
         await self.close()
 
     async def close(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
+        for service in self._services.values():
+            await service.close()
 
     async def request(self, service: Service, method: str, path: str, *, query: dict[str, Any] | None = None,
                       body: Any = None, raw: bool = False, timeout: float | None = None) -> Any:
         """One call of a service: ``query`` as its parameters (None left out, flags as
         1/0), ``body`` as JSON. Answers the JSON, text as ``str``, or with ``raw``
         ``(bytes, headers)``. The methods below are this with names and arguments."""
-        base = self.urls[service]
-        if base is None:
+        core = self._services.get(service)
+        if core is None:
             raise UnavailableError(f"this client has no {service} URL (the session runs without it?)",
-                                   code=f"no_{service}", recoverable=False)
-        if self._http is None:
-            self._http = ClientSession(headers=self._headers)
-        what = f"{service} {method} {path}"
-        try:
-            async with self._http.request(method, base + path, params=_query(**query) if query else None, json=body,
-                                          timeout=ClientTimeout(total=timeout or self.timeout)) as resp:
-                data = await resp.read()
-                if resp.status >= 400:
-                    raise _error(resp.status, data, what)
-                if raw:
-                    return data, resp.headers
-                if resp.content_type == "application/json":
-                    return json.loads(data) if data else None
-                return data.decode()
-        except asyncio.TimeoutError as exc:
-            raise DeadlineExceededError(f"{what}: no answer within {timeout or self.timeout:g} s",
-                                        code="client_timeout", recoverable=True) from exc
-        except (ClientError, OSError) as exc:
-            raise ConnectError(f"{what}: {service} at {base} is not answering: {exc}", code="unreachable",
-                               recoverable=True) from exc
+                                   code=f"no_{service}", recoverable=False, status=None)
+        return await core.request(method, path, params=_query(**query) if query else None, json=body, raw=raw,
+                                  timeout=timeout)
 
     # -- the scene: observing ------------------------------------------------------------
 

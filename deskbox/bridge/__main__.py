@@ -9,7 +9,7 @@ import tempfile
 
 from aiohttp import web
 
-from ..common.errors import ServiceError
+from ..common.errors import DeskboxError
 from ..common.logging import configure_logging, get_logger
 from ..common.memory import tune_gc, tune_memory
 from ..common.net import parse_listen
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     log.info("starting", url=f"http://{host}:{port}", cdp_port=args.cdp_port)
     try:
         web.run_app(create_app(config), host=host, port=port, print=None, access_log=None)
-    except ServiceError as exc:
+    except DeskboxError as exc:
         print(f"chromium_with_api.py: {exc.message}", file=sys.stderr)
         sys.exit(1)
     finally:

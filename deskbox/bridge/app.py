@@ -11,7 +11,7 @@ import orjson
 from aiohttp import ClientSession, ClientTimeout, web
 
 from ..cdp import CDPClosed, CDPError
-from ..common.errors import ActionFailed, NotFoundError, Unavailable
+from ..common.errors import ActionFailedError, NotFoundError, UnavailableError
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.web import error_middleware, guarded, json_ok, read_body, read_query
@@ -61,7 +61,7 @@ def create_app(config: BridgeConfig) -> web.Application:
 
 def _translate(exc: Exception) -> Exception:
     if isinstance(exc, CDPClosed):
-        return Unavailable(f"Chromium connection lost: {exc}", code="browser_down")
+        return UnavailableError(f"Chromium connection lost: {exc}", code="browser_down")
     return exc
 
 
@@ -69,7 +69,7 @@ async def _pages(request: web.Request) -> list[dict]:
     try:
         return await request.app[BROWSER].page_targets()
     except (CDPClosed, CDPError) as exc:
-        raise Unavailable(f"Chromium is not answering: {exc}", code="browser_down") from exc
+        raise UnavailableError(f"Chromium is not answering: {exc}", code="browser_down") from exc
 
 
 async def layout(request: web.Request) -> web.StreamResponse:
@@ -86,7 +86,7 @@ async def layout(request: web.Request) -> web.StreamResponse:
         tab = {"id": page["targetId"], "url": page["url"], "title": page["title"], "type": page["type"]}
         try:
             snapshot = await browser.layout(page, q.fresh)
-        except (TabGone, CDPError, CDPClosed, Unavailable) as exc:
+        except (TabGone, CDPError, CDPClosed, UnavailableError) as exc:
             # One tab failing (closed or navigating mid-request) never fails the others.
             return [orjson.dumps({**tab, "active": None, "error": str(exc), "layout": None})]
         meta = orjson.dumps({**tab, "title": snapshot.title or page["title"], "active": snapshot.visible, "error": None})
@@ -123,7 +123,7 @@ async def _json_list(request: web.Request) -> list[dict]:
             async with http.get(chromium.http_base + "/json/list") as resp:
                 return await resp.json()
     except Exception as exc:
-        raise Unavailable(f"Chromium's DevTools endpoint is not answering: {exc}", code="browser_down") from exc
+        raise UnavailableError(f"Chromium's DevTools endpoint is not answering: {exc}", code="browser_down") from exc
 
 
 async def health(request: web.Request) -> web.Response:
@@ -171,7 +171,7 @@ async def navigate(request: web.Request) -> web.Response:
     try:
         return json_ok({"ok": True, **await browser.navigate(target, req.url)})
     except (TabGone, CDPClosed) as exc:
-        raise Unavailable(str(exc), code="browser_down") from exc
+        raise UnavailableError(str(exc), code="browser_down") from exc
 
 
 async def element(request: web.Request) -> web.Response:
@@ -183,7 +183,7 @@ async def element(request: web.Request) -> web.Response:
     except CDPClosed as exc:
         raise _translate(exc) from exc
     except CDPError as exc:
-        raise ActionFailed(f"Chromium refused: {exc}", code="cdp_error") from exc
+        raise ActionFailedError(f"Chromium refused: {exc}", code="cdp_error") from exc
 
 
 async def openapi(request: web.Request) -> web.Response:

@@ -24,7 +24,7 @@ from aiohttp import ClientSession, ClientTimeout
 
 from ..cdp import CDPConnection, CDPError
 from ..common.chromium import chromium_argv
-from ..common.errors import Unavailable
+from ..common.errors import UnavailableError
 from ..common.logging import get_logger
 from ..common.waiting import until
 
@@ -131,13 +131,13 @@ class Chromium(BrowserProcess):
 
             async def answers() -> dict | None:
                 if proc.returncode is not None:
-                    raise Unavailable(f"chromium exited with {proc.returncode} at start", code="browser_down")
+                    raise UnavailableError(f"chromium exited with {proc.returncode} at start", code="browser_down")
                 return await self._version(http)
 
             try:
                 version = await until(answers, self.config.ready_timeout, 0.1, "chromium's DevTools")
             except TimeoutError:
-                raise Unavailable(f"chromium's DevTools did not answer within {self.config.ready_timeout}s",
+                raise UnavailableError(f"chromium's DevTools did not answer within {self.config.ready_timeout}s",
                                   code="browser_down") from None
         await self._came_up(version["webSocketDebuggerUrl"], proc.pid)
 

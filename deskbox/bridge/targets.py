@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..cdp import CDPClosed, CDPConnection, CDPError, Handler
-from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, Unavailable
+from ..common.errors import ActionFailedError, InvalidRequestError, NotFoundError, UnavailableError
 from ..common.logging import get_logger
 from ..common.memory import release_memory
 from .chromium import Chromium
@@ -99,7 +99,7 @@ class Targets:
     async def ensure(self) -> CDPConnection:
         if self.conn is None or self.conn.closed.is_set():
             if not self.chromium.up.is_set():
-                raise Unavailable("Chromium is not running (it is being relaunched)", code="browser_down")
+                raise UnavailableError("Chromium is not running (it is being relaunched)", code="browser_down")
             await self.connect()
         assert self.conn is not None
         return self.conn
@@ -217,7 +217,7 @@ class Targets:
         try:
             reply = await conn.send("Page.navigate", {"url": url}, session=session)
         except CDPError as exc:  # a URL Chromium cannot even parse
-            raise InvalidRequest(f"Chromium refused to go to {url!r}: {exc}", code="invalid_url") from exc
+            raise InvalidRequestError(f"Chromium refused to go to {url!r}: {exc}", code="invalid_url") from exc
         if reply.get("errorText"):
-            raise ActionFailed(f"navigation failed: {reply['errorText']}", code="navigation_failed")
+            raise ActionFailedError(f"navigation failed: {reply['errorText']}", code="navigation_failed")
         return {"id": target_id, "url": url, "frameId": reply.get("frameId")}

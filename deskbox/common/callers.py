@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from .errors import ServiceError
+from .errors import DeskboxError
 from .settings import env
 
 __all__ = ["Callers", "ForbiddenCaller", "callers_middleware", "refusal"]
@@ -44,7 +44,7 @@ _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _OTHER_SITE = frozenset({"cross-site", "same-site"})
 
 
-class ForbiddenCaller(ServiceError):
+class ForbiddenCaller(DeskboxError):
     status = 403
     code = "forbidden_origin"
 

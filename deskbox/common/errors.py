@@ -1,26 +1,35 @@
-"""The error hierarchy every deskbox service answers with.
+"""deskbox's one exception family: what every service answers with, what its internal
+callers raise on another service's error answer, and what the public client
+(``deskbox.Client``) raises.
 
-    ServiceError (500 internal)
-    +-- InvalidRequest (400 invalid_request): could not be parsed or validated
+    DeskboxError (500 internal)
+    +-- InvalidRequestError (400 invalid_request): could not be parsed or validated
     |   +-- NotFoundError (404 not_found)
-    |   +-- Expired (410 expired): a token or snapshot that was valid and is no more
-    +-- Unauthorized (401 unauthorized)
-    +-- ActionDenied (403 action_denied): the session's policy forbids this action
-    +-- ActionFailed (409 action_failed): valid, but could not be applied now
-    |   +-- ConfirmationRequired (409 confirmation_required): repeat it with ``confirm_token``
-    |   +-- ConfirmationInvalid (409 confirmation_invalid): that token does not confirm this
-    +-- TooLarge (422 too_large): valid, but beyond a documented limit
-    +-- BudgetExceeded (429 budget_exceeded): the session's policy allows no more of these
-    +-- Unavailable (503 unavailable): a component the request needs is down
-    +-- DeadlineExceeded (504 deadline_exceeded): valid, but it did not finish in time
-    +-- NotServed (501 not_implemented): a route kept for a compatible API, not served yet
+    |   +-- ExpiredError (410 expired): a token or snapshot that was valid and is no more
+    |   +-- UnsupportedMediaTypeError (415 unsupported_media_type)
+    +-- UnauthorizedError (401 unauthorized)
+    +-- DeniedError (403 action_denied): the session's policy forbids this action
+    +-- ActionFailedError (409 action_failed): valid, but could not be applied now
+    |   +-- ConfirmationRequiredError (409 confirmation_required): repeat it with ``confirm_token``
+    |   +-- ConfirmationInvalidError (409 confirmation_invalid): that token does not confirm this
+    |   +-- InputBusyError (409 input_busy): the input is another request's for too long
+    +-- TooLargeError (422 too_large): valid, but beyond a documented limit
+    +-- BudgetExceededError (429 budget_exceeded): the session's policy allows no more of these
+    +-- ClientGoneError (499 client_gone): the caller went away; nobody reads the answer
+    +-- NotServedError (501 not_implemented): a route kept for a compatible API, not served yet
+    +-- UnavailableError (503 unavailable): a component the request needs is down
+    |   +-- ConnectError (no status): the service did not answer at all, or not with JSON
+    +-- DeadlineExceededError (504 deadline_exceeded; no status: the caller's own time bound)
 
-Each has a stable ``code`` and HTTP ``status``; the JSON body is always
+Each class has a stable ``code`` and HTTP ``status``; an instance may carry another
+code, and the status its answer came with (``status`` is None when no answer came).
+The JSON body is always
 ``{"error": {"code", "message", "recoverable", "suggested_next_tool", "context"}}``:
 the last three (as OS Screen Observer's v2 errors have them) tell an agent whether
 another call can get past it, which tool to call next, and what it was about (null
 when there is nothing to say). Third-party exceptions (Wayland, X11,
-sway IPC) are translated into these where they enter.
+sway IPC) are translated into these where they enter; an answer is turned back into
+one by :func:`from_answer`, the one decoder every caller uses.
 """
 
 from __future__ import annotations
@@ -29,46 +38,58 @@ import json
 from typing import Any
 
 __all__ = [
-    "ServiceError",
-    "InvalidRequest",
+    "DeskboxError",
+    "InvalidRequestError",
     "NotFoundError",
-    "Expired",
-    "Unauthorized",
-    "ActionFailed",
-    "TooLarge",
-    "Unavailable",
-    "DeadlineExceeded",
-    "ClientGone",
-    "Busy",
-    "NotServed",
-    "ActionDenied",
-    "BudgetExceeded",
-    "ConfirmationRequired",
-    "ConfirmationInvalid",
+    "ExpiredError",
+    "UnsupportedMediaTypeError",
+    "UnauthorizedError",
+    "DeniedError",
+    "ActionFailedError",
+    "ConfirmationRequiredError",
+    "ConfirmationInvalidError",
+    "InputBusyError",
+    "TooLargeError",
+    "BudgetExceededError",
+    "ClientGoneError",
+    "NotServedError",
+    "UnavailableError",
+    "ConnectError",
+    "DeadlineExceededError",
     "error_body",
     "from_answer",
 ]
 
+_CLASS_STATUS: Any = object()  # (an instance's status is its class's unless it is given)
 
-class ServiceError(Exception):
-    status = 500
+
+class DeskboxError(Exception):
+    """A failure, with what a service's error body says as attributes."""
+
+    status: int | None = 500
     code = "internal"
     recoverable = False
 
     def __init__(self, message: str, *, code: str | None = None, details: object = None,
                  suggested_next_tool: str | None = None, context: dict | None = None,
-                 recoverable: bool | None = None) -> None:
+                 recoverable: bool | None = None, status: int | None = _CLASS_STATUS) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
         if recoverable is not None:
             self.recoverable = recoverable
+        if status is not _CLASS_STATUS:
+            self.status = status
         self.details = details
         self.suggested_next_tool = suggested_next_tool
         self.context = context
 
+    def __str__(self) -> str:
+        return f"{self.status or '-'} {self.code}: {self.message}"
+
     def to_json(self) -> dict:
+        """The body a service answers with (its status beside it is ``status``)."""
         body: dict = {"code": self.code, "message": self.message, "recoverable": self.recoverable,
                       "suggested_next_tool": self.suggested_next_tool, "context": self.context}
         if self.details is not None:
@@ -76,62 +97,66 @@ class ServiceError(Exception):
         return {"error": body}
 
 
-class InvalidRequest(ServiceError):
+class InvalidRequestError(DeskboxError):
     status = 400
     code = "invalid_request"
     recoverable = True  # the same call, mended
 
 
-class NotFoundError(InvalidRequest):
+class NotFoundError(InvalidRequestError):
     status = 404
     code = "not_found"
 
 
-class UnsupportedMediaType(InvalidRequest):
+class UnsupportedMediaTypeError(InvalidRequestError):
     status = 415
     code = "unsupported_media_type"
 
 
-class Expired(InvalidRequest):
+class ExpiredError(InvalidRequestError):
     status = 410
     code = "expired"
 
 
-class Unauthorized(ServiceError):
+class UnauthorizedError(DeskboxError):
     status = 401
     code = "unauthorized"
 
 
-class ActionFailed(ServiceError):
+class ActionFailedError(DeskboxError):
     recoverable = True
     status = 409
     code = "action_failed"
 
 
-class TooLarge(ServiceError):
+class TooLargeError(DeskboxError):
     status = 422
     code = "too_large"
 
 
-class Unavailable(ServiceError):
+class UnavailableError(DeskboxError):
     recoverable = True
     status = 503
     code = "unavailable"
 
 
-class DeadlineExceeded(ServiceError):
+class ConnectError(UnavailableError):
+    """The service did not answer (refused, reset, gone), or not with JSON."""
+
+
+class DeadlineExceededError(DeskboxError):
     recoverable = True
     status = 504
     code = "deadline_exceeded"
 
 
-class Busy(ActionFailed):
+class InputBusyError(ActionFailedError):
     """The input is another request's for longer than a caller should wait."""
 
     code = "input_busy"
 
 
-class ClientGone(ServiceError):
+class ClientGoneError(DeskboxError):
     """The client went away before its answer: the work was stopped. Nobody reads this
     answer; its status (nginx's 499) is for logs and metrics."""
 
@@ -140,7 +165,7 @@ class ClientGone(ServiceError):
     code = "client_gone"
 
 
-class NotServed(ServiceError):
+class NotServedError(DeskboxError):
     status = 501
     code = "not_implemented"
 
@@ -148,19 +173,19 @@ class NotServed(ServiceError):
 # The guard rails' answers (deskbox.policy): what the session's policy refuses.
 
 
-class ActionDenied(ServiceError):
+class DeniedError(DeskboxError):
     status = 403
     code = "action_denied"
 
 
-class BudgetExceeded(ServiceError):
+class BudgetExceededError(DeskboxError):
     # Not recoverable by default: the session's budget is spent. A rate budget (actions
     # per minute) is, by waiting: its raiser says so.
     status = 429
     code = "budget_exceeded"
 
 
-class ConfirmationRequired(ActionFailed):
+class ConfirmationRequiredError(ActionFailedError):
     """The action needs a second, confirmed call: the same action with ``confirm_token``
     (in ``context``, with when it expires). ``suggested_next_tool`` is that action."""
 
@@ -178,7 +203,7 @@ class ConfirmationRequired(ActionFailed):
                          **kwargs)
 
 
-class ConfirmationInvalid(ActionFailed):
+class ConfirmationInvalidError(ActionFailedError):
     # Recoverable: the action without a token asks for a fresh one.
     status = 409
     code = "confirmation_invalid"
@@ -194,23 +219,32 @@ def error_body(data: bytes) -> dict[str, Any] | None:
     return err if isinstance(err, dict) else None
 
 
-def _by_status() -> dict[int, type[ServiceError]]:
-    return {400: InvalidRequest, 401: Unauthorized, 403: ActionDenied, 404: NotFoundError, 409: ActionFailed,
-            410: Expired, 422: TooLarge, 429: BudgetExceeded, 501: NotServed, 503: Unavailable,
-            504: DeadlineExceeded}
+_BY_STATUS: dict[int, type[DeskboxError]] = {
+    400: InvalidRequestError, 401: UnauthorizedError, 403: DeniedError, 404: NotFoundError, 409: ActionFailedError,
+    410: ExpiredError, 415: UnsupportedMediaTypeError, 422: TooLargeError, 429: BudgetExceededError,
+    501: NotServedError, 503: UnavailableError, 504: DeadlineExceededError,
+}
 
 
-def from_answer(status: int, data: bytes, what: str) -> ServiceError:
-    """Another service's error answer, as this service raises it to its own caller: the
-    class of its status, with its code, message and hints. Other 4xx are invalid
-    requests; the other service's internal error (5xx) is unavailability here, as a
-    component the request needs failed. ``what`` names the call (``desktopd /api/v1/tree``)."""
-    cls = _by_status().get(status) or (InvalidRequest if status < 500 else Unavailable)
+def from_answer(status: int, data: bytes, what: str, *, relayed: bool = False) -> DeskboxError:
+    """A service's error answer as the family's class of its status, with its code,
+    message, hints and status; other 4xx are invalid requests, other 5xx internal.
+    ``what`` names the call (``desktopd /api/v1/tree``).
+
+    ``relayed``: a service raising another's error to its own caller. The message then
+    names the call, and the other's failure (5xx) is unavailability here, as a component
+    the request needs failed; the status is the class's, what this service answers."""
+    cls = _BY_STATUS.get(status) or (InvalidRequestError if status < 500 else
+                                     UnavailableError if relayed else DeskboxError)
+    kept = {} if relayed else {"status": status}
     err = error_body(data)
-    if err is None:
-        return cls(f"{what}: {status} {data[:200].decode(errors='replace')}", code="http_error")
+    if err is None:  # not one of ours (a proxy in between, a service from before the error shape)
+        return cls(f"{what}: {status} {data[:200].decode(errors='replace')}", code="http_error",
+                   recoverable=status < 500, **kept)
     context = err.get("context")
-    return cls(f"{what}: {err.get('message', '')}", code=str(err.get("code") or "error"),
-               recoverable=err.get("recoverable") if isinstance(err.get("recoverable"), bool) else None,
+    recoverable = err.get("recoverable")
+    return cls(f"{what}: {err.get('message', '')}" if relayed else str(err.get("message", "")),
+               code=str(err.get("code") or "error"),
+               recoverable=recoverable if isinstance(recoverable, bool) else None,
                suggested_next_tool=err.get("suggested_next_tool"),
-               context=context if isinstance(context, dict) else None, details=err.get("details"))
+               context=context if isinstance(context, dict) else None, details=err.get("details"), **kept)

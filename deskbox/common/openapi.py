@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable
 from aiohttp import web
 from pydantic import BaseModel
 
-from .errors import DeadlineExceeded
+from .errors import DeadlineExceededError
 from .web import Handler, read_body, read_query, stop_when_client_leaves
 
 __all__ = ["ACTION", "ACTION_S", "QUICK", "QUICK_S", "SLOW", "SLOW_S", "TYPING", "TYPING_S", "Longest", "Route",
@@ -120,7 +120,7 @@ def bounded(route: Route) -> Handler:
         except TimeoutError:
             if not timer.expired():
                 raise  # the handler's own timeout, not the route's bound
-            raise DeadlineExceeded(f"{request.method} {route.path} did not finish within {limit:g} s, its longest "
+            raise DeadlineExceededError(f"{request.method} {route.path} did not finish within {limit:g} s, its longest "
                                    "time; the work was stopped and any key or button it held let go",
                                    context={"longest_s": limit}) from None
 

@@ -1,15 +1,28 @@
-"""How deskbox's own services call each other: one client per service, one way of
-turning an answer into a result or an error.
+"""The one HTTP client core of deskbox's services, under the public client and the
+internal ones alike: a service's URL, its credential, its time bound, and the one
+decoding of its answers.
 
-Every internal caller of desktopd or the CDP bridge (the scene aggregator, the OSWorld
-server) holds one of these for the service's life. A client keeps one aiohttp session
-carrying the session's token (and, for desktopd, the internal secret), decodes a
-service's ``{"error": {...}}`` answer into the ``common.errors`` class of its status
-(``errors.from_answer``), and raises ``NotAnswering`` (503, ``<service>_unavailable``)
-when the service did not answer at all or answered something that is not JSON.
+A ``ServiceClient`` keeps one aiohttp session carrying the session's token (and, for
+desktopd, the internal secret), decodes a service's ``{"error": {...}}`` answer into the
+``common.errors`` class of its status (``errors.from_answer``), and raises
+``ConnectError`` when the service did not answer at all.
 
-The answers are desktopd's and the bridge's JSON as they send it; a caller that wants
-typed objects builds them on top (the scene's ``sources.Desktop`` does).
+Two kinds of caller use it:
+
+- **Relaying** (``relays = True``, the default): a deskbox service calling another (the
+  scene aggregator and the OSWorld server call desktopd and the bridge; desktopd calls
+  the scene's gate with ``relays = False``, passing its refusals on as they are). The
+  other's error is raised on to this service's own caller: its failure is
+  unavailability here, and a service that does not answer, or not in time, is
+  ``ConnectError`` with the code ``<service>_unavailable`` (503).
+- **The public client** (``deskbox.AsyncClient``, one of these per service): an error
+  keeps the status and message it came with; no answer is ``ConnectError``
+  (``unreachable``), no answer in time ``DeadlineExceededError`` (``client_timeout``),
+  both without a status.
+
+The answers are the services' JSON as they send it (text, for a text answer); a caller
+that wants typed objects builds them on top (the scene's ``sources.Desktop``, the public
+client's ``deskbox.answers``).
 """
 
 from __future__ import annotations
@@ -21,14 +34,10 @@ from typing import Any, Self
 import orjson
 from aiohttp import ClientError, ClientSession, ClientTimeout
 
-from .errors import ServiceError, Unavailable, from_answer
+from .errors import ConnectError, DeadlineExceededError, DeskboxError, from_answer
 from .web import INTERNAL_HEADER
 
-__all__ = ["ServiceClient", "DesktopdClient", "BridgeClient", "NotAnswering", "Frame"]
-
-
-class NotAnswering(Unavailable):
-    """The service did not answer (refused, reset, timed out), or not with JSON."""
+__all__ = ["ServiceClient", "DesktopdClient", "BridgeClient", "Frame"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,20 +51,32 @@ class Frame:
 
 
 class ServiceClient:
-    """One deskbox service at ``base``: ``start()`` before the first call, ``close()``
-    after the last (or ``async with``)."""
+    """One deskbox service at ``base``; ``close()`` after the last call (or ``async
+    with``). ``headers`` go with every call (an interface name, a secret)."""
 
     name = "service"
+    # A service's error answer raised on to this caller's own (its failure is
+    # unavailability here, the message names the call); False: passed on as it came.
+    relays = True
+    # Said after "<name> at <base> is not answering" when it does not.
+    unreachable_hint = ""
 
-    def __init__(self, base: str, token: str | None, timeout: float = 30.0) -> None:
+    def __init__(self, base: str, token: str | None, timeout: float = 30.0, *,
+                 headers: dict[str, str] | None = None, name: str | None = None,
+                 relays: bool | None = None) -> None:
         self.base = base.rstrip("/")
+        self.timeout = timeout
+        if name is not None:
+            self.name = name
+        if relays is not None:
+            self.relays = relays
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._timeout = ClientTimeout(total=timeout)
+        self._headers.update(headers or {})
         self._http: ClientSession | None = None
 
     async def start(self) -> None:
         if self._http is None:
-            self._http = ClientSession(timeout=self._timeout, headers=self._headers,
+            self._http = ClientSession(timeout=ClientTimeout(total=self.timeout), headers=self._headers,
                                        json_serialize=lambda o: orjson.dumps(o).decode())
 
     async def close(self) -> None:
@@ -71,26 +92,44 @@ class ServiceClient:
         await self.close()
 
     async def request(self, method: str, path: str, *, params: dict | None = None, json: Any = None,
-                      raw: bool = False, headers: dict[str, str] | None = None) -> Any:
-        """The answer's JSON (None for an empty one), or with ``raw`` its bytes and
-        headers; a ``ServiceError`` for an error answer."""
-        assert self._http is not None, f"{type(self).__name__}.start() was not called"
+                      raw: bool = False, headers: dict[str, str] | None = None, timeout: float | None = None) -> Any:
+        """The answer's JSON (None for an empty one; a text answer as ``str``), or with
+        ``raw`` its bytes and headers; a ``DeskboxError`` for an error answer or none.
+        ``timeout``: this call's bound, not the client's."""
+        if self._http is None:
+            await self.start()
+        assert self._http is not None
+        what = f"{self.name} {method} {path}" if not self.relays else f"{self.name} {path}"
+        bound = ClientTimeout(total=timeout) if timeout is not None else None
         try:
-            async with self._http.request(method, self.base + path, params=params, json=json,
-                                          headers=headers) as resp:
+            async with self._http.request(method, self.base + path, params=params, json=json, headers=headers,
+                                          timeout=bound or self._http.timeout) as resp:
                 body = await resp.read()
                 if resp.status >= 400:
-                    raise from_answer(resp.status, body, f"{self.name} {path}")
+                    raise from_answer(resp.status, body, what, relayed=self.relays)
                 if raw:
                     return body, resp.headers
                 if resp.status == 204 or not body:
                     return None
+                if resp.content_type != "application/json" and not self.relays:
+                    return body.decode()
                 return orjson.loads(body)
-        except ServiceError:
+        except DeskboxError:
             raise
-        except (ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
-            raise NotAnswering(f"{self.name} at {self.base} is not answering ({path}): {exc!r}",
-                               code=f"{self.name}_unavailable") from exc
+        except asyncio.TimeoutError as exc:
+            if self.relays:
+                raise self._unreachable(path, what, exc) from exc
+            raise DeadlineExceededError(f"{what}: no answer within {timeout or self.timeout:g} s",
+                                        code="client_timeout", recoverable=True, status=None) from exc
+        except (ClientError, OSError, ValueError) as exc:
+            raise self._unreachable(path, what, exc) from exc
+
+    def _unreachable(self, path: str, what: str, exc: BaseException) -> ConnectError:
+        if self.relays:
+            return ConnectError(f"{self.name} at {self.base} is not answering ({path}): {exc!r}"
+                                f"{self.unreachable_hint}", code=f"{self.name}_unavailable", status=None)
+        return ConnectError(f"{what}: {self.name} at {self.base} is not answering: {exc}",
+                            code="unreachable", recoverable=True, status=None)
 
 
 class DesktopdClient(ServiceClient):

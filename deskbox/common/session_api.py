@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import ClientSession, ClientTimeout, UnixConnector
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import ActionFailed, InvalidRequest, NotFoundError, ServiceError, Unavailable
+from .errors import ActionFailedError, DeskboxError, InvalidRequestError, NotFoundError, UnavailableError
 from .openapi import SLOW_S, Longest
 
 __all__ = [
@@ -121,7 +121,7 @@ class ClaimRequest(_Strict):
     ttl_s: float = Field(300.0, gt=0, le=24 * 3600)
 
 
-_ERRORS: dict[int, type[ServiceError]] = {400: InvalidRequest, 404: NotFoundError, 409: ActionFailed}
+_ERRORS: dict[int, type[DeskboxError]] = {400: InvalidRequestError, 404: NotFoundError, 409: ActionFailedError}
 
 
 class SessionControl:
@@ -146,16 +146,16 @@ class SessionControl:
 
     async def call(self, method: str, path: str, body: BaseModel | dict | None = None) -> Any:
         if self._http is None:
-            raise Unavailable("this service does not run under deskbox up: it has no session to manage",
+            raise UnavailableError("this service does not run under deskbox up: it has no session to manage",
                               code="no_session")
         payload = body.model_dump() if isinstance(body, BaseModel) else body
         try:
             async with self._http.request(method, "http://session" + path, json=payload) as resp:
                 data = await resp.json(content_type=None)
         except (OSError, asyncio.TimeoutError, ValueError) as exc:
-            raise Unavailable(f"the session's control socket is not answering: {exc}", code="no_session") from exc
+            raise UnavailableError(f"the session's control socket is not answering: {exc}", code="no_session") from exc
         if resp.status >= 400:
             err = data.get("error", {}) if isinstance(data, dict) else {}
-            cls = _ERRORS.get(resp.status, Unavailable)
+            cls = _ERRORS.get(resp.status, UnavailableError)
             raise cls(err.get("message", f"session control: {resp.status}"), code=err.get("code"))
         return data

@@ -21,7 +21,15 @@ from aiohttp.http_exceptions import HttpProcessingError
 from pydantic import BaseModel, ValidationError
 
 from .callers import callers_middleware
-from .errors import Busy, ClientGone, InvalidRequest, ServiceError, Unauthorized, Unavailable, UnsupportedMediaType
+from .errors import (
+    ClientGoneError,
+    DeskboxError,
+    InputBusyError,
+    InvalidRequestError,
+    UnauthorizedError,
+    UnavailableError,
+    UnsupportedMediaTypeError,
+)
 from .logging import get_logger
 from .settings import env_int
 
@@ -81,11 +89,12 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
         status = response.status
         response.headers["X-Request-Id"] = request_id
         return response
-    except ServiceError as exc:
-        status = exc.status
-        resp = web.json_response(exc.to_json(), status=exc.status)
+    except DeskboxError as exc:
+        # (an error that came with no answer, a ConnectError raised on, is its class's)
+        status = exc.status or type(exc).status or 503
+        resp = web.json_response(exc.to_json(), status=status)
         resp.headers["X-Request-Id"] = request_id
-        if exc.status == 503:
+        if status == 503:
             resp.headers["Retry-After"] = "1"  # a component is coming back
         return resp
     except web.HTTPException as exc:
@@ -151,7 +160,7 @@ def auth_middleware(token: str | None, open_paths: frozenset[str]):
             if not hmac.compare_digest(given, expected):
                 offered = _websocket_token(request)
                 if offered is None or not hmac.compare_digest(b"Bearer " + offered, expected):
-                    raise Unauthorized("missing or wrong bearer token (Authorization: Bearer <token>)")
+                    raise UnauthorizedError("missing or wrong bearer token (Authorization: Bearer <token>)")
         return await handler(request)
 
     return middleware
@@ -171,7 +180,7 @@ def concurrency_middleware(open_paths: frozenset[str], limit: int | None = None)
         if request.path in open_paths:
             return await handler(request)
         if in_flight >= most:
-            raise Unavailable(f"the service is answering {in_flight} requests, its most at once "
+            raise UnavailableError(f"the service is answering {in_flight} requests, its most at once "
                               "(DESKBOX_MAX_REQUESTS); try again in a moment", code="overloaded",
                               context={"in_flight": in_flight, "limit": most})
         in_flight += 1
@@ -204,7 +213,7 @@ def validate(model: type[ModelT], data: Any, *, context: dict[str, Any] | None =
         return model.model_validate(data, context=context)
     except ValidationError as exc:
         message, details = _validation_message(exc)
-        raise InvalidRequest(message, code="validation_error", details=details) from exc
+        raise InvalidRequestError(message, code="validation_error", details=details) from exc
 
 
 def require_json(request: web.Request) -> None:
@@ -215,7 +224,7 @@ def require_json(request: web.Request) -> None:
     media = request.content_type  # (aiohttp: "application/octet-stream" when none is given)
     if media != "application/json" and not (media.startswith("application/") and media.endswith("+json")):
         given = request.headers.get("Content-Type")
-        raise UnsupportedMediaType(
+        raise UnsupportedMediaTypeError(
             f"the body must be sent as JSON, with Content-Type: application/json (it was "
             f"{'not given' if given is None else repr(given)}); with curl: --json '{{...}}'")
 
@@ -229,16 +238,16 @@ async def read_body(request: web.Request, model: type[ModelT], *, context: dict[
         return parsed[model]
     raw = await request.read()
     if not raw:
-        raise InvalidRequest("request body is empty; send a JSON object", code="invalid_json")
+        raise InvalidRequestError("request body is empty; send a JSON object", code="invalid_json")
     require_json(request)
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+        raise InvalidRequestError(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
     except RecursionError as exc:
-        raise InvalidRequest("request body is nested too deeply", code="invalid_json") from exc
+        raise InvalidRequestError("request body is nested too deeply", code="invalid_json") from exc
     if not isinstance(data, dict):
-        raise InvalidRequest("request body must be a JSON object", code="invalid_json")
+        raise InvalidRequestError("request body must be a JSON object", code="invalid_json")
     body = validate(model, data, context=context)
     if context is None:
         parsed[model] = body
@@ -253,7 +262,7 @@ def read_query(request: web.Request, model: type[ModelT], *, context: dict[str, 
     data: dict[str, str] = {}
     for key, value in request.query.items():
         if key in data:
-            raise InvalidRequest(f"query parameter {key!r} given more than once", code="validation_error")
+            raise InvalidRequestError(f"query parameter {key!r} given more than once", code="validation_error")
         data[key] = value
     return validate(model, data, context=context)
 
@@ -273,7 +282,7 @@ async def read_form(request: web.Request) -> Any:
     try:
         return await request.post()
     except BODY_ERRORS as exc:
-        raise InvalidRequest(f"the form body cannot be read: {exc}", code="validation_error") from exc
+        raise InvalidRequestError(f"the form body cannot be read: {exc}", code="validation_error") from exc
 
 
 _FILE_CHUNK = 1 << 20
@@ -336,7 +345,7 @@ def stop_when_client_leaves(handler: Handler) -> Handler:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
-                    raise ClientGone(f"the client left {request.method} {request.path} before its answer")
+                    raise ClientGoneError(f"the client left {request.method} {request.path} before its answer")
         finally:
             if not task.done():  # cancelled from outside (the route's bound): its finally blocks run first
                 task.cancel()
@@ -354,13 +363,13 @@ TURN_WAIT_S = 10.0
 
 @contextlib.asynccontextmanager
 async def taking_turn(lock: asyncio.Lock, what: str = "the input", wait_s: float | None = None) -> AsyncIterator[None]:
-    """``lock`` held for the block, or :class:`Busy` when it is not free within
+    """``lock`` held for the block, or :class:`InputBusyError` when it is not free within
     ``wait_s`` (default :data:`TURN_WAIT_S`)."""
     wait = TURN_WAIT_S if wait_s is None else wait_s
     try:
         await asyncio.wait_for(lock.acquire(), wait)
     except asyncio.TimeoutError:
-        raise Busy(f"{what} has been another request's for over {wait:g} s (a hold, a wait or a long text); "
+        raise InputBusyError(f"{what} has been another request's for over {wait:g} s (a hold, a wait or a long text); "
                    "try again when it is done", context={"waited_s": wait}) from None
     try:
         yield

@@ -7,7 +7,7 @@ import sys
 
 from aiohttp import web
 
-from ..common.errors import ServiceError
+from ..common.errors import DeskboxError
 from ..common.logging import configure_logging, get_logger
 from ..common.net import parse_listen
 from ..common.options import internal_secret_from_env
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     log.info("starting", url=f"http://{host}:{port}", backend=backend.name)
     try:
         web.run_app(app, host=host, port=port, print=None, access_log=None, handle_signals=True)
-    except ServiceError as exc:
+    except DeskboxError as exc:
         # The backend could not start (no compositor, no uinput ...): say why and exit.
         log.error("cannot start", code=exc.code, error=exc.message)
         print(f"desktopd: {exc.message}", file=sys.stderr)

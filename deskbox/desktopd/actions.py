@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence, Union
 
-from ..common.errors import InvalidRequest, NotFoundError
+from ..common.errors import InvalidRequestError, NotFoundError
 from ..geometry import Display
 from .backends.base import Backend, KeyEvent
 from .keys import Key, UnknownKey, keysym_for_char, parse_combo, parse_key
@@ -76,7 +76,7 @@ class Planner:
     def point(self, display: Display, x: float, y: float) -> Move:
         w, h = display.size
         if not (math.isfinite(x) and math.isfinite(y)) or not (0 <= x < w and 0 <= y < h):
-            raise InvalidRequest(
+            raise InvalidRequestError(
                 f"({x}, {y}) is outside display {display.id}, which is {w}x{h} device pixels",
                 code="out_of_bounds",
             )
@@ -99,26 +99,26 @@ class Planner:
         try:
             return parse_key(name)
         except UnknownKey as exc:
-            raise InvalidRequest(str(exc), code="unknown_key") from exc
+            raise InvalidRequestError(str(exc), code="unknown_key") from exc
 
     def combo(self, combo: str) -> list[Key]:
         try:
             return parse_combo(combo)
         except UnknownKey as exc:
-            raise InvalidRequest(str(exc), code="unknown_key") from exc
+            raise InvalidRequestError(str(exc), code="unknown_key") from exc
 
     def modifiers(self, names: Sequence[str]) -> list[Key]:
         keys = [self.key(n) for n in names]
         for name, key in zip(names, keys):
             if key.modifier is None:
-                raise InvalidRequest(f"{name!r} is not a modifier (shift, ctrl, alt, super)", code="unknown_key")
+                raise InvalidRequestError(f"{name!r} is not a modifier (shift, ctrl, alt, super)", code="unknown_key")
         return keys
 
     def check_keysyms(self, events: Sequence[KeyEvent]) -> None:
         try:
             self.backend.check_keysyms({e.keysym for e in events})
         except UnknownKey as exc:
-            raise InvalidRequest(str(exc), code="unknown_key") from exc
+            raise InvalidRequestError(str(exc), code="unknown_key") from exc
 
 
 def _approach(target: Move) -> Move:
@@ -214,7 +214,7 @@ def _type_events(planner: Planner, text: str, interval: float) -> list[Step]:
         try:
             keysym = keysym_for_char(ch)
         except UnknownKey as exc:
-            raise InvalidRequest(str(exc), code="unknown_key") from exc
+            raise InvalidRequestError(str(exc), code="unknown_key") from exc
         events += [KeyEvent(keysym, True), KeyEvent(keysym, False)]
     if not interval:
         return [Keys(tuple(events))] if events else []

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from aiohttp import web
 from prometheus_client import Counter
 
-from ..common.errors import DeadlineExceeded, InvalidRequest
+from ..common.errors import DeadlineExceededError, InvalidRequestError
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Longest, Route, add_routes, openapi_document
 from ..common.web import client_left, error_middleware, guarded, json_ok, read_body, read_query
@@ -218,7 +218,7 @@ async def _run(request: web.Request, steps: list[Step]) -> None:
     and had not released is released."""
     backend, lock = request.app[BACKEND], request.app[INPUT_LOCK]
     if planned_seconds(steps) > INPUT_DEADLINE_S:
-        raise InvalidRequest(f"this input would take over {INPUT_DEADLINE_S:g} s (its pauses alone); "
+        raise InvalidRequestError(f"this input would take over {INPUT_DEADLINE_S:g} s (its pauses alone); "
                              "send it in several requests", code="too_long")
     deadline = time.monotonic() + INPUT_DEADLINE_S
     done: list[Step] = []
@@ -227,7 +227,7 @@ async def _run(request: web.Request, steps: list[Step]) -> None:
             if client_left(request):
                 raise _Gone()
             if time.monotonic() > deadline:
-                raise DeadlineExceeded(f"input did not finish within {INPUT_DEADLINE_S:g} s; "
+                raise DeadlineExceededError(f"input did not finish within {INPUT_DEADLINE_S:g} s; "
                                        f"{len(done)} of {len(steps)} steps were sent")
             if len(part) == 1 and isinstance(part[0], Pause):
                 await asyncio.sleep(part[0].seconds)
@@ -324,7 +324,7 @@ def _compat_pointer(planner: Planner, kind: str, **fields) -> list[Step]:
     try:
         req = PointerRequest(action=action, count=count, **fields)
     except ValueError as exc:
-        raise InvalidRequest(f"bad {kind} event: {exc}", code="validation_error") from exc
+        raise InvalidRequestError(f"bad {kind} event: {exc}", code="validation_error") from exc
     return plan_pointer(planner, req)
 
 
@@ -355,7 +355,7 @@ async def keyboard_event(request: web.Request) -> web.Response:
         try:
             key = parse_key(event.keysym)
         except UnknownKey as exc:
-            raise InvalidRequest(str(exc), code="unknown_key") from exc
+            raise InvalidRequestError(str(exc), code="unknown_key") from exc
         if event.state in ("down", "press"):
             events.append(KeyEvent(key.keysym, True))
         if event.state in ("up", "press"):

@@ -15,16 +15,16 @@ and desktopd blurs them before the picture leaves (``BLUR``)."""
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import time
 from typing import Any
 
 import orjson
-from aiohttp import ClientError, ClientSession, ClientTimeout, web
+from aiohttp import web
 
-from ..common.errors import ServiceError, Unauthorized, Unavailable, error_body
+from ..common.errors import DeskboxError, UnauthorizedError, UnavailableError
 from ..common.logging import get_logger
+from ..common.service_client import ServiceClient
 from ..common.web import INTERFACE_HEADER, INTERNAL_HEADER, json_ok, read_body, require_json
 from .models import GateStateRequest
 
@@ -41,32 +41,20 @@ STATE_TTL_S = 1.0
 TIMEOUT_S = 10.0
 
 
-class _GateError(ServiceError):
-    """An answer of the scene's gate, passed on as it is (a 429, 403, 409 ...)."""
+class GateClient(ServiceClient):
+    """The scene's gate, with the internal secret (and the session's token)."""
 
-    def __init__(self, status: int, error: dict[str, Any]) -> None:
-        super().__init__(str(error.get("message", "")), code=str(error.get("code", "refused")),
-                         suggested_next_tool=error.get("suggested_next_tool"), context=error.get("context"),
-                         recoverable=bool(error.get("recoverable", False)))
-        self.status = status
+    name = "gate"
+    relays = False  # its refusals (a 429, 403, 409 ...) are passed on as they are
+    unreachable_hint = "; this session's policy is checked there"
 
-
-class GateClient:
     def __init__(self, url: str, secret: str, *, token: str | None = None, required: bool = False) -> None:
-        self.url = url.rstrip("/")
+        super().__init__(url, token, TIMEOUT_S)
+        self._headers[INTERNAL_HEADER] = secret
         self.secret = secret
         self.required = required
-        self._headers = {INTERNAL_HEADER: secret, **({"Authorization": f"Bearer {token}"} if token else {})}
-        self._http: ClientSession | None = None
         self._active: bool = required
         self._checked = 0.0
-
-    async def start(self) -> None:
-        self._http = ClientSession(timeout=ClientTimeout(total=TIMEOUT_S), headers=self._headers)
-
-    async def close(self) -> None:
-        if self._http is not None:
-            await self._http.close()
 
     def internal(self, request: web.Request) -> bool:
         return hmac.compare_digest(request.headers.get(INTERNAL_HEADER, ""), self.secret)
@@ -76,7 +64,7 @@ class GateClient:
             return self._active
         try:
             self._active = bool((await self._call("GET", "/api/v1/gate"))["active"])
-        except Unavailable:
+        except UnavailableError:
             self._active = self.required
         self._checked = time.monotonic()
         return self._active
@@ -94,24 +82,11 @@ class GateClient:
     async def end(self, step: str, ok: bool, receipt: dict | None, error: dict | None) -> None:
         try:
             await self._call("POST", "/api/v1/gate/end", {"step": step, "ok": ok, "receipt": receipt, "error": error})
-        except ServiceError as exc:  # the input happened: it is not undone for a lost record
+        except DeskboxError as exc:  # the input happened: it is not undone for a lost record
             log.warning("gate end not recorded", step=step, error=exc.message)
 
     async def _call(self, method: str, path: str, body: dict | None = None) -> dict[str, Any]:
-        assert self._http is not None
-        try:
-            async with self._http.request(method, self.url + path,
-                                          data=orjson.dumps(body) if body is not None else None,
-                                          headers={"Content-Type": "application/json"} if body is not None else None
-                                          ) as resp:
-                data = await resp.read()
-                if resp.status >= 400:
-                    error = error_body(data) or {"code": "gate_error", "message": data[:200].decode(errors="replace")}
-                    raise _GateError(resp.status, error)
-                return orjson.loads(data)
-        except (ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise Unavailable(f"the scene aggregator's gate at {self.url} is not answering: {exc!r}; "
-                              "this session's policy is checked there", code="gate_unavailable") from exc
+        return await self.request(method, path, json=body)
 
 
 GATE_CLIENT = web.AppKey("gate_client", GateClient)
@@ -145,7 +120,7 @@ async def gate_middleware(request: web.Request, handler):
         args["confirm_token"] = confirm[:64]  # (desktopd's own bodies have no field for it)
     try:
         answer = await gate.begin(interface[:32], request.path, args)
-    except Unavailable:
+    except UnavailableError:
         if gate.required:
             raise
         answer = {}  # only a trace missed this one: the input is not refused for it
@@ -158,7 +133,7 @@ async def gate_middleware(request: web.Request, handler):
         return await handler(request)
     try:
         response = await handler(request)
-    except ServiceError as exc:
+    except DeskboxError as exc:
         await gate.end(step, False, None, exc.to_json()["error"])
         raise
     except BaseException as exc:
@@ -178,7 +153,7 @@ async def gate_state(request: web.Request) -> web.Response:
     """``POST /api/v1/gate {active}``: the scene, saying whether to ask it (internal)."""
     gate = request.app.get(GATE_CLIENT)
     if gate is None or not gate.internal(request):
-        raise Unauthorized("the scene aggregator's only (the session's internal secret)", code="internal_only")
+        raise UnauthorizedError("the scene aggregator's only (the session's internal secret)", code="internal_only")
     req = await read_body(request, GateStateRequest)
     gate.told(req.active)
     return json_ok({"ok": True, "active": gate.required or req.active})

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from PIL import Image, ImageDraw
 
-from ..common.errors import InvalidRequest, TooLarge, Unavailable
+from ..common.errors import InvalidRequestError, TooLargeError, UnavailableError
 from ..common.memory import release_memory
 from ..geometry import Display, device_to_region, resize_factor, scaled_size
 from ..policy.redact import Redactor
@@ -73,10 +73,10 @@ def _check_size(display: Display, fmt: str, out_size: tuple[int, int]) -> None:
     limit = min(MAX_PIXELS_FACTOR * display.size[0] * display.size[1], MAX_PIXELS)
     w, h = out_size
     if w * h > limit:
-        raise TooLarge(f"a {w}x{h} screenshot is {w * h:,} pixels; the limit is {limit:,} (4 times display "
+        raise TooLargeError(f"a {w}x{h} screenshot is {w * h:,} pixels; the limit is {limit:,} (4 times display "
                        f"{display.id}'s {display.size[0]}x{display.size[1]}, at most {MAX_PIXELS:,})")
     if fmt == "webp" and max(w, h) > WEBP_MAX_SIDE:
-        raise TooLarge(f"WebP pictures are at most {WEBP_MAX_SIDE} pixels a side; {w}x{h} asked")
+        raise TooLargeError(f"WebP pictures are at most {WEBP_MAX_SIDE} pixels a side; {w}x{h} asked")
 
 
 class Screenshots:
@@ -103,7 +103,7 @@ class Screenshots:
         if down is not None:
             # Never the old compositor's pixels: what was kept of it goes.
             self._encoded.clear()
-            raise Unavailable(f"the display server is not there: {down}", code="display_unavailable")
+            raise UnavailableError(f"the display server is not there: {down}", code="display_unavailable")
         region = self._region(display, q)
         factor = resize_factor((region[2], region[3]), width=q.width, scale=q.scale)
         out_size = scaled_size((region[2], region[3]), factor)
@@ -145,7 +145,7 @@ class Screenshots:
             return (0, 0, w, h)
         x, y, rw, rh = q.region
         if x + rw > w or y + rh > h:
-            raise InvalidRequest(
+            raise InvalidRequestError(
                 f"region {x},{y},{rw},{rh} is outside display {display.id} ({w}x{h} device pixels)",
                 code="out_of_bounds",
             )

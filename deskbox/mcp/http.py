@@ -25,7 +25,7 @@ from typing import Any
 from aiohttp import web
 
 from ..client import AsyncClient
-from ..common.errors import Unavailable
+from ..common.errors import UnavailableError
 from ..common.web import client_left
 
 __all__ = ["McpEndpoint", "MCP", "add_mcp"]
@@ -67,7 +67,7 @@ class McpEndpoint:
                 if not running.is_set():
                     waiter.cancel()
                     self._task.result()  # (raises what stopped it)
-                    raise Unavailable("the MCP session manager ended at start", code="mcp_unavailable")
+                    raise UnavailableError("the MCP session manager ended at start", code="mcp_unavailable")
                 self._manager = manager
         return self._manager
 
@@ -96,7 +96,7 @@ class McpEndpoint:
         exchange = _Exchange(request, body)
         await manager.handle_request(exchange.scope(), exchange.receive, exchange.send)
         if exchange.response is None:
-            raise Unavailable("the MCP transport gave no answer", code="mcp_unavailable")
+            raise UnavailableError("the MCP transport gave no answer", code="mcp_unavailable")
         return exchange.response
 
 
@@ -155,7 +155,7 @@ def _own_url(request: web.Request) -> str:
     """This server's URL as seen from itself: the local end of the request's connection."""
     sock = request.transport.get_extra_info("sockname") if request.transport else None
     if not isinstance(sock, tuple):
-        raise Unavailable("MCP over HTTP needs the scene on a TCP socket", code="mcp_unavailable")
+        raise UnavailableError("MCP over HTTP needs the scene on a TCP socket", code="mcp_unavailable")
     host = f"[{sock[0]}]" if ":" in sock[0] else sock[0]
     return f"http://{host}:{sock[1]}"
 

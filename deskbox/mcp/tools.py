@@ -131,7 +131,8 @@ def _json(data: Any) -> CallToolResult:
 
 
 def _failure(exc: DeskboxError) -> CallToolResult:
-    body = exc.to_json()
+    """The error's body, with the HTTP status the service answered (None: no service did)."""
+    body = {**exc.to_json(), "status": exc.status}
     return CallToolResult(content=[TextContent(text=json.dumps(body, ensure_ascii=False))],
                           structured_content=body, is_error=True)
 
@@ -330,11 +331,11 @@ async def call(client: AsyncClient, name: str, arguments: dict[str, Any] | None)
     tool = _BY_NAME.get(name)
     if tool is None:
         return _failure(DeskboxError(f"no tool {name!r}; the tools are {', '.join(_BY_NAME)}", code="unknown_tool",
-                                     recoverable=True))
+                                     recoverable=True, status=None))
     try:
         return await tool.run(client, dict(arguments or {}))
     except DeskboxError as exc:
         return _failure(exc)
     except Exception as exc:  # a bug here must not end the MCP session
         log.exception("tool failed", tool=name)
-        return _failure(DeskboxError(f"{name} failed: {exc!r}", code="internal"))
+        return _failure(DeskboxError(f"{name} failed: {exc!r}", code="internal", status=None))

@@ -31,7 +31,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..common.errors import InvalidRequest
+from ..common.errors import InvalidRequestError
 
 __all__ = ["Scenario", "Node", "load", "ACTIONS", "BUILTIN"]
 
@@ -143,11 +143,11 @@ def load(where: str) -> Scenario:
     try:
         data = yaml.safe_load(path.read_text())
     except OSError as exc:
-        raise InvalidRequest(f"cannot read the scenario {where!r}: {exc} (examples: "
+        raise InvalidRequestError(f"cannot read the scenario {where!r}: {exc} (examples: "
                              f"{sorted(p.stem for p in BUILTIN.glob('*.yaml'))})", code="scenario_invalid") from None
     except yaml.YAMLError as exc:
-        raise InvalidRequest(f"{path}: not YAML: {exc}", code="scenario_invalid") from None
+        raise InvalidRequestError(f"{path}: not YAML: {exc}", code="scenario_invalid") from None
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        raise InvalidRequest(f"{path}: {exc}", code="scenario_invalid") from None
+        raise InvalidRequestError(f"{path}: {exc}", code="scenario_invalid") from None

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..common.errors import ActionFailed, InvalidRequest, Unavailable
+from ..common.errors import ActionFailedError, InvalidRequestError, UnavailableError
 from ..geometry import Display, Rect, device_rect, probe_points
 from ..scene.act import lookup_element
 from ..scene.elements import INTERACTIVE_ROLES, Element
@@ -103,7 +103,7 @@ class World:
         said = text
         if live is not None:
             if "disabled" in live.states:
-                raise ActionFailed(f"{live.node.role} {live.name!r} is disabled", code="disabled")
+                raise ActionFailedError(f"{live.node.role} {live.name!r} is disabled", code="disabled")
             said = self._effect(action, live, text, option, option_index, keys)
         elif action == "type" and self.focused in nodes:
             said = self._effect("type", nodes[self.focused], text, None, None, None)
@@ -144,7 +144,7 @@ class World:
             else:
                 picked = next((o for o in n.options if o.lower() == (option or "").lower()), None)
             if picked is None:
-                raise ActionFailed(f"{n.role} {live.name!r} has no option "
+                raise ActionFailedError(f"{n.role} {live.name!r} has no option "
                                    f"{option if option_index is None else f'#{option_index}'!r}; its options are "
                                    f"{n.options}", code="no_such_option", context={"options": n.options})
             self.values[n.id] = picked
@@ -312,7 +312,7 @@ class MockActor:
             await self.engine.scene("active")
             e = self.lookup(req.target)
             if req.action == "drag":
-                raise ActionFailed("drag is not played in mock mode", code="unsupported_action")
+                raise ActionFailedError("drag is not played in mock mode", code="unsupported_action")
             changed = self.engine.world.act(req.action, e.ref["mock"], text=req.text, option=req.option,
                                             option_index=req.option_index, keys=req.keys)
             point = probe_points(e.bbox)[0] if e.bbox is not None else None
@@ -341,7 +341,7 @@ class MockDesktop:
         return [self.engine.display]
 
     async def screenshot(self, params: dict) -> tuple[bytes, dict]:
-        raise Unavailable("mock mode has no pixels: read the Scene", code="no_pixels")
+        raise UnavailableError("mock mode has no pixels: read the Scene", code="no_pixels")
 
     async def keyboard(self, **request: Any) -> None:
         world = self.engine.world
@@ -350,11 +350,11 @@ class MockDesktop:
         elif request.get("action") == "key":
             world.act("key", world.focused, keys=request.get("keys"))
         else:
-            raise InvalidRequest(f"keyboard {request.get('action')!r} is not played in mock mode")
+            raise InvalidRequestError(f"keyboard {request.get('action')!r} is not played in mock mode")
 
     async def pointer(self, **request: Any) -> None:
         if request.get("action") not in ("click", "move"):
-            raise InvalidRequest(f"pointer {request.get('action')!r} is not played in mock mode")
+            raise InvalidRequestError(f"pointer {request.get('action')!r} is not played in mock mode")
         if request.get("action") == "move":
             return
         scene = await self.engine.scene("active")

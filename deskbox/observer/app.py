@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from ..client import AsyncClient, DeskboxError
-from ..common.errors import NotServed, ServiceError
+from ..client import AsyncClient
+from ..common.errors import DeskboxError, NotServedError
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document
 from ..common.options import DEFAULT_URLS
@@ -44,8 +44,8 @@ async def oso_errors(request: web.Request, handler) -> web.StreamResponse:
     """Errors in the shapes OS Screen Observer's clients read (see the module docstring)."""
     try:
         return await handler(request)
-    except (ServiceError, DeskboxError) as exc:
-        status = getattr(exc, "status", None) or 503
+    except DeskboxError as exc:
+        status = exc.status or type(exc).status or 503
         code = exc.code
         oso = shapes.oso_code(code, status)
         context = dict(getattr(exc, "context", None) or {})
@@ -81,7 +81,7 @@ def create_app(config: ObserverConfig | None = None) -> web.Application:
 
 
 async def later(request: web.Request) -> web.Response:
-    raise NotServed(f"{request.path}: a scenario is loaded as the session starts (deskbox up --mock SCENARIO)",
+    raise NotServedError(f"{request.path}: a scenario is loaded as the session starts (deskbox up --mock SCENARIO)",
                     context={"path": request.path})
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..common.errors import InvalidRequest
+from ..common.errors import InvalidRequestError
 from ..common.openapi import SLOW, TYPING, Route
 from ..common.web import read_body
 from . import shapes
@@ -111,7 +111,7 @@ async def propose_action(request: web.Request) -> web.Response:
     try:
         target = ElementRequest(**{k: v for k, v in req.args.items() if k in ElementRequest.model_fields})
     except ValueError as exc:
-        raise InvalidRequest(f"args: {exc}", code="validation_error") from None
+        raise InvalidRequestError(f"args: {exc}", code="validation_error") from None
     scene, window, element = await obs.target(target)
     out = await obs.client.request("scene", "POST", "/api/v1/act/propose", body={
         "target": element["id"], "action": _PROPOSED.get(req.action, req.action)})

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from aiohttp import ClientError, ClientSession, WSMsgType, web
 
 from ..client import AsyncClient
-from ..common.errors import Unavailable
+from ..common.errors import UnavailableError
 from ..common.openapi import Route
 from ..common.web import WS_PROTOCOL
 from ..inspect import page_handler
@@ -69,7 +69,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
         try:
             upstream = await http.ws_connect(url, params=query, heartbeat=30)
         except (ClientError, OSError) as exc:
-            raise Unavailable(f"the scene's stream at {url} is not answering: {exc}", code="scene_unreachable") from exc
+            raise UnavailableError(f"the scene's stream at {url} is not answering: {exc}", code="scene_unreachable") from exc
         async with upstream:
             await ws.prepare(request)
 

@@ -12,7 +12,7 @@ from aiohttp import web
 from PIL import Image
 
 from ..client import DeskboxError
-from ..common.errors import InvalidRequest
+from ..common.errors import InvalidRequestError
 from ..common.openapi import QUICK_S, Longest, Route, typing_if
 from ..common.options import VLM_TIMEOUT_S
 from ..common.web import read_body, read_query
@@ -44,7 +44,7 @@ async def get_structure(request: web.Request) -> web.Response:
             visible_only=q.visible_only, max_text_len=q.max_text_len, prune_empty=q.prune_empty,
             max_nodes=q.max_nodes)
     except Exception as exc:  # (a bad name_regex)
-        raise InvalidRequest(f"name_regex: {exc}", code="invalid_regex") from None
+        raise InvalidRequestError(f"name_regex: {exc}", code="invalid_regex") from None
     observed = await obs.observe(window=window["window_uid"])
     return as_json({"ok": True, "window": window["title"], "window_uid": window["window_uid"],
                    "element_count": elements, "node_count": nodes, "tree": tree, "tree_hash": observed["tree_hash"],
@@ -105,7 +105,7 @@ async def get_screenshot(request: web.Request) -> web.Response:
     scene, window = await obs.window(q)
     box = window["physical_bounds"]
     if box is None:
-        raise InvalidRequest(f"window {window['window_uid']} has no box on a display", code="window_gone")
+        raise InvalidRequestError(f"window {window['window_uid']} has no box on a display", code="window_gone")
     png = await obs.client.screenshot(window["monitor_index"] or 0)
     image = Image.open(io.BytesIO(png))
     crop = image.crop((max(0, box["x"]), max(0, box["y"]), min(image.width, box["x"] + box["width"]),
@@ -126,7 +126,7 @@ async def post_action(request: web.Request) -> web.Response:
         if req.x is not None and req.y is not None:
             at = shapes.to_display(displays, req.x, req.y)
             if at is None:
-                raise InvalidRequest(f"({req.x:g}, {req.y:g}) is on no monitor (GET /api/monitors)",
+                raise InvalidRequestError(f"({req.x:g}, {req.y:g}) is on no monitor (GET /api/monitors)",
                                      code="off_screen")
         if req.action == "click_at":
             await obs.client.pointer("click", at[1], at[2], display=at[0], button=req.button,

@@ -10,7 +10,7 @@ from typing import Any, Awaitable, Callable
 from aiohttp import web
 
 from ..client import DeskboxError
-from ..common.errors import InvalidRequest, NotFoundError
+from ..common.errors import InvalidRequestError, NotFoundError
 from ..common.openapi import ACTION, TYPING, Route, typing_if, waiting
 from ..common.web import read_body, read_query, validate
 from . import shapes
@@ -146,20 +146,20 @@ def _click(req: ElementRequest) -> dict[str, Any]:
 
 def _set_value(req: ElementRequest) -> dict[str, Any]:
     if req.value is None:
-        raise InvalidRequest("set_value needs value")
+        raise InvalidRequestError("set_value needs value")
     return {"action": "set_value", "text": req.value} if req.clear_first else {"action": "type", "text": req.value}
 
 
 def _select(req: ElementRequest) -> dict[str, Any]:
     if (req.option_name is None) == (req.option_index is None):
-        raise InvalidRequest("select needs option_name or option_index")
+        raise InvalidRequestError("select needs option_name or option_index")
     return ({"action": "select", "option": req.option_name} if req.option_name is not None
             else {"action": "select", "option_index": req.option_index})
 
 
 def _key(req: ElementRequest) -> dict[str, Any]:
     if not req.keys:
-        raise InvalidRequest("key needs keys")
+        raise InvalidRequestError("key needs keys")
     return {"action": "key", "keys": req.keys}
 
 
@@ -170,7 +170,7 @@ async def hover(request: web.Request) -> web.Response:
         obs.step()
         at = shapes.to_display(shapes.displays_of(await obs.scene("idle")), req.x, req.y)
         if at is None:
-            raise InvalidRequest(f"({req.x:g}, {req.y:g}) is on no monitor", code="off_screen")
+            raise InvalidRequestError(f"({req.x:g}, {req.y:g}) is on no monitor", code="off_screen")
         await obs.client.pointer("move", at[1], at[2], display=at[0])
         return ok(action="hover", x=req.x, y=req.y)
     element = validate(ElementRequest, {"element_id": req.element_id, "selector": req.selector,
@@ -188,18 +188,18 @@ async def drag(request: web.Request) -> web.Response:
         if end.x is not None:
             at = shapes.to_display(displays, end.x, end.y)
             if at is None:
-                raise InvalidRequest(f"({end.x:g}, {end.y:g}) is on no monitor", code="off_screen")
+                raise InvalidRequestError(f"({end.x:g}, {end.y:g}) is on no monitor", code="off_screen")
             return at
         _, _, e = await obs.target(ElementRequest(element_id=end.element_id, selector=end.selector,
                                                   window_uid=req.window_uid, window_index=req.window_index))
         if e.get("bbox") is None:
-            raise InvalidRequest(f"{e['id']} has no box", code="not_visible")
+            raise InvalidRequestError(f"{e['id']} has no box", code="not_visible")
         x, y, w, h = e["bbox"]
         return e["display_id"], x + w / 2, y + h / 2
 
     start, end = await point(req.from_), await point(req.to)
     if start[0] != end[0]:
-        raise InvalidRequest("a drag stays on one monitor", code="cross_display")
+        raise InvalidRequestError("a drag stays on one monitor", code="cross_display")
     obs.step()
     await obs.client.pointer("drag", start[1], start[2], display=start[0], path=[(end[1], end[2])],
                              modifiers=req.modifiers or None, duration_ms=round(req.duration_s * 1000))
@@ -333,7 +333,7 @@ async def assert_state(request: web.Request) -> web.Response:
     predicates = []
     for p in req.predicate:
         if p.get("kind") == "screenshot_similar" and "reference_path" in p:
-            raise InvalidRequest("screenshot_similar takes reference_png (base64) or a snapshot here, not a path "
+            raise InvalidRequestError("screenshot_similar takes reference_png (base64) or a snapshot here, not a path "
                                  "on the server", code="predicate_unsupported")
         predicates.append(p)
     out = await request.app[OBSERVER].client.assert_state(predicates)

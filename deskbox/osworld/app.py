@@ -27,12 +27,12 @@ from typing import Any
 from aiohttp import ClientError, ClientTimeout, web
 
 from ..atspi.source import NativeSource
-from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, ServiceError, Unavailable
+from ..common.errors import ActionFailedError, DeskboxError, InvalidRequestError, NotFoundError, UnavailableError
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.net import outside_session
 from ..common.openapi import ACTION, ACTION_S, QUICK_S, SLOW, Longest, Route, add_routes, openapi_document, waiting
 from ..common.recording import Recorder, RecordingError
-from ..common.service_client import BridgeClient, DesktopdClient, NotAnswering
+from ..common.service_client import BridgeClient, ConnectError, DesktopdClient
 from ..common.session_api import RESET_TIMEOUT_S, SessionControl
 from ..common.waiting import until
 from ..common.web import error_middleware, guarded, json_ok, read_body, send_and_remove
@@ -163,7 +163,7 @@ async def _accessibility_xml(request: web.Request) -> tuple[str, dict[str, Any]]
     windows, tree = await asyncio.gather(window_tree(request), accessibility.walk(request.app[ATSPI]),
                                          return_exceptions=True)
     if isinstance(tree, accessibility.WalkFailed):
-        raise Unavailable(str(tree)) from tree
+        raise UnavailableError(str(tree)) from tree
     for result in (windows, tree):
         if isinstance(result, BaseException):
             raise result
@@ -193,7 +193,7 @@ async def terminal(request: web.Request) -> web.Response:
 async def screen_size(request: web.Request) -> web.Response:
     displays = await desktopd(request).display_list()
     if not displays:
-        raise Unavailable("desktopd reports no display")
+        raise UnavailableError("desktopd reports no display")
     width, height = displays[0]["size"]
     return json_ok({"width": width, "height": height})
 
@@ -307,7 +307,7 @@ async def download_file(request: web.Request) -> web.Response:
                     async for chunk in resp.content.iter_chunked(1024 * 1024):
                         size += len(chunk)
                         if size > files.MAX_UPLOAD_BYTES:
-                            raise InvalidRequest(f"{req.url} is over {files.MAX_UPLOAD_BYTES} bytes", code="too_large")
+                            raise InvalidRequestError(f"{req.url} is over {files.MAX_UPLOAD_BYTES} bytes", code="too_large")
                         out.write(chunk)
             return web.Response(text=f"File downloaded successfully: {size} bytes")
         except PermissionError as exc:
@@ -428,15 +428,15 @@ async def chrome(request: web.Request) -> web.Response:
     try:
         parsed = parse_args(req.args)
     except ValueError as exc:
-        raise InvalidRequest(str(exc), code="validation_error") from exc
+        raise InvalidRequestError(str(exc), code="validation_error") from exc
     if config.bridge is None or config.cdp_port is None:
-        raise Unavailable("this session has no browser (started with --no-browser)")
+        raise UnavailableError("this session has no browser (started with --no-browser)")
     relayed = None
     if parsed.port is not None:
         try:
             await request.app[RELAYS].ensure(parsed.port)
         except RelayError as exc:
-            raise ActionFailed(str(exc), code="port_in_use") from exc
+            raise ActionFailedError(str(exc), code="port_in_use") from exc
         relayed = parsed.port
     # Not running (after a reset, or `pkill chrome`): start it on these URLs, as running
     # google-chrome would. Chromium 156 does not open its own pages (chrome://settings...)
@@ -459,24 +459,24 @@ BROWSER_COMING_S = 20.0
 
 async def _open_tab(request: web.Request, url: str) -> dict:
     bridge = request.app[BRIDGE]
-    last: ServiceError | None = None
+    last: DeskboxError | None = None
 
     async def opened() -> dict | None:
         nonlocal last
         try:
             return await bridge.new_tab(url)
-        except NotAnswering as exc:
-            raise Unavailable(f"the CDP bridge is not reachable: {exc}") from exc
-        except Unavailable as exc:  # only a browser still coming up is worth waiting for
+        except ConnectError as exc:
+            raise UnavailableError(f"the CDP bridge is not reachable: {exc}") from exc
+        except UnavailableError as exc:  # only a browser still coming up is worth waiting for
             last = exc
             return None
-        except ServiceError as exc:
-            raise ActionFailed(f"the bridge did not open {url!r}: {exc}") from exc
+        except DeskboxError as exc:
+            raise ActionFailedError(f"the bridge did not open {url!r}: {exc}") from exc
 
     try:
         return await until(opened, BROWSER_COMING_S, 0.1, f"a tab on {url!r}")
     except TimeoutError:
-        raise ActionFailed(f"the bridge did not open {url!r}: {last}") from None
+        raise ActionFailedError(f"the bridge did not open {url!r}: {last}") from None
 
 
 async def openapi(request: web.Request) -> web.Response:

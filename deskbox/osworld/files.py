@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..common.errors import InvalidRequest
+from ..common.errors import InvalidRequestError
 from ..common.web import BODY_ERRORS, json_ok, read_body, validate
 from . import commands
 from .base import CONTROL, WORK, form, home, local_path, session_env
@@ -109,7 +109,7 @@ async def _read_upload(request: web.Request, fields: dict[str, str]) -> tuple[Pa
                     while chunk := await part.read_chunk(1024 * 1024):
                         size += len(chunk)
                         if size > MAX_UPLOAD_BYTES:
-                            raise InvalidRequest(f"file_data is over {MAX_UPLOAD_BYTES} bytes", code="too_large")
+                            raise InvalidRequestError(f"file_data is over {MAX_UPLOAD_BYTES} bytes", code="too_large")
                         out.write(chunk)
             elif part.name:
                 fields[part.name] = (await part.read(decode=True)).decode("utf-8", "replace")
@@ -124,7 +124,7 @@ async def upload(request: web.Request) -> web.Response:
     """Multipart ``file_path`` + ``file_data`` (in either order): the data is streamed
     to a temporary file beside the work folder, then moved into place."""
     if not request.content_type.startswith("multipart/"):
-        raise InvalidRequest("send multipart/form-data with file_path and file_data", code="validation_error")
+        raise InvalidRequestError("send multipart/form-data with file_path and file_data", code="validation_error")
     fields: dict[str, str] = {}
     tmp: Path | None = None
     size = 0
@@ -132,7 +132,7 @@ async def upload(request: web.Request) -> web.Response:
         try:
             tmp, size = await _read_upload(request, fields)
         except BODY_ERRORS as exc:  # (no boundary, a part with no headers ...)
-            raise InvalidRequest(f"the multipart body cannot be read: {exc}", code="validation_error") from exc
+            raise InvalidRequestError(f"the multipart body cannot be read: {exc}", code="validation_error") from exc
         if tmp is None or "file_path" not in fields:
             return _error("file_path and file_data are required", 400)
         dest = local_path(validate(UploadForm, fields).file_path)

@@ -16,7 +16,7 @@ import time
 from collections import deque
 from typing import Any, Callable
 
-from ..common.errors import BudgetExceeded
+from ..common.errors import BudgetExceededError
 from .config import BudgetsConfig
 
 __all__ = ["Budgets"]
@@ -36,7 +36,7 @@ class Budgets:
         self._lock = threading.Lock()
 
     def charge_action(self) -> None:
-        """Count one action, or raise BudgetExceeded (the session's time, its actions, or
+        """Count one action, or raise BudgetExceededError (the session's time, its actions, or
         the actions of the last minute) without counting it."""
         with self._lock:
             now = self._clock()
@@ -56,7 +56,7 @@ class Budgets:
             self._actions += 1
 
     def charge_screenshot(self) -> None:
-        """Count one screenshot, or raise BudgetExceeded without counting it."""
+        """Count one screenshot, or raise BudgetExceededError without counting it."""
         with self._lock:
             self._check_session(self._clock())
             limit = self.config.max_screenshots
@@ -65,7 +65,7 @@ class Budgets:
             self._screenshots += 1
 
     def check_vlm_tokens(self) -> None:
-        """Raise BudgetExceeded when the model's tokens (or the session's time) are used up;
+        """Raise BudgetExceededError when the model's tokens (or the session's time) are used up;
         before a call of the model, whose cost ``charge_vlm_tokens`` counts after it."""
         with self._lock:
             self._check_session(self._clock())
@@ -91,7 +91,7 @@ class Budgets:
             self._screenshots = max(0, self._screenshots - 1)
 
     def check_session(self) -> None:
-        """Raise BudgetExceeded once the session has lasted max_session_seconds."""
+        """Raise BudgetExceededError once the session has lasted max_session_seconds."""
         with self._lock:
             self._check_session(self._clock())
 
@@ -125,10 +125,10 @@ def _entry(limit: int | None, used: float) -> dict[str, Any]:
 
 
 def _exceeded(budget: str, limit: int, used: float, what: str, *, recoverable: bool = False,
-              retry_after_s: float | None = None) -> BudgetExceeded:
+              retry_after_s: float | None = None) -> BudgetExceededError:
     context: dict[str, Any] = {"budget": budget, "limit": limit, "used": used}
     message = f"budget {budget} exceeded: {used:g} {what} used of {limit}"
     if retry_after_s is not None:
         context["retry_after_s"] = retry_after_s
         message += f"; retry in {retry_after_s:g} s"
-    return BudgetExceeded(message, context=context, recoverable=recoverable)
+    return BudgetExceededError(message, context=context, recoverable=recoverable)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Callable
 
-from ..common.errors import ConfirmationInvalid, ConfirmationRequired
+from ..common.errors import ConfirmationInvalidError, ConfirmationRequiredError
 from .config import ConfirmationConfig, ConfirmRule
 
 __all__ = ["Confirmations"]
@@ -63,7 +63,7 @@ class Confirmations:
         return token, time.time() + self.config.ttl_seconds
 
     def redeem(self, token: str, action: str, target: dict[str, Any]) -> None:
-        """Use ``token`` for ``action`` on ``target``, or raise ConfirmationInvalid saying why.
+        """Use ``token`` for ``action`` on ``target``, or raise ConfirmationInvalidError saying why.
         A token is used up only by the call it confirms: a mistaken call does not burn it."""
         pending = self._pending.get(token)
         if pending is None:
@@ -82,7 +82,7 @@ class Confirmations:
 
     def check(self, action: str, target: dict[str, Any], confirm_token: str | None = None) -> None:
         """The whole gate: nothing when no rule names this action on ``target``; otherwise
-        ConfirmationRequired with a fresh token, or the token redeemed."""
+        ConfirmationRequiredError with a fresh token, or the token redeemed."""
         rule = self.rule_for(action, target.get("role"), target.get("name"))
         if rule is None:
             return
@@ -90,7 +90,7 @@ class Confirmations:
             self.redeem(confirm_token, action, target)
             return
         token, expires_at = self.issue(action, target)
-        raise ConfirmationRequired(
+        raise ConfirmationRequiredError(
             f"{action} on {target.get('role')} {target.get('name')!r} needs confirming: call {action} again with "
             f"confirm_token within {self.config.ttl_seconds} s",
             action=action, token=token, expires_at=round(expires_at, 3),
@@ -127,6 +127,6 @@ def _centre(bbox: list[float] | None) -> tuple[float, float] | None:
     return x + w / 2, y + h / 2
 
 
-def _invalid(reason: str, message: str, action: str) -> ConfirmationInvalid:
-    return ConfirmationInvalid(f"{message}; call {action} without confirm_token for a new one",
+def _invalid(reason: str, message: str, action: str) -> ConfirmationInvalidError:
+    return ConfirmationInvalidError(f"{message}; call {action} without confirm_token for a new one",
                                context={"reason": reason, "action": action}, suggested_next_tool=action)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-from ..common.errors import ActionDenied
+from ..common.errors import DeniedError
 from .config import ActionsConfig
 
 __all__ = ["ActionRules"]
@@ -34,10 +34,10 @@ class ActionRules:
         return self.rule_for(interface, action)[0] == "allow"
 
     def check(self, interface: str, action: str) -> None:
-        """Raise ActionDenied when the policy does not allow ``action`` on ``interface``."""
+        """Raise DeniedError when the policy does not allow ``action`` on ``interface``."""
         decision, rule = self.rule_for(interface, action)
         if decision == "allow":
             return
         why = "no allow rule names it and the default is deny" if rule == "default" else f"deny rule {rule!r}"
-        raise ActionDenied(f"{interface}:{action} is not allowed by the session's policy ({why})",
+        raise DeniedError(f"{interface}:{action} is not allowed by the session's policy ({why})",
                            context={"interface": interface, "action": action, "rule": rule})

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..common.errors import from_answer
 from ..common.settings import env
 from ..common.waiting import wait_until
 from ..trace import archive
@@ -278,19 +279,16 @@ class Environment:
             status, raw = self.request(method, "scene", path, body, timeout=timeout)
         except OSError as exc:
             raise ProviderError(f"{self.name}: {method} {path}: {exc}") from exc
-        try:
-            data = json.loads(raw) if raw else None
-        except ValueError:
-            data = None
         if status != 200:
-            err = (data or {}).get("error", {}) if isinstance(data, dict) else {}
-            message = err.get("message") or raw[:300].decode(errors="replace")
-            code = str(err.get("code") or "")
-            cls = SnapshotNotFound if status == 404 and ("snapshot" in code or "snapshot" in path) else ProviderError
-            if status == 409 and code == "claimed":
-                cls = SessionClaimed
-            raise cls(f"{self.name}: {method} {path} -> {status} {code}: {message}")
-        return data
+            # (the one decoding of an error answer: the family's error is the cause)
+            answer = from_answer(status, raw, f"{method} {path}")
+            cls = (SnapshotNotFound if status == 404 and ("snapshot" in answer.code or "snapshot" in path)
+                   else SessionClaimed if status == 409 and answer.code == "claimed" else ProviderError)
+            raise cls(f"{self.name}: {method} {path} -> {answer}") from answer
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError as exc:
+            raise ProviderError(f"{self.name}: {method} {path}: not JSON: {raw[:200]!r}") from exc
 
     # -- health -----------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
-from ..common.errors import ActionFailed, NotFoundError
+from ..common.errors import ActionFailedError, NotFoundError
 from ..common.web import taking_turn
 from ..geometry import device_rect, display_to_css, probe_points, visible_part
 from .elements import Element
@@ -77,7 +77,7 @@ async def _focus(actor: "Actor", t: Target, req: ActRequest) -> None:
     elif e.source == "atspi":
         await actor.native_action(e, "focus")
     else:
-        raise ActionFailed(f"{e.id} ({e.role}) cannot be focused", code="unsupported_action")
+        raise ActionFailedError(f"{e.id} ({e.role}) cannot be focused", code="unsupported_action")
 
 
 async def _type(actor: "Actor", t: Target, req: ActRequest) -> None:
@@ -101,11 +101,11 @@ async def _invoke(actor: "Actor", t: Target, req: ActRequest) -> None:
     e = t.element
     if e.source == "cdp" and actor.bridge is not None:
         if not (await actor.bridge.element("invoke", e.ref)).get("ok"):
-            raise ActionFailed(f"{e.id} ({e.role} {e.name!r}) has no default action", code="no_default_action")
+            raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}) has no default action", code="no_default_action")
     elif e.source == "atspi":
         await actor.native_action(e, "click")
     else:
-        raise ActionFailed(f"{e.id} ({e.role}) cannot be invoked", code="unsupported_action")
+        raise ActionFailedError(f"{e.id} ({e.role}) cannot be invoked", code="unsupported_action")
 
 
 async def _select(actor: "Actor", t: Target, req: ActRequest) -> None:
@@ -115,7 +115,7 @@ async def _select(actor: "Actor", t: Target, req: ActRequest) -> None:
         if answer.get("ok"):
             return
         if answer.get("reason") != "not a select":
-            raise ActionFailed(f"{e.id}: {answer.get('reason')}; its options are {answer.get('options')}",
+            raise ActionFailedError(f"{e.id}: {answer.get('reason')}; its options are {answer.get('options')}",
                                code="no_such_option", context={"options": answer.get("options")})
     # Anything else (a native combo box, a list, an ARIA listbox): opened with a click
     # where it is closed, then the option is clicked.
@@ -145,7 +145,7 @@ async def _drag(actor: "Actor", t: Target, req: ActRequest) -> None:
     if req.to.target is not None:
         end = actor.lookup(req.to.target)
         if end.display_id != e.display_id:
-            raise ActionFailed(f"{end.id} is on display {end.display_id}, {e.id} on {e.display_id}: a drag stays "
+            raise ActionFailedError(f"{end.id} is on display {end.display_id}, {e.id} on {e.display_id}: a drag stays "
                                "on one display", code="cross_display")
         point = actor.centre(end)
     else:
@@ -208,12 +208,12 @@ def lookup_element(by_id: dict[str, Element], registry: IdRegistry, ident: str) 
     if element is not None:
         return element
     if ident.startswith("t"):
-        raise ActionFailed(f"{ident} is OCR text; act on accessibility elements (a...) or click its box "
+        raise ActionFailedError(f"{ident} is OCR text; act on accessibility elements (a...) or click its box "
                            "through desktopd", code="not_actionable")
     gone = registry.retired(ident)
     if gone is not None or registry.issued(ident):
         what = f" (it was {gone.role} {gone.name!r})" if gone is not None and gone.role else ""
-        raise ActionFailed(f"{ident} is stale: that element is gone{what}; GET /api/v1/scene for current ids",
+        raise ActionFailedError(f"{ident} is stale: that element is gone{what}; GET /api/v1/scene for current ids",
                            code="stale_element")
     raise NotFoundError(f"no element {ident}; ids come from GET /api/v1/scene (mode=agent-turn for a fresh one)",
                         code="unknown_element")
@@ -262,7 +262,7 @@ class Actor:
                 return  # the node went away with the click (a page that navigated): nothing to ask
             if time.monotonic() >= deadline:
                 x, y = t.point
-                raise ActionFailed(f"the click at ({x:.0f}, {y:.0f}) did not focus {e.id} ({e.role} {e.name!r}): "
+                raise ActionFailedError(f"the click at ({x:.0f}, {y:.0f}) did not focus {e.id} ({e.role} {e.name!r}): "
                                    "something the scene does not show took it (a menu or a popup of the browser's "
                                    "own?). No key was sent; a screenshot shows what is there", code="not_focused")
             await asyncio.sleep(0.05)
@@ -291,7 +291,7 @@ class Actor:
                 scrolled = True
                 point = await self._aim(element)
             if point is None:
-                raise ActionFailed(f"{element.id} ({element.role} {element.name!r}) is covered by another element "
+                raise ActionFailedError(f"{element.id} ({element.role} {element.name!r}) is covered by another element "
                                    "at every point tried", code="occluded")
             raised = await self._bring_up(element, point) if req.action in _POINTED else None
             target = Target(element, point)
@@ -323,10 +323,10 @@ class Actor:
 
     def _visible(self, e: Element):
         if e.bbox is None:
-            raise ActionFailed(f"{e.id} ({e.role} {e.name!r}) has no box on screen (hidden)", code="not_visible")
+            raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}) has no box on screen (hidden)", code="not_visible")
         part = visible_part(e.bbox, e.clip) if e.clip is not None else e.bbox
         if part is None:
-            raise ActionFailed(f"{e.id} ({e.role} {e.name!r}) is not on screen and could not be scrolled into view",
+            raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}) is not on screen and could not be scrolled into view",
                                code="not_visible")
         return part
 
@@ -341,14 +341,14 @@ class Actor:
     async def native_action(self, e: Element, action: str) -> None:
         """An AT-SPI action (``click``: its default one; ``focus``) on a native element."""
         if self.engine.atspi is None:
-            raise ActionFailed(f"{e.id}: this aggregator reads no native apps", code="unsupported_action")
+            raise ActionFailedError(f"{e.id}: this aggregator reads no native apps", code="unsupported_action")
         try:
             done = await self.engine.atspi.act(e.ref["atspi"], action)
         except Exception as exc:  # the reader says why (no such action, app not answering)
-            raise ActionFailed(f"{e.id} ({e.role} {e.name!r}): {action} failed: {exc}",
+            raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}): {action} failed: {exc}",
                                code="action_failed") from exc
         if not done:
-            raise ActionFailed(f"{e.id} is gone", code="stale_element")
+            raise ActionFailedError(f"{e.id} is gone", code="stale_element")
 
     async def click(self, e: Element) -> None:
         """A real click on an element of the newest scene (scrolled to where it shows)."""
@@ -356,7 +356,7 @@ class Actor:
             e = await self._scroll_into_view(e)
         point = await self._aim(e)
         if point is None:
-            raise ActionFailed(f"{e.id} ({e.role} {e.name!r}) is covered", code="occluded")
+            raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}) is covered", code="occluded")
         await self._bring_up(e, point)
         await self.pointer("click", Target(e, point))
 
@@ -382,7 +382,7 @@ class Actor:
             if found is not None:
                 return found
             if time.monotonic() >= deadline:
-                raise ActionFailed(f"{e.id} ({e.role} {e.name!r}) has no option "
+                raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}) has no option "
                                    f"{name if index is None else f'#{index}'!r}; options seen: "
                                    f"{[x.name for x in options][:30]}", code="no_such_option",
                                    context={"options": [x.name for x in options][:100]})
@@ -417,22 +417,22 @@ class Actor:
         try:
             await self.desktop.focus_window(e.window_id)
         except NotFoundError:
-            raise ActionFailed(f"{e.id} is stale: its window {e.window_id} closed", code="stale_element") from None
+            raise ActionFailedError(f"{e.id} is stale: its window {e.window_id} closed", code="stale_element") from None
         deadline = time.monotonic() + RAISE_WAIT_S
         while (above := window_above(e.window_id, point, (await self.desktop.tree()).windows)) is not None:
             if time.monotonic() >= deadline:
-                raise ActionFailed(f"{e.id} ({e.role} {e.name!r}) is under the window {above.id} ({above.title!r}) "
+                raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}) is under the window {above.id} ({above.title!r}) "
                                    "and stayed there when its own window was raised", code="occluded")
             await asyncio.sleep(0.05)
         return e.window_id
 
     async def _scroll_into_view(self, e: Element) -> Element:
         if e.visibility == "hidden":
-            raise ActionFailed(f"{e.id} ({e.role} {e.name!r}) is hidden: it has no box", code="not_visible")
+            raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}) is hidden: it has no box", code="not_visible")
         if e.source != "cdp" or self.bridge is None:
             if e.visibility == "partial":
                 return e
-            raise ActionFailed(f"{e.id} is outside its window and this source cannot scroll it", code="not_visible")
+            raise ActionFailedError(f"{e.id} is outside its window and this source cannot scroll it", code="not_visible")
         for _ in range(SCROLL_ROUNDS):
             await self.bridge.element("scroll_into_view", e.ref)
             await self.engine.scene("active")

@@ -16,7 +16,7 @@ import orjson
 from aiohttp import WSMsgType, web
 from PIL import Image
 
-from ..common.errors import InvalidRequest, ServiceError
+from ..common.errors import DeskboxError, InvalidRequestError
 from ..common.logging import get_logger
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Route, add_routes, openapi_document, typing_if
@@ -215,7 +215,7 @@ async def _view_health(request: web.Request) -> dict | None:
         return None
     try:
         status = await asyncio.wait_for(view.status(), 1.0)
-    except (asyncio.TimeoutError, ServiceError, OSError):
+    except (asyncio.TimeoutError, DeskboxError, OSError):
         return {"reachable": False, "control": None, "viewers_in_control": None}
     return {"reachable": True, "control": status["control"], "viewers_in_control": status["viewers_in_control"]}
 
@@ -228,7 +228,7 @@ async def _session_health(request: web.Request) -> dict | None:
         return None
     try:
         state = await asyncio.wait_for(control.call("GET", "/session"), 1.0)
-    except (asyncio.TimeoutError, ServiceError):
+    except (asyncio.TimeoutError, DeskboxError):
         return None
     children = state.get("children", {})
     browser = children.get("chromium")
@@ -253,7 +253,7 @@ async def get_scene(request: web.Request) -> web.Response:
 async def get_text(request: web.Request) -> web.Response:
     q = read_query(request, TextQuery)
     if q.max_chars is not None and q.max_tokens is not None:
-        raise InvalidRequest("give max_chars or max_tokens, not both")
+        raise InvalidRequestError("give max_chars or max_tokens, not both")
     scene = await request.app[ENGINE].scene(q.mode)
     scene.check_filters(q.display, q.window)
     budget = q.max_chars if q.max_chars is not None else (

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from PIL import Image
 
-from ..common.errors import Unavailable
+from ..common.errors import UnavailableError
 from ..common.logging import get_logger
 from ..geometry import Rect, device_span_to_layout, native_to_display, visible_part
 from .elements import Element, native_elements
@@ -348,7 +348,7 @@ class SceneEngine:
                 b.tree, tabs = await asyncio.gather(self.desktop.tree(), self.bridge.layouts())
                 misfits = misfit_pages(tabs, b.tree)
             self._misfits = misfits
-        except Unavailable as exc:
+        except UnavailableError as exc:
             tabs, b.cdp_failed = [], True
             b.sources["cdp"] = exc.message
         t0 = time.perf_counter()
@@ -468,7 +468,7 @@ class SceneEngine:
             return None
         try:
             return await self.desktop.pointer_position()
-        except Unavailable:
+        except UnavailableError:
             return None
 
     def _native_elements(self, nodes: list[Any], tree: Tree,

@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 from aiohttp import web
 
-from ..common.errors import ActionFailed, InvalidRequest, NotFoundError, ServiceError, Unauthorized, Unavailable
+from ..common.errors import (
+    ActionFailedError,
+    DeskboxError,
+    InvalidRequestError,
+    NotFoundError,
+    UnauthorizedError,
+    UnavailableError,
+)
 from ..common.logging import get_logger
 from ..common.recording import Recorder, RecordingError
 from ..common.web import INTERFACE_HEADER, INTERNAL_HEADER
@@ -158,15 +165,15 @@ class Gate:
     async def start_trace(self, label: str | None, *, root: str | None = None, shots_every: int = 1,
                           video: bool = False, video_display: int = 0) -> dict:
         if self.writer is not None:
-            raise ActionFailed(f"trace {self.writer.trace_id} is being recorded; stop it first",
+            raise ActionFailedError(f"trace {self.writer.trace_id} is being recorded; stop it first",
                                code="trace_active", suggested_next_tool="trace_stop")
         base = Path(root) if root else self.traces_root
         if base is None:
-            raise InvalidRequest("no directory for traces: give dir, or start deskbox up with --trace DIR",
+            raise InvalidRequestError("no directory for traces: give dir, or start deskbox up with --trace DIR",
                                  code="no_trace_dir")
         displays = await self.desktop.displays()
         if video and all(d.id != video_display for d in displays):
-            raise InvalidRequest(f"no display {video_display}; the session has {[d.id for d in displays]}",
+            raise InvalidRequestError(f"no display {video_display}; the session has {[d.id for d in displays]}",
                                  code="unknown_display")
         writer = await asyncio.to_thread(TraceWriter, base, label,
                                          [{"id": d.id, "size": list(d.size)} for d in displays],
@@ -177,7 +184,7 @@ class Gate:
                 await recorder.start(next(d.name for d in displays if d.id == video_display))
             except RecordingError as exc:
                 await asyncio.to_thread(writer.close)
-                raise Unavailable(f"the trace's video did not start: {exc}", code="recorder_failed") from exc
+                raise UnavailableError(f"the trace's video did not start: {exc}", code="recorder_failed") from exc
             self._recording = recorder
         self.writer = writer
         await self._tell_desktopd()
@@ -187,7 +194,7 @@ class Gate:
     async def stop_trace(self) -> dict:
         writer = self.writer
         if writer is None:
-            raise ActionFailed("no trace is being recorded", code="no_trace", suggested_next_tool="trace_start")
+            raise ActionFailedError("no trace is being recorded", code="no_trace", suggested_next_tool="trace_start")
         if self._finishing:  # every step that ended is in the trace it stops
             await asyncio.gather(*self._finishing, return_exceptions=True)
         async with self._write_lock:
@@ -212,7 +219,7 @@ class Gate:
         """The folder of a finished trace: one this scene stopped, or one under its
         traces folder (an earlier run of the scene wrote it)."""
         if self.writer is not None and self.writer.trace_id == trace_id:
-            raise ActionFailed(f"trace {trace_id} is being recorded; stop it first", code="trace_active",
+            raise ActionFailedError(f"trace {trace_id} is being recorded; stop it first", code="trace_active",
                                suggested_next_tool="trace_stop")
         folder = self._written.get(trace_id)
         if folder is None and self.traces_root is not None:
@@ -236,7 +243,7 @@ class Gate:
             return  # (a scene on its own: desktopd has no gate)
         try:
             await self.desktop.tell_gate(self.active)
-        except ServiceError as exc:
+        except DeskboxError as exc:
             log.warning("desktopd not told of the trace", error=exc.message)
 
     def status(self) -> dict:
@@ -276,7 +283,7 @@ class Gate:
         if self.policy is not None:
             try:
                 await self.policy.before(step, looking=looking, desktop=self.desktop)
-            except ServiceError as exc:  # refused: in the audit log, as every action is
+            except DeskboxError as exc:  # refused: in the audit log, as every action is
                 self.policy.after(step, None, exc.to_json()["error"])
                 raise
         writer = self.writer
@@ -296,7 +303,7 @@ class Gate:
             except ValueError:  # ended in another context than it began in
                 pass
             step.token = None
-        failure = (error.to_json()["error"] if isinstance(error, ServiceError)
+        failure = (error.to_json()["error"] if isinstance(error, DeskboxError)
                    else {"code": "internal", "message": repr(error)} if isinstance(error, BaseException)
                    else error)
         if self.policy is not None:
@@ -335,7 +342,7 @@ class Gate:
             return
         try:
             answer = await self.bridge.element("secret", e.ref)
-        except ServiceError:
+        except DeskboxError:
             return
         if answer.get("secret"):
             ref["states"].append("protected")
@@ -345,7 +352,7 @@ class Gate:
             return None
         try:
             tabs = await self.bridge.tabs()
-        except ServiceError:
+        except DeskboxError:
             return None
         return next((t.get("url") for t in tabs if t.get("id") == e.ref.get("tab")), None)
 
@@ -353,7 +360,7 @@ class Gate:
         try:
             jpeg, _ = await self.desktop.screenshot({"display": str(display), "format": "jpeg",
                                                      "quality": str(JPEG_QUALITY)})
-        except ServiceError as exc:
+        except DeskboxError as exc:
             log.warning("trace screenshot failed", step=number, error=exc.message)
             return None
         if self.policy is not None:
@@ -368,7 +375,7 @@ class Gate:
         scene = await self.engine.scene("active")
         element = self.engine.by_id.get(target)
         if element is None:
-            raise InvalidRequest(f"no element {target} in the scene now", code="unknown_element",
+            raise InvalidRequestError(f"no element {target} in the scene now", code="unknown_element",
                                  suggested_next_tool="find")
         ref = element_ref(element, scene)
         if self.policy is None:
@@ -379,7 +386,7 @@ class Gate:
 
     def check_internal(self, request: web.Request) -> None:
         if self.secret is None or not secrets.compare_digest(request.headers.get(INTERNAL_HEADER, ""), self.secret):
-            raise Unauthorized("the gate answers desktopd only (the session's internal secret)",
+            raise UnauthorizedError("the gate answers desktopd only (the session's internal secret)",
                                code="internal_only")
 
     async def begin_direct(self, interface: str, route: str, args: dict[str, Any]) -> dict:
@@ -412,7 +419,7 @@ class Gate:
     async def end_direct(self, key: str, ok: bool, receipt: dict | None, error: dict | None) -> None:
         step = self._pending.pop(key, None)
         if step is None:
-            raise InvalidRequest(f"no open step {key!r}", code="unknown_step")
+            raise InvalidRequestError(f"no open step {key!r}", code="unknown_step")
         if not ok and (error or {}).get("code") in _NOTHING_DONE:
             if self.policy is not None:
                 self.policy.refund(step)

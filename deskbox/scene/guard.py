@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
-from ..common.errors import ConfirmationRequired
+from ..common.errors import ConfirmationRequiredError
 from ..policy import ActionRules, AuditLog, Budgets, Confirmations, Policy, Redactor
 from ..policy.config import RedactionConfig
 from .scene_json import Scene
@@ -59,7 +59,7 @@ class Guard:
             token = step.args.get("confirm_token")
             if token is None:
                 proposal = await self.propose(step.action, target, desktop)
-                raise ConfirmationRequired(
+                raise ConfirmationRequiredError(
                     f"{step.action} on {target.get('role')} {target.get('name')!r} needs confirmation: send the same "
                     "action again with confirm_token", context={k: v for k, v in proposal.items() if k != "ok"})
             self.confirmations.redeem(token, step.action, _summary(target))

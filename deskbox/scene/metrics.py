@@ -12,7 +12,7 @@ from aiohttp import web
 from prometheus_client import Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
 
-from ..common.errors import ServiceError
+from ..common.errors import DeskboxError
 from ..common.metrics import Metrics
 from ..common.session_api import SessionControl
 
@@ -38,7 +38,7 @@ class SessionCounts:
         if self.control.available:
             try:
                 state = await asyncio.wait_for(self.control.call("GET", "/session"), SESSION_TIMEOUT_S)
-            except (asyncio.TimeoutError, ServiceError):
+            except (asyncio.TimeoutError, DeskboxError):
                 pass
         self._state = state  # (set once read: a scrape running meanwhile keeps what it had)
 

@@ -13,7 +13,7 @@ import time
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..common.errors import ActionFailed, InvalidRequest, Unavailable
+from ..common.errors import ActionFailedError, InvalidRequestError, UnavailableError
 from ..common.openapi import SLOW, Route
 from ..common.recording import Recorder, RecordingError
 from ..common.settings import env
@@ -57,17 +57,17 @@ async def start(request: web.Request) -> web.Response:
     rec = request.app[RECORDING]
     async with rec.lock:
         if rec.recorder.recording:
-            raise ActionFailed(f"display {rec.display} is being recorded; stop that recording first",
+            raise ActionFailedError(f"display {rec.display} is being recorded; stop that recording first",
                                code="recording_in_progress", suggested_next_tool="recording_stop")
         displays = {d.id: d for d in await rec.desktop.displays()}
         if req.display not in displays:
-            raise InvalidRequest(f"no display {req.display}; the session has {sorted(displays)}",
+            raise InvalidRequestError(f"no display {req.display}; the session has {sorted(displays)}",
                                  code="unknown_display")
         try:
             # (The output is named: with several, wf-recorder would ask which.)
             await rec.recorder.start(displays[req.display].name)
         except RecordingError as exc:
-            raise Unavailable(str(exc), code="recorder_failed") from exc
+            raise UnavailableError(str(exc), code="recorder_failed") from exc
         rec.display, rec.started = req.display, time.time()
     return json_ok(rec.status())
 
@@ -76,12 +76,12 @@ async def stop(request: web.Request) -> web.StreamResponse:
     rec = request.app[RECORDING]
     async with rec.lock:
         if not rec.recorder.recording:
-            raise ActionFailed("no recording runs; POST /api/v1/recording/start first", code="not_recording")
+            raise ActionFailedError("no recording runs; POST /api/v1/recording/start first", code="not_recording")
         display, started = rec.display, rec.started
         try:
             path = await rec.recorder.stop()
         except RecordingError as exc:
-            raise Unavailable(str(exc), code="recorder_failed") from exc
+            raise UnavailableError(str(exc), code="recorder_failed") from exc
     headers = {"Content-Disposition": f'attachment; filename="display-{display}.mp4"',
                "X-Deskbox-Recording-Seconds": f"{time.time() - (started or time.time()):.1f}"}
     if rec.recorder.limit:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..common.errors import DeadlineExceeded, InvalidRequest, NotFoundError, ServiceError
+from ..common.errors import DeadlineExceededError, DeskboxError, InvalidRequestError, NotFoundError
 from ..common.openapi import TYPING, TYPING_S, Longest, Route
 from ..common.web import json_ok, read_body, taking_turn
 from ..geometry import Rect, same_spot
@@ -118,7 +118,7 @@ class Replayer:
                 receipt = await self._do(record, found, result)
                 result["ok"] = True
                 result["receipt"] = receipt
-            except ServiceError as exc:
+            except DeskboxError as exc:
                 result["error"] = exc.to_json()["error"]
             finally:
                 RESOLVED_BY.reset(marked)
@@ -136,7 +136,7 @@ class Replayer:
     async def _do(self, record: dict[str, Any], found: Any, result: dict[str, Any]) -> dict[str, Any] | None:
         action, args = record.get("action"), dict(record.get("args") or {})
         if REDACTED in (args.get("text"), args.get("keys")):
-            raise InvalidRequest(f"step {record.get('step')} typed a secret, which the trace does not keep",
+            raise InvalidRequestError(f"step {record.get('step')} typed a secret, which the trace does not keep",
                                  code="redacted")
         element = found.element if found is not None and found.by == "element" else None
         if record.get("via") == "act" and action in _ELEMENT_ACTIONS and element is not None:
@@ -147,17 +147,17 @@ class Replayer:
                 # nothing here; where it was dropped does.
                 end = (record.get("path") or [[None]])[-1]
                 if end[0] is None:
-                    raise InvalidRequest("the recorded drag's drop point is unknown", code="unreplayable")
+                    raise InvalidRequestError("the recorded drag's drop point is unknown", code="unreplayable")
                 fields["to"] = {"point": end}
             try:
                 request = ActRequest(target=element.id, action=action, **fields)
             except ValidationError as exc:  # (a record edited by hand, or redacted)
-                raise InvalidRequest(f"step {record.get('step')} cannot be done again: {exc}",
+                raise InvalidRequestError(f"step {record.get('step')} cannot be done again: {exc}",
                                      code="unreplayable") from exc
             return await self.actor.act(request)
         parts = record.get("parts") or []
         if not parts:
-            raise InvalidRequest(f"step {record.get('step')} ({action}) recorded no input to send again",
+            raise InvalidRequestError(f"step {record.get('step')} ({action}) recorded no input to send again",
                                  code="unreplayable")
         box = None
         if element is not None:
@@ -241,12 +241,12 @@ REPLAYER = web.AppKey("replayer", Replayer)
 def _trace_dir(request: web.Request, trace: str) -> Path:
     root = gate_of(request).traces_root
     if root is None:
-        raise InvalidRequest("this scene keeps no traces (no traces directory)", code="no_trace_dir")
+        raise InvalidRequestError("this scene keeps no traces (no traces directory)", code="no_trace_dir")
     try:
         candidate = (root / trace).resolve() if not Path(trace).is_absolute() else Path(trace).resolve()
         found = root.resolve() in candidate.parents and (candidate / "steps.jsonl").is_file()
     except (OSError, ValueError) as exc:  # (a path the file system will not take)
-        raise InvalidRequest(f"trace: {trace[:80]!r}... is not a trace's path: {exc}", code="invalid_trace") from exc
+        raise InvalidRequestError(f"trace: {trace[:80]!r}... is not a trace's path: {exc}", code="invalid_trace") from exc
     if not found:
         raise NotFoundError(f"no trace {trace!r} under {root}", code="unknown_trace")
     return candidate
@@ -284,7 +284,7 @@ async def replay_all(request: web.Request) -> web.Response:
     last_start = time.monotonic() + REPLAY_ALL_S - TYPING_S
     while not replay.finished:
         if time.monotonic() > last_start:
-            raise DeadlineExceeded(
+            raise DeadlineExceededError(
                 f"the replay did not finish within {REPLAY_ALL_S:g} s: it stopped after step {replay.position} "
                 f"of {len(replay.steps)}; go on with POST /api/v1/replay/step",
                 context={"replay_id": replay.id, "position": replay.position, "total": len(replay.steps)})
@@ -303,7 +303,7 @@ async def replay_step(request: web.Request) -> web.Response:
     req = await read_body(request, ReplayIdRequest)
     replay = _replay(request, req.replay_id)
     if replay.finished:
-        raise InvalidRequest(f"replay {replay.id} has finished", code="replay_finished")
+        raise InvalidRequestError(f"replay {replay.id} has finished", code="replay_finished")
     result = await request.app[REPLAYER].step(replay)
     return json_ok({"ok": True, "position": replay.position, "total": len(replay.steps), "result": result,
                     "divergence": result["divergence"], "finished": replay.finished})

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..common.errors import InvalidRequest
+from ..common.errors import InvalidRequestError
 from ..geometry import Display, Rect, visible_part
 from .elements import Element
 from .frames import FrameSignature
@@ -58,10 +58,10 @@ class Scene:
     def check_filters(self, display: int | None, window: str | None) -> None:
         """Raise a clear 400 for a display or window this scene does not have."""
         if display is not None and all(d.id != display for d in self.displays):
-            raise InvalidRequest(f"no display {display}; the scene has {[d.id for d in self.displays]}",
+            raise InvalidRequestError(f"no display {display}; the scene has {[d.id for d in self.displays]}",
                                  code="unknown_display")
         if window is not None and self.window(window) is None:
-            raise InvalidRequest(f"no window {window!r}; GET /api/v1/scene lists windows under apps",
+            raise InvalidRequestError(f"no window {window!r}; GET /api/v1/scene lists windows under apps",
                                  code="unknown_window")
 
     def to_json(self, *, interactive: bool = False, display: int | None = None,

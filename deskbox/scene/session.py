@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from aiohttp import web
 from pydantic import BaseModel
 
-from ..common.errors import ServiceError
+from ..common.errors import DeskboxError
 from ..common.logging import get_logger
 from ..common.openapi import Longest, Route
 from ..common.session_api import (
@@ -91,7 +91,7 @@ async def _healthy(request: web.Request, browser: bool = True) -> bool:
             else:
                 scene = await _engine(request).scene("agent-turn")
                 problem = next((f"{k}: {v}" for k, v in scene.sources.items() if v and k not in absent), None)
-        except ServiceError as exc:
+        except DeskboxError as exc:
             problem = exc.message
         if problem is None:
             return True

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..common.errors import NotServed
+from ..common.errors import NotServedError
 from ..common.openapi import SLOW, Route
 from ..common.web import json_ok, read_body, send_stream, validate
 from ..trace.archive import TRACE_ID, pack
@@ -24,7 +24,7 @@ GATE = web.AppKey("gate", Gate)
 def gate_of(request: web.Request) -> Gate:
     gate = request.app.get(GATE)
     if gate is None:
-        raise NotServed("this scene has no desktop behind it (deskbox up --mock): no traces, replay or policy",
+        raise NotServedError("this scene has no desktop behind it (deskbox up --mock): no traces, replay or policy",
                         code="not_served")
     return gate
 

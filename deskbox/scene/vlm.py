@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
-from ..common.errors import ActionFailed, Unavailable
+from ..common.errors import ActionFailedError, UnavailableError
 from ..common.logging import get_logger
 from ..common.options import VLM_KEY_ENV, VLM_TIMEOUT_S
 from .text import CHARS_PER_TOKEN
@@ -132,7 +132,7 @@ class VisionModel:
     def require(self) -> None:
         """Raise 409 ``vlm_not_configured`` when the session has no model."""
         if not self.configured:
-            raise ActionFailed(
+            raise ActionFailedError(
                 "no vision model is configured for this session: start it with --vlm-url URL --vlm-model NAME "
                 f"(an OpenAI-compatible chat-completions endpoint; its key, if it needs one, in {VLM_KEY_ENV}). "
                 "Without vlm=1 the description is the accessibility tree's alone",
@@ -145,7 +145,7 @@ class VisionModel:
         its elements on a character grid. Answers (the model's text, the tokens used)."""
         self.require()
         if self._http is None:
-            raise Unavailable("the vision model's HTTP session is not open (the scene is starting or stopping)",
+            raise UnavailableError("the vision model's HTTP session is not open (the scene is starting or stopping)",
                               code="vlm_unavailable")
         text = (f"The window: {app or 'an app'} {title or ''!r}, {size[0]}x{size[1]} pixels (the screenshot "
                 f"below).\nIts elements:\n{sketch}")
@@ -195,8 +195,8 @@ class VisionModel:
             raise self._unavailable("answered JSON that is not a chat completion", upstream_status=status)
         return answer
 
-    def _unavailable(self, what: str, *, upstream_status: int | None = None) -> Unavailable:
-        return Unavailable(f"the vision model {self.model!r} at {self.where} {what}", code="vlm_unavailable",
+    def _unavailable(self, what: str, *, upstream_status: int | None = None) -> UnavailableError:
+        return UnavailableError(f"the vision model {self.model!r} at {self.where} {what}", code="vlm_unavailable",
                            context={"model": self.model, "upstream_status": upstream_status})
 
 

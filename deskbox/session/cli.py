@@ -10,7 +10,7 @@ import os
 import secrets
 import sys
 
-from ..common.errors import InvalidRequest
+from ..common.errors import InvalidRequestError
 from ..common.logging import configure_logging
 from ..common.options import (
     BUDGET_FLAGS,
@@ -212,7 +212,7 @@ def run_up(args: argparse.Namespace) -> int:
             asyncio.run(serve(args.mock, f"{args.host}:{args.scene_port}",
                               f"{args.host}:{args.observer_port}" if args.observer else None,
                               env("DESKBOX_TOKEN")))
-        except InvalidRequest as exc:
+        except InvalidRequestError as exc:
             print(f"deskbox: {exc.message}", file=sys.stderr)
             return 2
         return 0

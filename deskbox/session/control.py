@@ -11,7 +11,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from ..common.errors import ActionFailed, InvalidRequest, NotFoundError
+from ..common.errors import ActionFailedError, InvalidRequestError, NotFoundError
 from ..common.logging import get_logger
 from ..common.openapi import SLOW, Route, add_routes
 from ..common.session_api import (
@@ -43,9 +43,9 @@ def _translate(exc: Exception) -> Exception:
     if isinstance(exc, NotFound):
         return NotFoundError(str(exc), code="unknown_snapshot")
     if isinstance(exc, (Busy, ContextInUse)):
-        return ActionFailed(str(exc), code="context_in_use" if isinstance(exc, ContextInUse) else "busy")
+        return ActionFailedError(str(exc), code="context_in_use" if isinstance(exc, ContextInUse) else "busy")
     if isinstance(exc, (StateError, ContextError)):
-        return InvalidRequest(str(exc), code="validation_error")
+        return InvalidRequestError(str(exc), code="validation_error")
     return exc
 
 
@@ -107,7 +107,7 @@ async def set_wallpaper(request: web.Request) -> web.Response:
     if not image.is_absolute() or not image.is_file():
         raise NotFoundError(f"{req.path} is not a file", code="file_not_found")
     if not await request.app[STATE].set_wallpaper(image):
-        raise ActionFailed(f"Sway did not take {req.path} as the background (is swaybg installed, "
+        raise ActionFailedError(f"Sway did not take {req.path} as the background (is swaybg installed, "
                            "and is the file an image the session user can read?)", code="wallpaper_failed")
     return json_ok({"path": str(image)})
 
@@ -122,17 +122,17 @@ async def claim(request: web.Request) -> web.Response:
     try:
         return json_ok(request.app[CLAIM].take(req.holder, req.ttl_s))
     except Claimed as exc:
-        raise ActionFailed(str(exc), code="claimed") from exc
+        raise ActionFailedError(str(exc), code="claimed") from exc
 
 
 async def let_go(request: web.Request) -> web.Response:
     holder = request.match_info["holder"]
     if not re.fullmatch(CLAIM_HOLDER, holder):
-        raise InvalidRequest(f"holder {holder[:200]!r} does not match {CLAIM_HOLDER}", code="validation_error")
+        raise InvalidRequestError(f"holder {holder[:200]!r} does not match {CLAIM_HOLDER}", code="validation_error")
     try:
         return json_ok({"released": request.app[CLAIM].let_go(holder)})
     except NotHolder as exc:
-        raise ActionFailed(str(exc), code="not_holder") from exc
+        raise ActionFailedError(str(exc), code="not_holder") from exc
 
 
 ROUTES = [

@@ -31,7 +31,7 @@ from aiohttp import web
 from PIL import Image
 
 from ..common.callers import callers_middleware
-from ..common.errors import InvalidRequest, NotFoundError
+from ..common.errors import InvalidRequestError, NotFoundError
 from ..common.logging import configure_logging
 from ..common.web import error_middleware
 from .recorder import read_steps
@@ -216,7 +216,7 @@ TRACE_DIR = web.AppKey("trace_dir", Path)
 def _inside(root: Path, relative: str) -> Path:
     """The file a request names inside the trace folder; nothing outside it."""
     if ".." in PurePosixPath(relative).parts:
-        raise InvalidRequest(f"{relative!r} is not a path inside the trace", code="outside_trace")
+        raise InvalidRequestError(f"{relative!r} is not a path inside the trace", code="outside_trace")
     path = _within(root, relative)
     if path is None:
         raise NotFoundError(f"the trace has no file {relative!r}")

@@ -24,7 +24,7 @@ from aiohttp import WSMsgType, web
 
 from ..client import AsyncClient
 from ..common.callers import callers_middleware
-from ..common.errors import InvalidRequest, NotFoundError, Unauthorized, Unavailable
+from ..common.errors import InvalidRequestError, NotFoundError, UnauthorizedError, UnavailableError
 from ..common.logging import get_logger
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.options import DEFAULT_URLS
@@ -67,7 +67,7 @@ class Servers:
             if proc is None or proc.returncode is not None:
                 exe = shutil.which("wayvnc")
                 if exe is None:
-                    raise Unavailable("wayvnc is not installed (Debian package wayvnc)", code="no_wayvnc")
+                    raise UnavailableError("wayvnc is not installed (Debian package wayvnc)", code="no_wayvnc")
                 path.unlink(missing_ok=True)
                 proc = self.procs[display] = await asyncio.create_subprocess_exec(
                     exe, "--unix-socket", "--output", output, str(path), stdin=asyncio.subprocess.DEVNULL,
@@ -78,10 +78,10 @@ class Servers:
                     return await asyncio.open_unix_connection(str(path))
                 except (FileNotFoundError, ConnectionRefusedError):
                     if proc.returncode is not None:
-                        raise Unavailable(f"wayvnc ended on {output} (exit {proc.returncode})",
+                        raise UnavailableError(f"wayvnc ended on {output} (exit {proc.returncode})",
                                           code="vnc_failed") from None
                     if time.monotonic() > deadline:
-                        raise Unavailable(f"wayvnc did not answer on {output} within {SOCKET_WAIT_S:.0f} s",
+                        raise UnavailableError(f"wayvnc did not answer on {output} within {SOCKET_WAIT_S:.0f} s",
                                           code="vnc_failed") from None
                     await asyncio.sleep(0.05)
 
@@ -129,7 +129,7 @@ async def view_auth(request: web.Request, handler) -> web.StreamResponse:
         return await handler(request)
     if request.path == "/":  # (a ?token= is not taken: it would stay in the history and the logs)
         raise web.HTTPFound("/login")
-    raise Unauthorized("missing or wrong token: log in at /login, or send Authorization: Bearer <token>")
+    raise UnauthorizedError("missing or wrong token: log in at /login, or send Authorization: Bearer <token>")
 
 
 def create_app(config: ViewConfig | None = None) -> web.Application:
@@ -160,7 +160,7 @@ def create_app(config: ViewConfig | None = None) -> web.Application:
 
 async def page(request: web.Request) -> web.Response:
     if not Path(request.app[VIEW].config.novnc_dir).is_dir():
-        raise Unavailable("noVNC is not installed (Debian package novnc)", code="no_novnc")
+        raise UnavailableError("noVNC is not installed (Debian package novnc)", code="no_novnc")
     return web.FileResponse(PAGE, headers={"Cache-Control": "no-store"})
 
 
@@ -209,7 +209,7 @@ async def relay(request: web.Request) -> web.StreamResponse:
     try:
         display = int(request.query.get("display", "0"))
     except ValueError:
-        raise InvalidRequest("display is a number") from None
+        raise InvalidRequestError("display is a number") from None
     control = request.query.get("control", "0") in ("1", "true")
     listed = {d.id: d for d in (await view.client.displays()).displays}
     if display not in listed:

@@ -5,7 +5,7 @@ logic; the actions themselves are checked on a real desktop in test_computer_ada
 import pytest
 from pydantic import ValidationError
 
-from deskbox.common.errors import InvalidRequest
+from deskbox.common.errors import InvalidRequestError
 from deskbox.scene.computer import anthropic, gemini, openai
 from deskbox.scene.computer.base import ScreenQuery, key_name, split_combo
 
@@ -24,7 +24,7 @@ def test_combinations_split_on_plus_and_keep_the_plus_key():
     assert split_combo(" ctrl + shift + t ") == ["ctrl", "shift", "t"]
     assert split_combo("Control++") == ["Control", "+"]
     assert split_combo("+") == ["+"]
-    with pytest.raises(InvalidRequest):
+    with pytest.raises(InvalidRequestError):
         split_combo("  ")
 
 

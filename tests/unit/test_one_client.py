@@ -10,11 +10,10 @@ from deskbox.common.paths import PACKAGE_DIR
 
 # Who may open an aiohttp ClientSession, and why.
 OPENS_SESSIONS = {
-    "client.py": "the public Python client",
-    "common/service_client.py": "the internal clients of desktopd and the bridge",
+    "common/service_client.py": "the one client core, under the public client and the internal clients of "
+                                "desktopd, the bridge and the scene's gate",
     "common/net.py": "requests to URLs a caller chose: no token, no cookies",
     "common/session_api.py": "deskbox up's control socket (a Unix socket, not a service)",
-    "desktopd/gate.py": "desktopd asking the scene's gate; its refusals pass through with their own status",
     "scene/vlm.py": "the vision model's API, outside the session",
     "observer/inspector.py": "relays the scene's websocket stream",
     "session/readiness.py": "polls a starting child's health, any answer counting",
@@ -22,6 +21,33 @@ OPENS_SESSIONS = {
     "session/children.py": "Chromium's DevTools, to close the browser as its menu does",
     "bridge/app.py": "Chromium's DevTools /json/list",
     "bridge/chromium.py": "Chromium's DevTools, while it starts",
+}
+# Who calls over the standard library's urllib, and why not through the client core.
+URLLIB = {
+    "provider/__init__.py": "the runner's sessions, one thread each and no event loop; decodes errors with "
+                            "errors.from_answer",
+    "shims/pyautogui/_desktopd.py": "pyautogui inside the session's `python -c`: the standard library alone, "
+                                    "started in milliseconds",
+    "osworld/chrome.py": "the google-chrome command inside the session: the standard library alone",
+    "osworld/vscode.py": "VS Code's own health page (not a deskbox service)",
+    "run/cache.py": "a task's downloads from the internet (not a deskbox service)",
+}
+# bench/ modules that still build their requests by hand (to the client, one by one: this
+# list only shrinks).
+BENCH_BY_HAND = {"accessibility.py", "apps.py", "container.py", "execute.py", "full_read.py", "osworld.py",
+                 "reset.py", "sandbox.py", "soak.py", "vscode.py"}
+# Who writes a bearer credential: the client core, the callers above that cannot use it,
+# those that check one, and two that are not a deskbox service.
+BEARER = {
+    "common/service_client.py": "the client core",
+    "provider/__init__.py": "see URLLIB",
+    "shims/pyautogui/_desktopd.py": "see URLLIB",
+    "osworld/chrome.py": "see URLLIB",
+    "provider/credentials.py": "OSWorld's own controllers (requests), which send none of their own",
+    "scene/vlm.py": "the vision model's API key (not a deskbox service)",
+    "observer/inspector.py": "relays the scene's websocket stream (the core has no websockets)",
+    "common/web.py": "the services' side: checks the header",
+    "view/app.py": "the view's side: checks the header",
 }
 # A route of a deskbox service written into a URL by hand (base + "/api/v1/...").
 ROUTE_URL = re.compile(r'(\+\s*f?"/api/v1/|\}/api/v1/)')
@@ -41,6 +67,17 @@ def test_only_the_named_modules_open_http_sessions():
     opening = {name for name, text in _sources().items() if "ClientSession(" in text}
     assert opening - OPENS_SESSIONS.keys() == set(), "a module calls a service without its client"
     assert OPENS_SESSIONS.keys() - opening == set(), "the list names a module that no longer opens one"
+
+
+def test_only_the_named_modules_call_over_urllib_or_write_a_bearer_header():
+    sources = _sources()
+    urllib = {name for name, text in sources.items() if "urllib.request.urlopen(" in text}
+    assert urllib == URLLIB.keys(), "a module calls over urllib without the client core"
+    bearer = {name for name, text in sources.items() if 'f"Bearer {' in text}
+    assert bearer == BEARER.keys(), "a module writes its own credential header"
+    bench = PACKAGE_DIR.parent / "bench"
+    by_hand = {p.name for p in bench.glob("*.py") if "urllib.request.urlopen(" in p.read_text()}
+    assert by_hand <= BENCH_BY_HAND, "a bench module builds its requests by hand: use deskbox.Client"
 
 
 def test_no_route_url_is_built_by_hand_outside_the_clients():

@@ -11,12 +11,12 @@ import pytest
 from PIL import Image, ImageChops, ImageStat
 
 from deskbox.common.errors import (
-    ActionDenied,
-    ActionFailed,
-    BudgetExceeded,
-    ConfirmationInvalid,
-    ConfirmationRequired,
-    ServiceError,
+    ActionFailedError,
+    BudgetExceededError,
+    ConfirmationInvalidError,
+    ConfirmationRequiredError,
+    DeniedError,
+    DeskboxError,
 )
 from deskbox.policy import ActionRules, AuditLog, Budgets, Confirmations, Policy, Redactor, load_policy
 from deskbox.policy.config import (
@@ -44,15 +44,15 @@ PASSWORD = "hunter2-secret"
 
 
 def test_the_guard_rail_errors_have_their_status_code_and_recoverability():
-    assert (BudgetExceeded.status, BudgetExceeded.code, BudgetExceeded.recoverable) == (429, "budget_exceeded", False)
-    assert (ActionDenied.status, ActionDenied.code) == (403, "action_denied")
-    assert issubclass(ConfirmationRequired, ActionFailed) and issubclass(ActionDenied, ServiceError)
-    err = ConfirmationRequired("confirm it", action="click", token="tok", expires_at=12.5, context={"rule": {}})
+    assert (BudgetExceededError.status, BudgetExceededError.code, BudgetExceededError.recoverable) == (429, "budget_exceeded", False)
+    assert (DeniedError.status, DeniedError.code) == (403, "action_denied")
+    assert issubclass(ConfirmationRequiredError, ActionFailedError) and issubclass(DeniedError, DeskboxError)
+    err = ConfirmationRequiredError("confirm it", action="click", token="tok", expires_at=12.5, context={"rule": {}})
     body = err.to_json()["error"]
     assert (err.status, body["code"], body["recoverable"]) == (409, "confirmation_required", True)
     assert body["suggested_next_tool"] == "click"
     assert body["context"] == {"rule": {}, "confirm_token": "tok", "expires_at": 12.5}
-    assert (ConfirmationInvalid.status, ConfirmationInvalid.code) == (409, "confirmation_invalid")
+    assert (ConfirmationInvalidError.status, ConfirmationInvalidError.code) == (409, "confirmation_invalid")
 
 
 # -- budgets
@@ -62,11 +62,11 @@ def test_the_action_over_the_limit_is_refused_and_not_counted():
     budgets = Budgets(BudgetsConfig(max_actions=3), clock=Clock())
     for _ in range(3):
         budgets.charge_action()
-    with pytest.raises(BudgetExceeded) as info:
+    with pytest.raises(BudgetExceededError) as info:
         budgets.charge_action()
     assert info.value.context == {"budget": "max_actions", "limit": 3, "used": 3}
     assert "max_actions" in info.value.message
-    with pytest.raises(BudgetExceeded):
+    with pytest.raises(BudgetExceededError):
         budgets.charge_action()
     assert budgets.status()["max_actions"] == {"limit": 3, "used": 3, "remaining": 0}
 
@@ -76,7 +76,7 @@ def test_screenshots_have_their_own_budget():
     budgets.charge_action()
     budgets.charge_screenshot()
     budgets.charge_screenshot()
-    with pytest.raises(BudgetExceeded) as info:
+    with pytest.raises(BudgetExceededError) as info:
         budgets.charge_screenshot()
     assert info.value.context == {"budget": "max_screenshots", "limit": 2, "used": 2}
     status = budgets.status()
@@ -90,14 +90,14 @@ def test_actions_per_minute_is_a_sliding_window():
     clock.now += 30
     budgets.charge_action()          # t=30
     clock.now += 20
-    with pytest.raises(BudgetExceeded) as info:  # t=50: two in the last minute
+    with pytest.raises(BudgetExceededError) as info:  # t=50: two in the last minute
         budgets.charge_action()
     assert info.value.context["budget"] == "actions_per_minute"
     assert info.value.context["used"] == 2 and info.value.context["retry_after_s"] == 10
     assert info.value.recoverable is True
     clock.now += 10.5                # t=60.5: the first has left the window
     budgets.charge_action()
-    with pytest.raises(BudgetExceeded):
+    with pytest.raises(BudgetExceededError):
         budgets.charge_action()
     assert budgets.status()["max_actions"]["used"] == 3  # the refused ones were not counted
 
@@ -110,10 +110,10 @@ def test_the_session_ends_after_its_seconds():
     budgets.charge_action()
     assert budgets.status()["max_session_seconds"] == {"limit": 100, "used": 99, "remaining": 1}
     clock.now += 1
-    with pytest.raises(BudgetExceeded) as info:
+    with pytest.raises(BudgetExceededError) as info:
         budgets.check_session()
     assert info.value.context == {"budget": "max_session_seconds", "limit": 100, "used": 100}
-    with pytest.raises(BudgetExceeded):
+    with pytest.raises(BudgetExceededError):
         budgets.charge_screenshot()
 
 
@@ -140,12 +140,12 @@ def test_the_models_tokens_are_checked_before_a_call_and_charged_after_it():
     budgets.check_vlm_tokens()       # 70 of 100: one more call is allowed ...
     budgets.charge_vlm_tokens(45)    # ... and what it used is counted, past the limit
     assert budgets.status()["max_vlm_tokens"] == {"limit": 100, "used": 115, "remaining": 0}
-    with pytest.raises(BudgetExceeded) as info:
+    with pytest.raises(BudgetExceededError) as info:
         budgets.check_vlm_tokens()
     assert info.value.context == {"budget": "max_vlm_tokens", "limit": 100, "used": 115}
     assert "model tokens" in info.value.message and info.value.recoverable is False
     clock.now += 60                  # and once the session's time is up, that is said first
-    with pytest.raises(BudgetExceeded) as info:
+    with pytest.raises(BudgetExceededError) as info:
         budgets.check_vlm_tokens()
     assert info.value.context["budget"] == "max_session_seconds"
 
@@ -172,14 +172,14 @@ def test_deny_wins_over_allow_and_wildcards_match():
     rules = ActionRules(ActionsConfig(allow=["mcp:*", "scene:click"], deny=["*:drag", "desktopd:*"], default="deny"))
     rules.check("mcp", "click")
     rules.check("scene", "click")
-    with pytest.raises(ActionDenied) as info:
+    with pytest.raises(DeniedError) as info:
         rules.check("mcp", "drag")   # allowed by mcp:*, denied by *:drag
     assert info.value.context == {"interface": "mcp", "action": "drag", "rule": "*:drag"}
     assert "*:drag" in info.value.message
-    with pytest.raises(ActionDenied) as info:
+    with pytest.raises(DeniedError) as info:
         rules.check("desktopd", "click")
     assert info.value.context["rule"] == "desktopd:*"
-    with pytest.raises(ActionDenied) as info:
+    with pytest.raises(DeniedError) as info:
         rules.check("scene", "type")  # named by nothing: the default
     assert info.value.context["rule"] == "default"
     assert info.value.status == 403
@@ -384,12 +384,12 @@ def test_a_rule_matches_only_when_all_its_fields_do():
 
 def test_the_first_call_asks_for_confirmation_and_the_token_confirms_it_once():
     confirmations = _confirmations()
-    with pytest.raises(ConfirmationRequired) as info:
+    with pytest.raises(ConfirmationRequiredError) as info:
         confirmations.check("click", DELETE)
     token = info.value.context["confirm_token"]
     assert info.value.suggested_next_tool == "click" and info.value.context["expires_at"] > 0
     confirmations.check("click", DELETE, confirm_token=token)
-    with pytest.raises(ConfirmationInvalid) as again:
+    with pytest.raises(ConfirmationInvalidError) as again:
         confirmations.check("click", DELETE, confirm_token=token)
     assert again.value.context["reason"] == "used"
 
@@ -403,7 +403,7 @@ def test_an_expired_token_is_refused():
     confirmations = _confirmations(clock)
     token, _ = confirmations.issue("click", DELETE)
     clock.now += 60
-    with pytest.raises(ConfirmationInvalid) as info:
+    with pytest.raises(ConfirmationInvalidError) as info:
         confirmations.redeem(token, "click", DELETE)
     assert info.value.context["reason"] == "expired"
 
@@ -417,10 +417,10 @@ def test_a_token_for_another_element_or_action_is_refused_and_not_burnt():
         ("click", {**DELETE, "role": "link"}, "other_target"),
         ("double_click", DELETE, "other_action"),
     ]:
-        with pytest.raises(ConfirmationInvalid) as info:
+        with pytest.raises(ConfirmationInvalidError) as info:
             confirmations.redeem(token, action, target)
         assert info.value.context["reason"] == reason
-    with pytest.raises(ConfirmationInvalid) as info:
+    with pytest.raises(ConfirmationInvalidError) as info:
         confirmations.redeem("never-issued", "click", DELETE)
     assert info.value.context["reason"] == "unknown"
     confirmations.redeem(token, "click", DELETE)
@@ -436,7 +436,7 @@ def test_tokens_are_random_and_capped():
     confirmations = _confirmations()
     tokens = [confirmations.issue("click", DELETE)[0] for _ in range(300)]
     assert len(set(tokens)) == 300 and len(tokens[0]) >= 20
-    with pytest.raises(ConfirmationInvalid):
+    with pytest.raises(ConfirmationInvalidError):
         confirmations.redeem(tokens[0], "click", DELETE)  # dropped by the cap
     confirmations.redeem(tokens[-1], "click", DELETE)
 

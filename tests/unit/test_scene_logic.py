@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from deskbox.common.errors import ActionFailed
+from deskbox.common.errors import ActionFailedError
 from deskbox.geometry import Display, PagePlacement, Rect
 from deskbox.scene.act import lookup_element
 from deskbox.scene.elements import page_elements
@@ -46,10 +46,10 @@ def test_only_the_newest_retired_ids_say_what_they_were_and_every_one_stays_stal
     assert [ids.retired(i) is not None for i in made] == [False, False, True, True]
     assert ids.retired(made[3]).name == "d"
     for ident in made:
-        with pytest.raises(ActionFailed) as err:
+        with pytest.raises(ActionFailedError) as err:
             lookup_element({}, ids, ident)
         assert err.value.code == "stale_element"
-    assert "it was button 'd'" in str(pytest.raises(ActionFailed, lookup_element, {}, ids, made[3]).value)
+    assert "it was button 'd'" in str(pytest.raises(ActionFailedError, lookup_element, {}, ids, made[3]).value)
     # A restarted scene takes over as many, the newest, even from a larger dump.
     again = IdRegistry("a", retired_memory=1)
     again.load(ids.dump(), trust=lambda key: True)

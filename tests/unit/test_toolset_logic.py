@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from deskbox.common.errors import Expired, NotFoundError
+from deskbox.common.errors import ExpiredError, NotFoundError
 from deskbox.scene.toolset.checks import ssim
 from deskbox.scene.toolset.observation import apply_patch, diff, document, tree_hash
 from deskbox.scene.toolset.selector import SelectorError, nodes_of, parse, select
@@ -132,11 +132,11 @@ def test_a_store_keeps_within_its_cap_and_ttl_and_says_expired_for_what_it_hande
     a, b = store.put({"a": 1}, 1), store.put({"b": 1}, 2)
     assert store.get(a.id).doc == {"a": 1}
     store.put({"c": 1}, 3)  # over the cap: the least lately used (b) goes
-    with pytest.raises(Expired) as err:
+    with pytest.raises(ExpiredError) as err:
         store.get(b.id)
     assert err.value.status == 410 and err.value.code == "token_expired" and err.value.suggested_next_tool
     now[0] = 11.0
-    with pytest.raises(Expired):
+    with pytest.raises(ExpiredError):
         store.get(a.id)
     with pytest.raises(NotFoundError):
         store.get("o99")

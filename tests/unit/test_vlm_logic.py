@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from aiohttp import web
 
-from deskbox.common.errors import ActionFailed, Unavailable
+from deskbox.common.errors import ActionFailedError, UnavailableError
 from deskbox.scene.vlm import VisionModel, chat_completions_url, config_problem, estimate_tokens
 
 
@@ -52,7 +52,7 @@ async def test_nothing_is_sent_without_a_url():
     model = VisionModel(None, "ignored", "key")
     await model.start()
     assert model.status() == {"configured": False, "model": None} and model._http is None
-    with pytest.raises(ActionFailed) as info:
+    with pytest.raises(ActionFailedError) as info:
         await model.describe(b"", (1, 1), sketch="", title=None, app=None)
     assert info.value.status == 409 and info.value.code == "vlm_not_configured"
     await model.close()
@@ -115,7 +115,7 @@ async def test_text_parts_are_joined_and_prompt_and_completion_tokens_added():
 ])
 async def test_every_failure_of_the_endpoint_is_503_vlm_unavailable(answer, said):
     endpoint = Endpoint(answer)
-    with pytest.raises(Unavailable) as info:
+    with pytest.raises(UnavailableError) as info:
         await endpoint.describe()
     assert info.value.status == 503 and info.value.code == "vlm_unavailable" and said in info.value.message
     assert not endpoint.redirected, "the key is not carried to where a redirect points"

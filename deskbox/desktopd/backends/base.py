@@ -2,7 +2,7 @@
 
 A backend speaks in display-local device pixels and X keysyms; it converts to its own
 space through :mod:`deskbox.geometry`. Handlers validate everything before they call a
-backend, so a backend method either applies fully or raises a ServiceError.
+backend, so a backend method either applies fully or raises a DeskboxError.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class Backend(abc.ABC):
     name: str = "abstract"
 
     async def start(self) -> None:
-        """Open connections; raise Unavailable when the display server is not there."""
+        """Open connections; raise UnavailableError when the display server is not there."""
 
     async def close(self) -> None:
         """Release every key and button still held, then close connections."""
@@ -141,9 +141,9 @@ class Backend(abc.ABC):
     async def close_window(self, window_id: str) -> None: ...
 
     async def move_window(self, window_id: str, display: Display) -> None:
-        from ...common.errors import ActionFailed
+        from ...common.errors import ActionFailedError
 
-        raise ActionFailed(f"the {self.name} backend cannot move windows between displays", code="unsupported")
+        raise ActionFailedError(f"the {self.name} backend cannot move windows between displays", code="unsupported")
 
     def pointer_position(self) -> tuple[int, float, float] | None:
         """(display id, x, y) of the last pointer position desktopd set, if known."""

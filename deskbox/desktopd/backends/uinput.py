@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-from ...common.errors import Unavailable
+from ...common.errors import UnavailableError
 from ...geometry import Display, absolute_motion
 from ..keys import BASE_LAYOUT, UnknownKey
 from .base import BUTTONS, Backend, Frame, KeyEvent, Window
@@ -62,9 +62,9 @@ class UinputInput(Backend):
 
     async def start(self) -> None:
         if not os.path.exists(UINPUT_PATH):
-            raise Unavailable(f"{UINPUT_PATH} does not exist: this kernel offers no uinput", code="uinput_unavailable")
+            raise UnavailableError(f"{UINPUT_PATH} does not exist: this kernel offers no uinput", code="uinput_unavailable")
         if not os.access(UINPUT_PATH, os.W_OK):
-            raise Unavailable(f"{UINPUT_PATH} is not writable by this user", code="uinput_unavailable")
+            raise UnavailableError(f"{UINPUT_PATH} is not writable by this user", code="uinput_unavailable")
         await self.inner.start()
         from evdev import UInput, ecodes
 

@@ -26,7 +26,7 @@ from Xlib import display as xdisplay
 from Xlib import error as xerror
 from Xlib.ext import xtest
 
-from ...common.errors import ActionFailed, ServiceError, Unavailable
+from ...common.errors import ActionFailedError, DeskboxError, UnavailableError
 from ...common.logging import get_logger
 from ...geometry import Display, Rect, device_to_layout, device_to_root_pixel
 from .base import Backend, Frame, KeyEvent, Window
@@ -74,21 +74,21 @@ class X11Backend(Backend):
     def _guarded(self, fn: Callable[..., Any], args: tuple) -> Any:
         """Run ``fn`` on the X thread; X errors become service errors here."""
         if self._x is None:
-            raise Unavailable(self._dead or "the X display is not connected", code="display_unavailable")
+            raise UnavailableError(self._dead or "the X display is not connected", code="display_unavailable")
         try:
             result = fn(*args)
             self._drain_events()
             return result
-        except ServiceError:
+        except DeskboxError:
             raise
         except xerror.ConnectionClosedError as exc:
             self._dead = f"the X connection closed: {exc}"
-            raise Unavailable(self._dead, code="display_unavailable") from exc
+            raise UnavailableError(self._dead, code="display_unavailable") from exc
         except xerror.XError as exc:
-            raise ActionFailed(f"the X server refused a request: {exc}", code="x_error") from exc
+            raise ActionFailedError(f"the X server refused a request: {exc}", code="x_error") from exc
         except OSError as exc:
             self._dead = f"the X connection failed: {exc}"
-            raise Unavailable(self._dead, code="display_unavailable") from exc
+            raise UnavailableError(self._dead, code="display_unavailable") from exc
 
     def _drain_events(self) -> None:
         # Nobody reads events on this connection except here; unread ones would pile up.
@@ -117,7 +117,7 @@ class X11Backend(Backend):
             await asyncio.sleep(_WATCH_INTERVAL)
             try:
                 self._displays = await self._call(self._read_displays)
-            except ServiceError as exc:
+            except DeskboxError as exc:
                 # A lost connection is recorded in _dead (health says so); keep trying
                 # in case this was a passing refusal.
                 log.debug("display watch failed", error=exc.message)
@@ -127,11 +127,11 @@ class X11Backend(Backend):
             x = xdisplay.Display(self.display_name)
         except (xerror.DisplayError, xerror.XauthError, xerror.XNoAuthError, OSError) as exc:
             name = self.display_name or os.environ.get("DISPLAY") or "$DISPLAY (unset)"
-            raise Unavailable(f"cannot connect to the X display {name}: {exc}",
+            raise UnavailableError(f"cannot connect to the X display {name}: {exc}",
                               code="display_unavailable") from exc
         if not x.has_extension("XTEST"):
             x.close()
-            raise Unavailable(f"the X server at {x.get_display_name()} has no XTEST extension: no input possible",
+            raise UnavailableError(f"the X server at {x.get_display_name()} has no XTEST extension: no input possible",
                               code="display_unavailable")
         self._x = x
         self._root = x.screen().root
@@ -147,7 +147,7 @@ class X11Backend(Backend):
         except Exception as exc:
             x.close()
             self._x = None
-            raise Unavailable(f"mss cannot capture {x.get_display_name()}: {exc}", code="display_unavailable") from exc
+            raise UnavailableError(f"mss cannot capture {x.get_display_name()}: {exc}", code="display_unavailable") from exc
         log.info("connected", display=x.get_display_name(), displays=len(self._displays),
                  spare_keycodes=self._keyboard.spare_count())
 
@@ -161,7 +161,7 @@ class X11Backend(Backend):
         if self._x is not None:
             try:
                 await self._call(self._shutdown)
-            except ServiceError as exc:
+            except DeskboxError as exc:
                 log.warning("X11 cleanup failed", error=exc.message)
             x, self._x = self._x, None
             await asyncio.get_running_loop().run_in_executor(self._executor, self._close_connections, x)
@@ -236,8 +236,8 @@ class X11Backend(Backend):
             shot = self._mss.grab({"left": int(x), "top": int(y), "width": w, "height": h})
         except Exception as exc:  # mss reports a lost server as a bare AssertionError
             if self._dead is not None:
-                raise Unavailable(self._dead, code="display_unavailable") from exc
-            raise Unavailable(f"mss could not capture display {display.id}: {exc!r}", code="capture_failed") from exc
+                raise UnavailableError(self._dead, code="display_unavailable") from exc
+            raise UnavailableError(f"mss could not capture display {display.id}: {exc!r}", code="capture_failed") from exc
         # A copy: mss may reuse its (shared memory) buffer for the next grab.
         return Frame(width=shot.width, height=shot.height, stride=shot.width * 4, mode="BGRX", data=bytes(shot.raw))
 

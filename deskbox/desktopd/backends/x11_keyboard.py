@@ -23,7 +23,7 @@ from Xlib import display as xdisplay
 from Xlib import error as xerror
 from Xlib.ext import xtest
 
-from ...common.errors import ActionFailed
+from ...common.errors import ActionFailedError
 from ...common.logging import get_logger
 from ..keys import MODIFIER_KEYSYMS
 from .base import KeyEvent
@@ -161,7 +161,7 @@ class X11Keyboard:
                     keep.add(code)
             end += 1
         if end == start:
-            raise ActionFailed("every spare keycode is held down; release keys first", code="keymap_full")
+            raise ActionFailedError("every spare keycode is held down; release keys first", code="keymap_full")
         now = time.monotonic()
         reused = tuple(c for c in taken if c in self._keymap.slots)
         idle_wait = max([self._keymap.slots[c][1] + _SLOT_IDLE - now for c in reused] + [0.0])
@@ -175,7 +175,7 @@ class X11Keyboard:
             self._x.change_keyboard_mapping(code, [(keysym, keysym)], onerror=catch)
         self._x.sync()
         if catch.get_error() is not None:
-            raise ActionFailed(f"the X server refused a keyboard mapping: {catch.get_error()}", code="keymap_error")
+            raise ActionFailedError(f"the X server refused a keyboard mapping: {catch.get_error()}", code="keymap_error")
         for code, keysym in assign:
             self._keymap.assign(code, keysym)
         # Our own MappingNotify events need no reload: the table says what we set.
@@ -220,7 +220,7 @@ class X11Keyboard:
             if event.down and event.keysym not in self._held:
                 found = self._keymap.lookup(event.keysym)
                 if found is None:  # plan_chunk gave every keysym a key, so this is a bug
-                    raise ActionFailed(f"no key for keysym 0x{event.keysym:x}", code="keymap_error")
+                    raise ActionFailedError(f"no key for keysym 0x{event.keysym:x}", code="keymap_error")
                 self._keymap.pressed(found[0])
             self._key(event, found)
         self._x.sync()

@@ -17,7 +17,7 @@ from Xlib import display as xdisplay
 from Xlib import error as xerror
 from Xlib.protocol import event as xevent
 
-from ...common.errors import ActionFailed, NotFoundError
+from ...common.errors import ActionFailedError, NotFoundError
 from ...geometry import Display, Rect, display_at_layout_point, layout_rect_to_device
 from .base import Window
 
@@ -200,7 +200,7 @@ class X11Windows:
         except (xerror.BadWindow, xerror.BadDrawable) as exc:
             raise NotFoundError(f"window {window_id!r} is gone", code="not_found") from exc
         except xerror.BadMatch as exc:
-            raise ActionFailed(f"window {window_id!r} cannot take the focus (not viewable)", code="not_focusable") from exc
+            raise ActionFailedError(f"window {window_id!r} cannot take the focus (not viewable)", code="not_focusable") from exc
 
     def close(self, window_id: str) -> None:
         assert self._x is not None

@@ -21,7 +21,7 @@ from typing import Annotated, Awaitable, Callable, Literal, Union
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from ...common.errors import InvalidRequest
+from ...common.errors import InvalidRequestError
 from ...common.web import json_ok, read_query, validate
 from .base import COMPUTER, Screen, ScreenQuery, Shot, read_object, split_combo
 
@@ -164,7 +164,7 @@ _CLICKS = {"left_click": ("left", 1), "right_click": ("right", 1), "middle_click
 
 async def _click(s: Screen, a: Click) -> Outcome:
     if a.text and a.key and a.text != a.key:
-        raise InvalidRequest("give the modifier keys in text or key, not both", code="validation_error")
+        raise InvalidRequestError("give the modifier keys in text or key, not both", code="validation_error")
     button, count = _CLICKS[a.action]
     at = s.point(*a.coordinate) if a.coordinate is not None else None
     await s.pointer("click", at, button=button, count=count, modifiers=_modifiers(a.text or a.key))
@@ -228,7 +228,7 @@ _LOOKING = frozenset({"cursor_position", "screenshot", "zoom", "wait"})
 def _unsupported(body: dict) -> None:
     action = body.get("action")
     if isinstance(action, str) and action not in HANDLERS:
-        raise InvalidRequest(f"unsupported action {action!r}; Anthropic's computer tool actions are "
+        raise InvalidRequestError(f"unsupported action {action!r}; Anthropic's computer tool actions are "
                              f"{', '.join(sorted(HANDLERS))}", code="unsupported_action")
 
 
@@ -238,7 +238,7 @@ async def handle(request: web.Request) -> web.Response:
     _unsupported(body)
     action = validate(AnthropicAction, body).root
     if action.action == "zoom" and q.tool != "computer_20251124":
-        raise InvalidRequest("zoom is an action of computer_20251124 only", code="unsupported_action")
+        raise InvalidRequestError("zoom is an action of computer_20251124 only", code="unsupported_action")
     handler = HANDLERS[action.action]
     screen, outcome = await request.app[COMPUTER].act(q, lambda s: handler(s, action),
                                                       settle=action.action not in _LOOKING, action=action.action,

@@ -21,7 +21,7 @@ from aiohttp import web
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ...common.errors import ActionFailed, InvalidRequest, NotFoundError, Unavailable
+from ...common.errors import ActionFailedError, InvalidRequestError, NotFoundError, UnavailableError
 from ...common.session_api import SessionControl
 from ...common.web import read_body, taking_turn
 from ...geometry import (
@@ -123,13 +123,13 @@ class Screen:
         """A declared-size point -> display device pixels; outside the picture is a 400."""
         w, h = self.declared
         if not (0 <= x < w and 0 <= y < h):
-            raise InvalidRequest(f"{what} ({x}, {y}) is outside the {w}x{h} screen", code="out_of_bounds")
+            raise InvalidRequestError(f"{what} ({x}, {y}) is outside the {w}x{h} screen", code="out_of_bounds")
         return declared_to_display(self.size, self.declared, x, y)
 
     def grid_point(self, x: float, y: float, what: str = "coordinate") -> tuple[float, float]:
         """A point on Gemini's 0-999 grid -> display device pixels."""
         if not (0 <= x <= 999 and 0 <= y <= 999):
-            raise InvalidRequest(f"{what} ({x}, {y}) is outside the 0-999 grid", code="out_of_bounds")
+            raise InvalidRequestError(f"{what} ({x}, {y}) is outside the 0-999 grid", code="out_of_bounds")
         return normalized_to_display(self.size, x, y)
 
     def grid_distance(self, dx: float, dy: float) -> tuple[float, float]:
@@ -145,10 +145,10 @@ class Screen:
         w, h = self.declared
         for x, y in ((x0, y0), (x1, y1)):
             if not (0 <= x <= w and 0 <= y <= h):
-                raise InvalidRequest(f"region corner ({x}, {y}) is outside the {w}x{h} screen", code="out_of_bounds")
+                raise InvalidRequestError(f"region corner ({x}, {y}) is outside the {w}x{h} screen", code="out_of_bounds")
         rect = declared_region_to_display(self.size, self.declared, x0, y0, x1, y1)
         if rect.w < 1 or rect.h < 1:
-            raise InvalidRequest("region is empty: give [x0, y0, x1, y1] with x1 > x0 and y1 > y0",
+            raise InvalidRequestError("region is empty: give [x0, y0, x1, y1] with x1 > x0 and y1 > y0",
                                  code="empty_region")
         return rect
 
@@ -191,11 +191,11 @@ class Screen:
         there is no position on this screen to give."""
         pos = await self.computer.desktop.pointer_position()
         if pos is None:
-            raise ActionFailed("the pointer has no position yet; move it first (mouse_move)",
+            raise ActionFailedError("the pointer has no position yet; move it first (mouse_move)",
                                code="no_pointer_position")
         display, x, y = pos
         if display != self.display.id:
-            raise ActionFailed(f"the pointer is on display {display}, not on display {self.display.id}",
+            raise ActionFailedError(f"the pointer is on display {display}, not on display {self.display.id}",
                                code="pointer_elsewhere")
         return self.declared_point(x, y)
 
@@ -287,7 +287,7 @@ class Computer:
 
     def _need_bridge(self) -> Bridge:
         if self.bridge is None:
-            raise Unavailable("this scene aggregator runs without the CDP bridge (no browser)", code="no_browser")
+            raise UnavailableError("this scene aggregator runs without the CDP bridge (no browser)", code="no_browser")
         return self.bridge
 
     async def front_tab(self) -> dict | None:
@@ -334,7 +334,7 @@ class Computer:
                 await asyncio.sleep(0.2)
                 windows = await self._browser_windows()
         if not windows:
-            raise ActionFailed("there is no browser window", code="no_browser")
+            raise ActionFailedError("there is no browser window", code="no_browser")
         if not any(w.focused for w in windows):
             await self.desktop.focus_window(windows[0].id)
 
@@ -376,5 +376,5 @@ def split_combo(combo: str) -> list[str]:
         elif parts and parts[-1] != "+":
             parts.append("+")
     if not parts:
-        raise InvalidRequest(f"empty key combination {combo!r}", code="unknown_key")
+        raise InvalidRequestError(f"empty key combination {combo!r}", code="unknown_key")
     return parts

@@ -31,7 +31,7 @@ from typing import Annotated, Any, Awaitable, Callable, Literal, Union
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
-from ...common.errors import InvalidRequest, ServiceError
+from ...common.errors import DeskboxError, InvalidRequestError
 from ...common.logging import get_logger
 from ...common.web import json_ok, read_query, validate
 from .base import COMPUTER, Screen, ScreenQuery, key_name, read_object, split_combo
@@ -264,7 +264,7 @@ async def _scroll_at(s: Screen, c: ScrollAt, q: GeminiQuery) -> None:
     # magnitude is on the grid too: a share of the display's width or height.
     dist_x, dist_y = s.grid_distance(ux * a.magnitude, uy * a.magnitude)
     if dist_x == 0 and dist_y == 0:
-        raise InvalidRequest("scroll_at needs a magnitude above 0", code="validation_error")
+        raise InvalidRequestError("scroll_at needs a magnitude above 0", code="validation_error")
     dx, dy = s.notches(dist_x, dist_y)
     await s.pointer("scroll", at, dx=dx, dy=dy)
 
@@ -302,7 +302,7 @@ async def handle(request: web.Request) -> web.Response:
     body = await read_object(request)
     name = body.get("name")
     if isinstance(name, str) and name not in HANDLERS:
-        raise InvalidRequest(f"unsupported function {name!r}; Gemini's computer use functions are "
+        raise InvalidRequestError(f"unsupported function {name!r}; Gemini's computer use functions are "
                              f"{', '.join(sorted(HANDLERS))}", code="unsupported_action")
     call = validate(GeminiCall, body).root
     handler = HANDLERS[call.name]
@@ -319,7 +319,7 @@ async def handle(request: web.Request) -> web.Response:
     # carried out, which a harness would send again.
     try:
         url = await computer.current_url()
-    except ServiceError as exc:
+    except DeskboxError as exc:
         log.info("gemini.reply_without_url", error=str(exc))
         url = None
     return json_ok({

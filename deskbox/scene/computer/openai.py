@@ -23,7 +23,7 @@ from typing import Annotated, Awaitable, Callable, Literal, Union
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
-from ...common.errors import InvalidRequest
+from ...common.errors import InvalidRequestError
 from ...common.web import json_ok, read_query, validate
 from .base import COMPUTER, Screen, ScreenQuery, key_name, read_object
 
@@ -185,7 +185,7 @@ def _screenshot(s: Screen, a: Screenshot) -> _Plan:
 def _scroll(s: Screen, a: Scroll) -> _Plan:
     at = s.point(a.x, a.y)
     if a.scroll_x == 0 and a.scroll_y == 0:
-        raise InvalidRequest("scroll needs scroll_x or scroll_y (pixels)", code="validation_error")
+        raise InvalidRequestError("scroll needs scroll_x or scroll_y (pixels)", code="validation_error")
     dx, dy = s.wheel(a.scroll_x, a.scroll_y)
     return _Plan(lambda: s.pointer("scroll", at, dx=dx, dy=dy, modifiers=_mods(a.keys)))
 
@@ -215,7 +215,7 @@ def _check_names(actions: list[object]) -> None:
     for item in actions:
         kind = item.get("type") if isinstance(item, dict) else None
         if isinstance(kind, str) and kind not in HANDLERS:
-            raise InvalidRequest(f"unsupported action {kind!r}; OpenAI computer_call actions are "
+            raise InvalidRequestError(f"unsupported action {kind!r}; OpenAI computer_call actions are "
                                  f"{', '.join(sorted(HANDLERS))}", code="unsupported_action")
 
 
@@ -229,7 +229,7 @@ async def handle(request: web.Request) -> web.Response:
         call = validate(ComputerCall, body)
         actions = call.actions if call.actions is not None else [call.action]
         if call.call_id and call_id and call.call_id != call_id:
-            raise InvalidRequest("call_id differs between the item and the query", code="validation_error")
+            raise InvalidRequestError("call_id differs between the item and the query", code="validation_error")
         call_id = call.call_id or call_id
     else:
         _check_names([body])

@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable
 import numpy as np
 from PIL import Image
 
-from ...common.errors import InvalidRequest
+from ...common.errors import InvalidRequestError
 from .observation import document, tree_hash
 from .patterns import budget, compile_pattern, fullmatch, search
 from .selector import nodes_of, select_bounded
@@ -182,17 +182,17 @@ async def _check(spec: Any, look: Look, start: Look | None) -> tuple[bool, Any]:
             kept = look.kept(spec.snapshot)
             reference = kept.extra.get("screenshots", {}).get(spec.display)
             if reference is None:
-                raise InvalidRequest(f"snapshot {spec.snapshot} holds no screenshot of display {spec.display} "
+                raise InvalidRequestError(f"snapshot {spec.snapshot} holds no screenshot of display {spec.display} "
                                      "(save it with screenshot=true)", code="no_screenshot")
         else:
             try:
                 reference = base64.b64decode(spec.reference_png, validate=True)
             except ValueError:
-                raise InvalidRequest("reference_png is not base64", code="invalid_image") from None
+                raise InvalidRequestError("reference_png is not base64", code="invalid_image") from None
         now = await look.screenshot(spec.display)
         score = await asyncio.to_thread(ssim, reference, now)
         return score >= spec.min_ssim, {"ssim": round(score, 4), "min_ssim": spec.min_ssim}
-    raise InvalidRequest(f"unsupported check {kind!r}", code="predicate_unsupported")
+    raise InvalidRequestError(f"unsupported check {kind!r}", code="predicate_unsupported")
 
 
 def _grey(data: bytes, size: tuple[int, int] | None = None) -> np.ndarray:
@@ -200,7 +200,7 @@ def _grey(data: bytes, size: tuple[int, int] | None = None) -> np.ndarray:
         image = Image.open(io.BytesIO(data))
         image.load()
     except Exception:
-        raise InvalidRequest("the reference is not an image PIL can read (PNG or JPEG)", code="invalid_image") from None
+        raise InvalidRequestError("the reference is not an image PIL can read (PNG or JPEG)", code="invalid_image") from None
     image = image.convert("L")
     target = size or (max(1, image.width // 2), max(1, image.height // 2))
     return np.asarray(image.resize(target, Image.Resampling.BOX), dtype=np.float64)

@@ -17,7 +17,7 @@ from typing import Iterator
 
 import regex
 
-from ...common.errors import InvalidRequest
+from ...common.errors import InvalidRequestError
 
 __all__ = ["BUDGET_S", "PatternTooSlow", "budget", "compile_pattern", "fullmatch", "search"]
 
@@ -27,7 +27,7 @@ BUDGET_S = 0.5
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deskbox_pattern_deadline", default=None)
 
 
-class PatternTooSlow(InvalidRequest):
+class PatternTooSlow(InvalidRequestError):
     code = "regex_too_slow"
 
 
@@ -36,7 +36,7 @@ def compile_pattern(text: str) -> regex.Pattern:
     try:
         return regex.compile(text)
     except (regex.error, ValueError, OverflowError) as exc:
-        raise InvalidRequest(f"bad regex {text!r}: {exc}", code="invalid_regex") from None
+        raise InvalidRequestError(f"bad regex {text!r}: {exc}", code="invalid_regex") from None
 
 
 @contextlib.contextmanager

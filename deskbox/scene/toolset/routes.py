@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from PIL import Image
 
-from ...common.errors import ActionFailed, InvalidRequest, Unavailable
+from ...common.errors import ActionFailedError, InvalidRequestError, UnavailableError
 from ...common.openapi import ACTION, QUICK_S, TYPING, Longest, Route, typing_if, waiting
 from ...common.options import VLM_TIMEOUT_S
 from ...common.web import json_ok, read_body, read_query, taking_turn
@@ -77,7 +77,7 @@ class Toolset:
 
     async def _tabs(self) -> list[dict]:
         if self.bridge is None:
-            raise Unavailable("this scene aggregator runs without the CDP bridge (no browser)", code="no_browser")
+            raise UnavailableError("this scene aggregator runs without the CDP bridge (no browser)", code="no_browser")
         return await self.bridge.tabs()
 
     async def screenshot(self, display: int) -> bytes:
@@ -90,7 +90,7 @@ class Toolset:
 
             self._ocr = OcrChain.default(enabled=True)
         if not self._ocr.enabled:
-            raise Unavailable("OCR needs tesseract, which this machine lacks", code="ocr_unavailable")
+            raise UnavailableError("OCR needs tesseract, which this machine lacks", code="ocr_unavailable")
 
         def read() -> list[str]:
             image = Image.open(io.BytesIO(png)).convert("RGB")
@@ -108,7 +108,7 @@ class Toolset:
         """A fresh token for ``doc``, and what changed since ``since`` (None: the whole)."""
         base = self.tokens.get(since) if since is not None else None
         if base is not None and base.extra["view"] != view:
-            raise InvalidRequest(f"token {since} was observed with {base.extra['view']}; observe with the same "
+            raise InvalidRequestError(f"token {since} was observed with {base.extra['view']}; observe with the same "
                                  "interactive, display and window to diff against it", code="view_differs",
                                  context={"token": since, "view": base.extra["view"]})
         token = self.tokens.put(doc, seq, view=view)
@@ -271,7 +271,7 @@ async def snapshot_delete(request: web.Request) -> web.Response:
 def _snapshot_id(request: web.Request) -> str:
     ident = request.match_info["snapshot_id"]
     if not (ident.startswith("s") and ident[1:].isdigit() and len(ident) <= 32):
-        raise InvalidRequest(f"{ident!r} is not a snapshot id (s1, s2 ...)", code="invalid_snapshot_id")
+        raise InvalidRequestError(f"{ident!r} is not a snapshot id (s1, s2 ...)", code="invalid_snapshot_id")
     return ident
 
 
@@ -355,7 +355,7 @@ async def get_sketch(request: web.Request) -> web.Response:
     try:
         out = sketch(scene.to_json(), window=q.window, display=q.display, cols=q.cols, rows=q.rows)
     except ValueError as exc:  # (a window without a box)
-        raise InvalidRequest(str(exc), code="nothing_to_sketch") from None
+        raise InvalidRequestError(str(exc), code="nothing_to_sketch") from None
     return json_ok({**out, "scene_seq": scene.seq})
 
 
@@ -386,14 +386,14 @@ async def _ask_model(tools: Toolset, vlm: VisionModel, guard: Guard | None, scen
     screenshots, and the answer redacted as any text is: the model read the screen."""
     wid = window or (doc.get("focused_window") or {}).get("id")
     if wid is None:
-        raise ActionFailed("no window has the focus: give window= (GET /api/v1/scene lists them under apps)",
+        raise ActionFailedError("no window has the focus: give window= (GET /api/v1/scene lists them under apps)",
                            code="no_window")
     app, title = next(((a.get("name"), w.get("title")) for a in doc.get("apps") or () for w in a.get("windows") or ()
                        if w["id"] == wid), (None, None))
     try:
         drawn = sketch(doc, window=wid)
     except ValueError as exc:  # (a window without a box)
-        raise InvalidRequest(str(exc), code="nothing_to_sketch") from None
+        raise InvalidRequestError(str(exc), code="nothing_to_sketch") from None
     display = drawn["display_id"]
     png = await tools.screenshot(display)
     picture, size = await asyncio.to_thread(_window_picture, png, drawn["area"], guard, display, scene)
@@ -414,7 +414,7 @@ def _window_picture(png: bytes, box: list[int], guard: Guard | None, display: in
     x, y, w, h = box
     left, top, right, bottom = max(0, x), max(0, y), min(image.width, x + w), min(image.height, y + h)
     if right <= left or bottom <= top:
-        raise ActionFailed(f"window at {box} shows nothing on display {display}", code="not_visible")
+        raise ActionFailedError(f"window at {box} shows nothing on display {display}", code="not_visible")
     out = io.BytesIO()
     image.crop((left, top, right, bottom)).save(out, "PNG")
     return out.getvalue(), (right - left, bottom - top)

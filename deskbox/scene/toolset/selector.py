@@ -32,7 +32,7 @@ from typing import Any
 
 import regex
 
-from ...common.errors import InvalidRequest
+from ...common.errors import InvalidRequestError
 from .patterns import budget, compile_pattern, fullmatch
 
 __all__ = ["Selector", "SelectorError", "parse", "select", "select_bounded", "nodes_of", "STATES"]
@@ -48,7 +48,7 @@ _MAX_SELECTOR = 2000
 _MAX_REGEX = 500
 
 
-class SelectorError(InvalidRequest):
+class SelectorError(InvalidRequestError):
     code = "invalid_selector"
 
 
@@ -219,7 +219,7 @@ class _Parser:
                 raise self.fail(f"a regex is at most {_MAX_REGEX} characters")
             try:
                 pattern = compile_pattern(value)
-            except InvalidRequest as exc:
+            except InvalidRequestError as exc:
                 raise self.fail(exc.message) from None
         if attribute == "role":
             value = normalise_role(value) if op in ("=", "!=") else value

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import orjson
 
-from ...common.errors import Expired, NotFoundError
+from ...common.errors import ExpiredError, NotFoundError
 
 __all__ = ["Kept", "Store"]
 
@@ -65,7 +65,7 @@ class Store:
             self._items.move_to_end(ident)  # (the cap drops what was used least lately)
             return kept
         if self._was_issued(ident):
-            raise Expired(f"{self._what} {ident!r} expired (kept {self.ttl_s:g} s, at most {self.cap}); "
+            raise ExpiredError(f"{self._what} {ident!r} expired (kept {self.ttl_s:g} s, at most {self.cap}); "
                           f"{self._instead}", code=f"{self._what}_expired", context={self._what: ident},
                           suggested_next_tool="observe")
         raise NotFoundError(f"no {self._what} {ident!r}: {self._what}s are handed out as {self.prefix}N",

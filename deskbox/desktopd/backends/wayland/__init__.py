@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Sequence
 
-from ....common.errors import ActionFailed, NotFoundError, Unavailable
+from ....common.errors import ActionFailedError, NotFoundError, UnavailableError
 from ....common.logging import get_logger
 from ....geometry import Display, Rect, display_at_layout_point, layout_rect_to_device
 from ..base import Backend, Frame, KeyEvent, Window
@@ -150,7 +150,7 @@ class WaylandBackend(Backend):
     def _output(self, display: Display):
         output = self.client.output_by_name(display.name)
         if output is None:
-            raise Unavailable(f"output {display.name} has no Wayland object (yet)", code="display_unavailable")
+            raise UnavailableError(f"output {display.name} has no Wayland object (yet)", code="display_unavailable")
         return output
 
     async def capture(self, display: Display, *, cursor: bool) -> Frame:
@@ -254,7 +254,7 @@ class WaylandBackend(Backend):
         replies = await self.ipc.command(f"[con_id={con_id}] {command}")
         failed = [r for r in replies if not r.get("success")]
         if failed:
-            raise ActionFailed(failed[0].get("error") or f"sway refused {command!r}", code="compositor_refused")
+            raise ActionFailedError(failed[0].get("error") or f"sway refused {command!r}", code="compositor_refused")
 
     async def focus_window(self, window_id: str) -> None:
         await self._sway_command_on(window_id, "focus")

@@ -21,7 +21,7 @@ from pywayland.client import Display as WlDisplay
 from pywayland.protocol.wayland import WlOutput, WlSeat, WlShm
 from pywayland.protocol.xdg_output_unstable_v1 import ZxdgOutputManagerV1
 
-from ....common.errors import Unavailable
+from ....common.errors import UnavailableError
 from ....common.logging import get_logger
 from . import protocols
 
@@ -86,7 +86,7 @@ class WaylandClient:
             self.display = WlDisplay(self.display_name)
             self.display.connect()
         except Exception as exc:  # pywayland raises ValueError/RuntimeError
-            raise Unavailable(
+            raise UnavailableError(
                 f"cannot connect to Wayland display {self.display_name or os.environ.get('WAYLAND_DISPLAY')!r}: {exc}",
                 code="compositor_unavailable",
             ) from exc
@@ -109,7 +109,7 @@ class WaylandClient:
             if obj is None
         ]
         if missing:
-            raise Unavailable(
+            raise UnavailableError(
                 "the compositor lacks protocols desktopd needs: " + ", ".join(missing),
                 code="compositor_unsupported",
             )
@@ -195,14 +195,14 @@ class WaylandClient:
 
     def flush(self) -> None:
         if self.dead:
-            raise Unavailable(self.dead, code="compositor_unavailable")
+            raise UnavailableError(self.dead, code="compositor_unavailable")
         assert self.display is not None
         self.display.dispatch(block=False)
         self.display.flush()
 
     def roundtrip(self) -> None:
         if self.dead:
-            raise Unavailable(self.dead, code="compositor_unavailable")
+            raise UnavailableError(self.dead, code="compositor_unavailable")
         assert self.display is not None
         self.display.roundtrip()
 

@@ -13,7 +13,7 @@ import os
 import time
 from typing import Any, Sequence
 
-from ....common.errors import ActionFailed
+from ....common.errors import ActionFailedError
 from ....geometry import Display, absolute_motion
 from ...keys import MODIFIER_KEYSYMS
 from ..base import BUTTONS, KeyEvent
@@ -159,7 +159,7 @@ class VirtualKeyboard:
             try:
                 changed = self.keymap.ensure(chunk_syms, pinned=set(self.held.values()))
             except KeymapFull as exc:
-                raise ActionFailed(str(exc), code="keymap_full") from exc
+                raise ActionFailedError(str(exc), code="keymap_full") from exc
             if changed:
                 self._upload()
             for start in range(i, j, KEY_BATCH):
@@ -173,7 +173,7 @@ class VirtualKeyboard:
     def _key(self, event: KeyEvent) -> None:
         found = self.keymap.lookup(event.keysym)
         if found is None:  # ensure() ran for this chunk, so this is a bug
-            raise ActionFailed(f"no key for keysym 0x{event.keysym:x}", code="keymap_error")
+            raise ActionFailedError(f"no key for keysym 0x{event.keysym:x}", code="keymap_error")
         code, needs_shift = found
         evdev = code - 8
         is_modifier = event.keysym in MODIFIER_KEYSYMS

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable, TypeVar
 
-from ....common.errors import ActionFailed, Unavailable
+from ....common.errors import ActionFailedError, UnavailableError
 from ....common.logging import get_logger
 from ..base import Frame
 from .client import OutputInfo, ShmBuffer, WaylandClient
@@ -66,11 +66,11 @@ class _FrameRequest:
             return
         self._copied = True
         if self.shm_info is None:
-            self.future.set_exception(ActionFailed("compositor offered no shm buffer for capture", code="capture_failed"))
+            self.future.set_exception(ActionFailedError("compositor offered no shm buffer for capture", code="capture_failed"))
             return
         fmt, width, height, stride = self.shm_info
         if fmt not in _RAW_MODES:
-            self.future.set_exception(ActionFailed(f"unsupported pixel format 0x{fmt:x}", code="capture_failed"))
+            self.future.set_exception(ActionFailedError(f"unsupported pixel format 0x{fmt:x}", code="capture_failed"))
             return
         key = "damage" if self.with_damage else "capture"
         buf = self.buffers.get(key)
@@ -95,7 +95,7 @@ class _FrameRequest:
 
     def _on_failed(self, _frame: Any) -> None:
         if not self.future.done():
-            self.future.set_exception(ActionFailed("the compositor could not copy the frame", code="capture_failed"))
+            self.future.set_exception(ActionFailedError("the compositor could not copy the frame", code="capture_failed"))
 
     def destroy(self) -> None:
         try:
@@ -125,7 +125,7 @@ class Screencopy:
             try:
                 await asyncio.wait_for(request.future, CAPTURE_TIMEOUT)
             except asyncio.TimeoutError as exc:
-                raise Unavailable(f"no frame from output {name} within {CAPTURE_TIMEOUT}s", code="capture_timeout") from exc
+                raise UnavailableError(f"no frame from output {name} within {CAPTURE_TIMEOUT}s", code="capture_timeout") from exc
             finally:
                 request.destroy()
             buf = request.buffer

@@ -8,7 +8,7 @@ import os
 import struct
 from typing import Any, AsyncIterator
 
-from ....common.errors import Unavailable
+from ....common.errors import UnavailableError
 
 __all__ = ["SwayIPC", "RUN_COMMAND", "GET_OUTPUTS", "GET_TREE", "GET_SEATS"]
 
@@ -27,18 +27,18 @@ class SwayIPC:
 
     async def _connect(self) -> None:
         if not self.path:
-            raise Unavailable("sway IPC socket unknown: SWAYSOCK is not set", code="compositor_unavailable")
+            raise UnavailableError("sway IPC socket unknown: SWAYSOCK is not set", code="compositor_unavailable")
         try:
             self._reader, self._writer = await asyncio.open_unix_connection(self.path)
         except OSError as exc:
-            raise Unavailable(f"cannot reach sway IPC at {self.path}: {exc}", code="compositor_unavailable") from exc
+            raise UnavailableError(f"cannot reach sway IPC at {self.path}: {exc}", code="compositor_unavailable") from exc
 
     async def _read_message(self) -> tuple[int, Any]:
         assert self._reader is not None
         header = await self._reader.readexactly(_HEADER.size)
         magic, length, kind = _HEADER.unpack(header)
         if magic != _MAGIC:
-            raise Unavailable("sway IPC answered with a bad header", code="compositor_unavailable")
+            raise UnavailableError("sway IPC answered with a bad header", code="compositor_unavailable")
         payload = await self._reader.readexactly(length)
         return kind, json.loads(payload) if payload else None
 
@@ -57,7 +57,7 @@ class SwayIPC:
                 except (OSError, asyncio.IncompleteReadError) as exc:
                     self._close()
                     if attempt == 2:
-                        raise Unavailable(f"sway IPC failed: {exc}", code="compositor_unavailable") from exc
+                        raise UnavailableError(f"sway IPC failed: {exc}", code="compositor_unavailable") from exc
 
     async def command(self, command: str) -> list[dict]:
         return await self.request(RUN_COMMAND, command)
