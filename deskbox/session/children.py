@@ -39,7 +39,7 @@ class SessionChildren:
 
     def __init__(self, layout: Layout, live: Live, envs: Environments, background: Background) -> None:
         self.layout = layout
-        self.args = layout.args
+        self.options = layout.options
         self.live = live
         self.envs = envs
         self.background = background
@@ -99,20 +99,20 @@ class SessionChildren:
         await until_ready(child, what, self.layout.log(what), readiness.http_answers(url, any_status=any_status))
 
     async def _chromium_ready(self, child: Child) -> None:
-        await until_ready(child, "chromium", self.layout.log("chromium"), readiness.chromium_has_a_page(self.args.cdp_port))
+        await until_ready(child, "chromium", self.layout.log("chromium"), readiness.chromium_has_a_page(self.options.cdp_port))
 
     # -- children -------------------------------------------------------------------------
 
     def _chromium_argv(self) -> list[str]:
         urls, self.live.next_pages = self.live.next_pages, None
         extra = (env("DESKBOX_CHROMIUM_FLAGS") or "").split()
-        if self.args.osworld:
+        if self.options.osworld:
             extra = with_disabled_features(extra, OSWORLD_DISABLED_FEATURES)
         if urls is None:
             # Started again after it went on its own: the tabs it had, as the bridge last
             # saw them (Chrome's own session file lags behind by seconds).
             urls = self._last_tabs()
-        return chromium_argv(self.layout.browser_binary, cdp_port=self.args.cdp_port,
+        return chromium_argv(self.layout.browser_binary, cdp_port=self.options.cdp_port,
                              user_data_dir=str(self.layout.profile_dir), wayland=True, extra_flags=extra,
                              urls=urls or [], window_size=self.layout.browser_window_size,
                              sandbox=self.layout.chromium_sandbox)
@@ -121,7 +121,7 @@ class SessionChildren:
         """Quit the browser as its menu does (Browser.close): it writes its profile out.
         Its tabs are noted first: closing them all is part of quitting, and the bridge
         would note that instead."""
-        base = f"http://127.0.0.1:{self.args.cdp_port}"
+        base = f"http://127.0.0.1:{self.options.cdp_port}"
         async with ClientSession(timeout=ClientTimeout(total=5)) as http:
             async with http.get(base + "/json/list") as resp:
                 urls = [t["url"] for t in await resp.json() if t.get("type") == "page"
@@ -142,7 +142,7 @@ class SessionChildren:
         return [u for u in urls if isinstance(u, str)] or list(self.layout.start_urls)
 
     def specs(self) -> list[ChildSpec]:
-        lay, args, envs = self.layout, self.args, self.envs
+        lay, args, envs = self.layout, self.options, self.envs
         runtime, uid, gid = lay.runtime, lay.uid, lay.gid
         logs = runtime / "logs"
         home = str(lay.home)
@@ -250,52 +250,52 @@ class SessionChildren:
         return specs
 
     def _observer_argv(self, desktopd_url: str, bridge_url: str | None, scene_url: str) -> list[str]:
-        argv = [sys.executable, "-m", "deskbox.observer", "--listen", f"{self.args.host}:{self.args.observer_port}",
+        argv = [sys.executable, "-m", "deskbox.observer", "--listen", f"{self.options.host}:{self.options.observer_port}",
                 "--scene", scene_url, "--desktopd", desktopd_url]
         if bridge_url is not None:
             argv += ["--bridge", bridge_url]
-        return [*argv, "--log-level", self.args.log_level]
+        return [*argv, "--log-level", self.options.log_level]
 
     def _osworld_argv(self, desktopd_url: str, bridge_url: str | None) -> list[str]:
-        argv = [sys.executable, "-m", "deskbox.osworld", "--listen", f"{self.args.host}:{self.args.osworld_port}",
-                "--desktopd", desktopd_url, "--browser-name", self.args.osworld_browser_name,
+        argv = [sys.executable, "-m", "deskbox.osworld", "--listen", f"{self.options.host}:{self.options.osworld_port}",
+                "--desktopd", desktopd_url, "--browser-name", self.options.osworld_browser_name,
                 "--work-dir", str(self.layout.runtime / "osworld"), "--control", str(self.layout.control_socket)]
         if bridge_url is not None:
-            argv += ["--bridge", bridge_url, "--cdp-port", str(self.args.cdp_port)]
-        if not self.args.osworld_warm_python:
+            argv += ["--bridge", bridge_url, "--cdp-port", str(self.options.cdp_port)]
+        if not self.options.osworld_warm_python:
             argv.append("--cold-python")
-        return [*argv, "--log-level", self.args.log_level]
+        return [*argv, "--log-level", self.options.log_level]
 
     @property
     def _policy_given(self) -> bool:
-        return bool(self.args.policy or any(getattr(self.args, flag) for flag in BUDGET_FLAGS))
+        return bool(self.options.policy or self.options.budgets)
 
     def _scene_argv(self, desktopd_url: str, bridge_url: str | None) -> list[str]:
         lay = self.layout
-        argv = [sys.executable, "-m", "deskbox.scene", "--listen", f"{self.args.host}:{self.args.scene_port}",
+        argv = [sys.executable, "-m", "deskbox.scene", "--listen", f"{self.options.host}:{self.options.scene_port}",
                 "--desktopd", desktopd_url, "--control", str(lay.control_socket),
                 "--ids-file", str(lay.runtime / "scene-ids.json")]
         if bridge_url is not None:
             argv += ["--bridge", bridge_url]
-        if self.args.ocr != "off":
-            argv += ["--ocr", self.args.ocr]
-        if self.args.view:
-            argv += ["--view", lay.url(self.args.view_port)]
+        if self.options.ocr != "off":
+            argv += ["--ocr", self.options.ocr]
+        if self.options.view:
+            argv += ["--view", lay.url(self.options.view_port)]
         if lay.traces_dir is not None:
             argv += ["--traces", str(lay.traces_dir)]
-        if self.args.trace:
+        if self.options.trace:
             argv.append("--trace-at-start")
-        if self.args.policy:
-            argv += ["--policy", str(Path(self.args.policy).resolve())]
+        if self.options.policy:
+            argv += ["--policy", str(Path(self.options.policy).resolve())]
         for flag in BUDGET_FLAGS:
-            if getattr(self.args, flag):
-                argv += [f"--{flag.replace('_', '-')}", str(getattr(self.args, flag))]
-        if self.args.vlm_url:
-            argv += ["--vlm-url", self.args.vlm_url, "--vlm-model", self.args.vlm_model]
-        return [*argv, "--log-level", self.args.log_level]
+            if flag in self.options.budgets:
+                argv += [f"--{flag.replace('_', '-')}", str(self.options.budgets[flag])]
+        if self.options.vlm_url:
+            argv += ["--vlm-url", self.options.vlm_url, "--vlm-model", self.options.vlm_model]
+        return [*argv, "--log-level", self.options.log_level]
 
     def _bridge_argv(self) -> list[str]:
         return [sys.executable, "-m", "deskbox.bridge", "--attach", "--tabs-file", str(self.layout.runtime / "tabs.json"),
-                "--listen", f"{self.args.host}:{self.args.bridge_port}",
-                "--cdp-port", str(self.args.cdp_port), "--log-level", self.args.log_level]
+                "--listen", f"{self.options.host}:{self.options.bridge_port}",
+                "--cdp-port", str(self.options.cdp_port), "--log-level", self.options.log_level]
 

@@ -21,7 +21,8 @@ from ..common.options import (
 from ..common.paths import SWAY_CONFIG
 from ..common.settings import env, env_flag, env_int
 from .layout import beyond_loopback
-from .lifecycle import OSWORLD_CDP_PORT, OSWORLD_USER, SESSION_USER, Session, SessionError
+from .lifecycle import Session, SessionError
+from .options import OSWORLD_CDP_PORT, OSWORLD_USER, SESSION_USER, UpOptions
 from .outputs import OutputSpec, parse_output
 
 __all__ = ["main", "add_up_parser", "build_parser", "run_up", "announce"]
@@ -181,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _token_beyond_loopback(args: argparse.Namespace) -> None:
+def _token_beyond_loopback(args: UpOptions) -> None:
     """A session that listens beyond loopback has a token: DESKBOX_TOKEN's, or one made
     here and printed (once, on stderr: the container's log), unless --no-token."""
     if env("DESKBOX_TOKEN") or args.no_token or not beyond_loopback(args.host):
@@ -200,8 +201,9 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(run_up(args))
 
 
-def run_up(args: argparse.Namespace) -> int:
+def run_up(parsed: argparse.Namespace) -> int:
     """``deskbox up`` with its parsed arguments; the exit status."""
+    args = UpOptions.from_namespace(parsed)
     _token_beyond_loopback(args)
     if args.mock:
         # No desktop at all: the scenario answers the scene's API (and, with --observer,

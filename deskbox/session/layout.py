@@ -12,7 +12,6 @@ Each part of a session (its children, its state) is given these, and nothing of
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import ipaddress
 import os
@@ -24,6 +23,7 @@ from ..common.options import INTERNAL_SECRET_ENV, VLM_KEY_ENV
 from ..common.paths import IMPORT_ROOT, SHIMS_DIR
 from ..common.settings import given
 from .cursor import THEME_NAME
+from .options import UpOptions
 from .users import SYSTEM_PATH
 
 __all__ = ["Layout", "Live", "Environments", "SESSION_SITE", "url_host", "beyond_loopback", "PROFILES"]
@@ -67,7 +67,7 @@ def url_host(host: str) -> str:
 class Layout:
     """A prepared session: fixed from its preparation to its end."""
 
-    args: argparse.Namespace  # deskbox up's options: ports, host, services, log level
+    options: UpOptions  # deskbox up's options: ports, host, services, log level
     runtime: Path  # the session's own folder
     runtime_seen: Path  # that folder as programs are told it: /run/user/<uid> with --osworld
     home: Path
@@ -89,7 +89,7 @@ class Layout:
     @property
     def profile_dir(self) -> Path:
         """Where Chrome keeps its profile: OSWorld's graders read it there."""
-        return self.home / PROFILES[bool(self.args.osworld)]
+        return self.home / PROFILES[bool(self.options.osworld)]
 
     @property
     def control_socket(self) -> Path:
@@ -99,7 +99,7 @@ class Layout:
         return self.runtime / "logs" / f"{name}.log"
 
     def url(self, port: int) -> str:
-        return f"http://{url_host(self.args.host)}:{port}"
+        return f"http://{url_host(self.options.host)}:{port}"
 
 
 @dataclass
@@ -153,11 +153,11 @@ class Environments:
         lay, env = self.layout, self.base()
         env["WAYLAND_DISPLAY"] = "wayland-1"
         # Programs in the session find desktopd (the pyautogui shim drives it) by this.
-        env["DESKBOX_DESKTOPD"] = lay.url(lay.args.desktopd_port)
+        env["DESKBOX_DESKTOPD"] = lay.url(lay.options.desktopd_port)
         env["PYTHONPATH"] = str(SHIMS_DIR) + (f":{SESSION_SITE}" if SESSION_SITE.is_dir() else "")
-        if lay.args.osworld:
+        if lay.options.osworld:
             env["PATH"] = f"{lay.runtime / 'bin'}:{env['PATH']}"
-            env["DESKBOX_OSWORLD"] = lay.url(lay.args.osworld_port)
+            env["DESKBOX_OSWORLD"] = lay.url(lay.options.osworld_port)
         if self.live.swaysock:
             env["SWAYSOCK"] = self.live.swaysock
         if self.live.x_display:
@@ -189,7 +189,7 @@ class Environments:
         """The scene's: desktopd's, and the vision model's key when it has a model (the
         scene alone calls it; the apps of the session never see the key)."""
         env = self.gated()
-        if self.layout.args.vlm_url and (key := given(VLM_KEY_ENV)):
+        if self.layout.options.vlm_url and (key := given(VLM_KEY_ENV)):
             env[VLM_KEY_ENV] = key
         return env
 

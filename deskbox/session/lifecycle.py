@@ -14,7 +14,6 @@ started inside the session stays below it, and is ended at stop and at reset.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -41,17 +40,17 @@ from .cursor import THEME_NAME, write_invisible_theme
 from .errors import SessionError
 from .home import MARKER, Home, HomeError
 from .layout import PROFILES, Environments, Layout, Live
+from .options import SESSION_USER, UpOptions
 from .outputs import OutputSpec, sway_output_lines
 from .state import SessionState, StateConfig
 from .supervisor import Supervisor
 
-__all__ = ["Session", "SessionError", "settle_options", "OSWORLD_CDP_PORT", "SESSION_USER", "OSWORLD_USER"]
+__all__ = ["Session", "SessionError"]
 
 log = get_logger("deskbox.up")
 
-SESSION_USER = "deskbox"
-# OSWorld's VM user: its task configs name /home/user and run `echo password | sudo -S`.
-OSWORLD_USER = "user"
+# OSWorld's VM user (OSWORLD_USER): its task configs name /home/user and run
+# `echo password | sudo -S`.
 OSWORLD_PASSWORD = "password"
 
 SYSTEM_SESSION_BUS_CONFIG = "/usr/share/dbus-1/session.conf"
@@ -66,29 +65,16 @@ CLIENT_ENV_KEYS = (
 # made by running them once at install (scripts/make-app-home); every session's home
 # gets what it lacks of them, as a used machine's home has them.
 APP_HOME = Path(sys.prefix) / "app-home"
-# With --osworld, Chromium's DevTools port: not 9222, which OSWorld's Chrome tasks take
-# themselves (`socat tcp-listen:9222,fork tcp:localhost:1337`), nor 9223, the container's
-# DevTools relay (DESKBOX_CDP_EXPOSE).
-OSWORLD_CDP_PORT = 9333
-
-
-def settle_options(args: argparse.Namespace) -> argparse.Namespace:
-    """``deskbox up``'s options with the defaults that depend on --osworld filled in."""
-    if args.cdp_port is None:
-        args.cdp_port = OSWORLD_CDP_PORT if args.osworld else 9222
-    if args.user is None:
-        args.user = OSWORLD_USER if args.osworld else SESSION_USER
-    return args
 
 
 class Session:
     """One session: prepares its user, folders and home (its ``Layout``), starts its
     children under a supervisor, serves its control socket, and undoes it all at the end."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args = settle_options(args)
-        self.outputs: list[OutputSpec] = args.output or [OutputSpec(1920, 1080, 1.0)]
-        self.urls: list[str] = args.url or ["about:blank"]
+    def __init__(self, options: UpOptions) -> None:
+        self.options = args = options
+        self.outputs: list[OutputSpec] = list(args.output) or [OutputSpec(1920, 1080, 1.0)]
+        self.urls: list[str] = list(args.url) or ["about:blank"]
         self.runtime: Path | None = None
         self.created_runtime = False
         self.login: login_dir.Claim | None = None  # /run/user/<uid>, a link to the runtime folder (--osworld)
@@ -134,15 +120,15 @@ class Session:
     def _check_leftovers(self) -> None:
         """Refuse to start over something that holds the session's ports (a session
         that did not end, or another program): say which."""
-        ports = {"desktopd": self.args.desktopd_port, "scene": self.args.scene_port}
-        if not self.args.no_browser:
-            ports.update(bridge=self.args.bridge_port, chromium=self.args.cdp_port)
-        if self.args.osworld:
-            ports["osworld"] = self.args.osworld_port
-        if self.args.observer:
-            ports["observer"] = self.args.observer_port
-        if self.args.view:
-            ports["view"] = self.args.view_port
+        ports = {"desktopd": self.options.desktopd_port, "scene": self.options.scene_port}
+        if not self.options.no_browser:
+            ports.update(bridge=self.options.bridge_port, chromium=self.options.cdp_port)
+        if self.options.osworld:
+            ports["osworld"] = self.options.osworld_port
+        if self.options.observer:
+            ports["observer"] = self.options.observer_port
+        if self.options.view:
+            ports["view"] = self.options.view_port
         busy = []
         for name, port in ports.items():
             held, pids = processes.listening_pids(port)
@@ -157,9 +143,9 @@ class Session:
         if os.geteuid() != 0:
             self.service_uid = self.uid
             return False
-        osworld_style = self.args.osworld or self.args.user != SESSION_USER
-        home = f"/home/{self.args.user}" if osworld_style else f"/var/lib/{self.args.user}"
-        user, _ = users.ensure_user(self.args.user, home, system=not osworld_style)
+        osworld_style = self.options.osworld or self.options.user != SESSION_USER
+        home = f"/home/{self.options.user}" if osworld_style else f"/var/lib/{self.options.user}"
+        user, _ = users.ensure_user(self.options.user, home, system=not osworld_style)
         self.uid, self.gid, self.user_name = user.pw_uid, user.pw_gid, user.pw_name
         if self.uid == 0:
             raise SessionError("the session user must not be root")
@@ -167,14 +153,14 @@ class Session:
             self.service_uid = self.uid
         else:
             log.warning("the session user cannot read deskbox's package; desktopd runs as root",
-                        user=self.args.user, package=str(PACKAGE_DIR))
+                        user=self.options.user, package=str(PACKAGE_DIR))
             self.service_uid = None
         return osworld_style and user.pw_dir.startswith("/home/")
 
     def _prepare_timezone(self) -> None:
         """The start zone (--timezone; OSWorld's default in OSWorld mode), set where the
         session owns its zone, and kept for resets to put back."""
-        asked = getattr(self.args, "timezone", None)
+        asked = self.options.timezone
         if asked and not timezone.known(asked):
             raise SessionError(f"--timezone {asked}: not a time zone of {timezone.ZONEINFO}")
         link = timezone.session_link()
@@ -183,7 +169,7 @@ class Session:
                 raise SessionError(f"--timezone {asked}: this session's zone is the machine's ({timezone.LOCALTIME}: "
                                    f"{timezone.zone_name()}); deskbox's images give a session a zone of its own")
             return
-        wanted = asked or (timezone.OSWORLD_TIMEZONE if self.args.osworld else None)
+        wanted = asked or (timezone.OSWORLD_TIMEZONE if self.options.osworld else None)
         if wanted:
             timezone.point(link, wanted)
         self.zone = (link, timezone.zone_name() or "UTC")
@@ -197,15 +183,15 @@ class Session:
             ".config/gtk-4.0/settings.ini": f"[Settings]\ngtk-cursor-theme-name={THEME_NAME}\ngtk-cursor-theme-size=24\n",
         }
         files.update(app_settings.home_files(
-            vlc_http=(self.args.host, self.args.vlc_port) if self.args.osworld else None))
-        if self.args.osworld:
+            vlc_http=(self.options.host, self.options.vlc_port) if self.options.osworld else None))
+        if self.options.osworld:
             files.update(default_apps.home_files())
             files.update(app_settings.chrome_files(PROFILES[True]))
             # GNOME's settings as Ubuntu has them; the background, the picture shown at start.
             assert self.default_wallpaper is not None
             files.update(gnome_settings.home_files(self.runtime_seen / self.default_wallpaper.name))
-        if self.args.home:
-            path = Path(self.args.home).absolute()
+        if self.options.home:
+            path = Path(self.options.home).absolute()
             self.keep_home = True
         elif own_home:
             path = Path(pwd.getpwuid(self.uid).pw_dir)
@@ -226,7 +212,7 @@ class Session:
                                        + ", ".join(processes.describe(p) for p in left[:5]) + "; end them first")
             if self.keep_home:
                 if os.geteuid() == 0 and path.stat().st_uid != self.uid:
-                    raise SessionError(f"--home {path} does not belong to the session user {self.args.user}")
+                    raise SessionError(f"--home {path} does not belong to the session user {self.options.user}")
                 self.home.write_template(files)
             else:
                 self.home.make_fresh(files, skel=Path("/etc/skel"))
@@ -241,8 +227,8 @@ class Session:
         """The folder traces are kept in (the scene aggregator writes them): --trace's,
         DESKBOX_TRACES, or the invoking user's state folder; as root, /var/lib/deskbox/traces.
         Made, and given to the user the services run as, who must be able to reach it."""
-        if self.args.trace:
-            path = Path(self.args.trace).absolute()
+        if self.options.trace:
+            path = Path(self.options.trace).absolute()
         elif env("DESKBOX_TRACES"):
             path = Path(env("DESKBOX_TRACES")).absolute()
         elif os.geteuid() == 0:
@@ -260,12 +246,12 @@ class Session:
 
     def _prepare(self) -> None:
         own_home = self._prepare_user()
-        if self.args.osworld and not self.service_uid:
+        if self.options.osworld and not self.service_uid:
             # It runs whatever it is asked to: never as root.
             raise SessionError("--osworld needs a session user that is not root and can read deskbox's package "
                                f"({PACKAGE_DIR})")
-        if self.args.runtime_dir:
-            self.runtime = Path(self.args.runtime_dir)
+        if self.options.runtime_dir:
+            self.runtime = Path(self.options.runtime_dir)
             self.runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
         else:
             self.runtime = Path(tempfile.mkdtemp(prefix="deskbox-"))
@@ -276,10 +262,10 @@ class Session:
         write_invisible_theme(self.runtime / "icons")
         first = self.outputs[0]
         self.default_wallpaper = wallpaper.write_default(self.runtime / "wallpaper.png", (first.width, first.height))
-        base = Path(self.args.sway_config).read_text()
+        base = Path(self.options.sway_config).read_text()
         lines = [base.rstrip(), "", "# generated by deskbox up", *sway_output_lines(self.outputs)]
         lines.append(f"seat seat0 xcursor_theme {THEME_NAME} 24")
-        wanted = self.args.xwayland if self.args.xwayland is not None else self.args.osworld
+        wanted = self.options.xwayland if self.options.xwayland is not None else self.options.osworld
         self.x11 = wanted and xwayland.available()
         if self.x11 and (problem := xwayland.socket_dir_problem(self.uid)):
             log.warning("Xwayland will not start: X11 apps will not run", problem=problem)
@@ -296,7 +282,7 @@ class Session:
             '  <policy context="default"><allow user="root"/></policy>\n'
             "</busconfig>\n"
         )
-        if self.args.osworld:
+        if self.options.osworld:
             self.login = login_dir.claim(self.uid, self.runtime)
         self.dbus_address = f"unix:path={self.runtime_seen / 'bus'}"
         # Without this the bus would start an unsupervised at-spi-bus-launcher of its own
@@ -305,8 +291,8 @@ class Session:
         services = self.runtime / "dbus-1" / "services"
         services.mkdir(parents=True, exist_ok=True)
         (services / "org.a11y.Bus.service").write_text("[D-BUS Service]\nName=org.a11y.Bus\nExec=/bin/false\n")
-        self.browser_binary = real_executable(self.args.chromium)
-        if self.args.osworld:
+        self.browser_binary = real_executable(self.options.chromium)
+        if self.options.osworld:
             # OSWorld's tasks end the browser with `pkill chrome` / `killall chrome`: its
             # process must be called chrome.
             self.browser_binary, warning = named_chrome(self.browser_binary)
@@ -314,10 +300,10 @@ class Session:
                 log.warning(warning)
             if vscode.install_dir().is_dir():
                 # VS Code's windows (deskbox.osworld.vscode) end on `pkill code`.
-                _, warning = named_as(real_executable(self.args.chromium), CODE_NAME)
+                _, warning = named_as(real_executable(self.options.chromium), CODE_NAME)
                 if warning:
                     log.warning(warning)
-        if self.args.osworld:
+        if self.options.osworld:
             users.write_osworld_bin(self.runtime / "bin", IMPORT_ROOT)
         if os.geteuid() == 0:
             for path in [self.runtime, *self.runtime.rglob("*")]:
@@ -327,7 +313,7 @@ class Session:
         self._prepare_traces()
         for user in users.revoke_leftovers():
             log.warning("put back the password and sudo of a session that died without its end", user=user)
-        if self.args.sudo:
+        if self.options.sudo:
             self.sudoers = users.grant_sudo(self.user_name, OSWORLD_PASSWORD)
         assert self.home is not None
         refused = sandbox_refused((self.uid, self.gid))
@@ -335,7 +321,7 @@ class Session:
             log.warning("Chromium runs without its sandbox (--no-sandbox): a renderer an exploit takes over "
                         "is then the session user", reason=refused)
         self.layout = Layout(
-            args=self.args, runtime=self.runtime, runtime_seen=self.runtime_seen, home=self.home.path, uid=self.uid,
+            options=self.options, runtime=self.runtime, runtime_seen=self.runtime_seen, home=self.home.path, uid=self.uid,
             gid=self.gid, user_name=self.user_name, service_uid=self.service_uid, dbus_address=self.dbus_address,
             x11=self.x11, browser_binary=self.browser_binary, headless_outputs=len(self.outputs),
             start_urls=tuple(self.urls), internal_secret=self.internal_secret, token=self.token,
@@ -359,7 +345,7 @@ class Session:
 
     def _state_config(self) -> StateConfig:
         assert self.runtime is not None and self.layout is not None
-        a = self.args
+        a = self.options
         return StateConfig(
             user_name=self.user_name, uid=self.uid, gid=self.gid, runtime=self.runtime,
             profile_dir=self.layout.profile_dir,
@@ -449,14 +435,14 @@ class Session:
             self.home.unlock()
         if self.runtime is not None and self.created_runtime:
             shutil.rmtree(self.runtime, ignore_errors=True)
-        if self.args.state_file:
+        if self.options.state_file:
             try:
-                os.unlink(self.args.state_file)
+                os.unlink(self.options.state_file)
             except FileNotFoundError:
                 pass
 
     def describe(self) -> dict:
-        args, lay = self.args, self.layout
+        args, lay = self.options, self.layout
         assert self.supervisor is not None and lay is not None and self.envs is not None
         return {
             "desktopd": lay.url(args.desktopd_port),
@@ -483,7 +469,7 @@ class Session:
         }
 
     def _write_state_file(self, state: dict) -> None:
-        if self.args.state_file:
-            tmp = Path(self.args.state_file + ".tmp")
+        if self.options.state_file:
+            tmp = Path(self.options.state_file + ".tmp")
             tmp.write_text(json.dumps(state, indent=2))
-            tmp.replace(self.args.state_file)
+            tmp.replace(self.options.state_file)

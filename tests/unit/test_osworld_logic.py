@@ -20,7 +20,7 @@ from deskbox.session import users
 from deskbox.session.children import SessionChildren
 from deskbox.session.cli import build_parser
 from deskbox.session.layout import Environments, Layout, Live
-from deskbox.session.lifecycle import OSWORLD_CDP_PORT, settle_options
+from deskbox.session.options import OSWORLD_CDP_PORT, UpOptions
 from deskbox.session.wallpaper import Background
 
 ST, CP, ATTR, ACT, VAL = (f"{{{NAMESPACES[k]}}}" for k in ("st", "cp", "attr", "act", "val"))
@@ -158,8 +158,8 @@ def test_chrome_arguments():
 
 def _session(*argv: str, tmp_path) -> tuple[SessionChildren, Environments]:
     """A session's children and environments, made from a layout alone (nothing runs)."""
-    args = settle_options(build_parser().parse_args(["up", *argv, "--runtime-dir", str(tmp_path)]))
-    layout = Layout(args=args, runtime=tmp_path, runtime_seen=tmp_path, home=tmp_path / "home", uid=1000, gid=1000,
+    options = UpOptions.from_namespace(build_parser().parse_args(["up", *argv, "--runtime-dir", str(tmp_path)]))
+    layout = Layout(options=options, runtime=tmp_path, runtime_seen=tmp_path, home=tmp_path / "home", uid=1000, gid=1000,
                     user_name="user", service_uid=1000, dbus_address=f"unix:path={tmp_path}/bus", x11=False,
                     browser_binary="/usr/bin/chromium", headless_outputs=1, start_urls=("about:blank",),
                     internal_secret="secret")
@@ -175,7 +175,7 @@ def test_without_osworld_there_is_no_server_no_wrapper_and_cdp_stays_on_9222(tmp
     assert "osworld" not in [spec.name for spec in children.specs()]
     env = envs.session()
     assert "DESKBOX_OSWORLD" not in env and str(tmp_path / "bin") not in env["PATH"]
-    assert children.args.cdp_port == 9222
+    assert children.options.cdp_port == 9222
 
 
 def test_with_osworld_the_server_runs_as_the_session_user_and_cdp_moves(tmp_path, monkeypatch):
