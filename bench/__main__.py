@@ -128,7 +128,7 @@ def _encoder_settings() -> dict:
     from deskbox.desktopd import encode
 
     return {
-        "png": {"writer": "deskbox (filter NONE)", "deflate": getattr(encode._deflate, "__name__", "?"),
+        "png": {"writer": "deskbox (filter NONE)", "deflate": encode.DEFLATE.__name__,
                 "level": encode.PNG_LEVEL, "bands": encode.PNG_BANDS},
         "jpeg": {"encoder": "Pillow", "quality": encode.DEFAULT_QUALITY["jpeg"]},
         "webp": {"encoder": "Pillow", "quality": encode.DEFAULT_QUALITY["webp"], "method": 0},

@@ -54,10 +54,11 @@ import asyncio
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..geometry import frame_relative
 from .events import FULL
+from .sheets import Sheets
 from .tree import (
     A11Y,
     ACCESSIBLE,
@@ -79,8 +80,21 @@ from .tree import (
     obj_from_item,
 )
 
-if TYPE_CHECKING:
-    from .reader import AtspiReader
+
+class ReaderCalls(Protocol):
+    """What a full read asks of the reader that owns it (``reader.AtspiReader``): its
+    D-Bus calls, what it keeps of every object's actions, and its sheets' cells."""
+
+    action_details: dict[str, tuple[tuple[str, str, str], ...]]
+    sheets: Sheets
+
+    def send(self, bus: str, path: str, interface: str, member: str, signature: str = "",
+             body: list[Any] | None = None) -> asyncio.Future: ...
+
+    async def call(self, bus: str, path: str, interface: str, member: str, signature: str = "",
+                   body: list[Any] | None = None) -> list[Any]: ...
+
+    async def prop(self, bus: str, path: str, interface: str, name: str) -> Any: ...
 
 MAX_DEPTH = 50
 MAX_WIDTH = 1024
@@ -124,7 +138,7 @@ class FullReads:
     """A reader's full reads, each app's last read kept (``keep``) to be given again
     while none of its objects sent an event, or to take its closed menus from."""
 
-    def __init__(self, reader: AtspiReader, *, keep: bool = True) -> None:
+    def __init__(self, reader: ReaderCalls, *, keep: bool = True) -> None:
         self.r = reader
         self.keep = keep
         self.last: dict[str, Listing] = {}  # bus name -> its last read, by object
@@ -197,7 +211,7 @@ class _FullRead:
     """One full read of the session's apps; ``count`` nodes read, ``ms`` per app bus,
     ``listings`` each app's read by object, ``taken`` nodes taken per app bus."""
 
-    def __init__(self, reader: AtspiReader) -> None:
+    def __init__(self, reader: ReaderCalls) -> None:
         self.r = reader
         self.count = 0
         self.ms: dict[str, float] = {}

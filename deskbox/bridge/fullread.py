@@ -85,7 +85,8 @@ async def read_full(conn: CDPConnection, tab: Tab, session: str, metrics: dict, 
                 task.cancel()
     kept = Kept(doc=doc, made_at=time.monotonic(), windows=windows if isinstance(windows, str) else "?",
                 records=records, roots=roots, docs=docs, oopifs=oopifs, meta={}, by_backend=backend_index(records))
-    snapshot = finish(tab, kept, metrics, side, fragments=fragments)
+    snapshot = finish(kept, metrics, side, fragments=fragments)
+    tab.kept = kept
     release_memory()  # the reply and the tree this one replaced
     return snapshot
 

@@ -7,8 +7,6 @@ was read or patched.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import orjson
 
 from ..geometry import frame_document_offset
@@ -16,17 +14,15 @@ from .axtree import AXRecord, preorder
 from .kept import Kept
 from .layout import box_json
 
-if TYPE_CHECKING:
-    from .targets import Tab
-
 __all__ = ["Snapshot", "finish", "box_fragment"]
 
 
-def finish(tab: Tab, kept: Kept, metrics: dict, side: dict, prev: Kept | None = None,
+def finish(kept: Kept, metrics: dict, side: dict, prev: Kept | None = None,
            fresh: set[str] | None = None, fragments: dict[str, dict[int, bytes]] | None = None) -> Snapshot:
     """Place every frame, join nodes to boxes and serialize them; keep it all. With
     ``prev`` (the tree this one patches) and ``fresh`` (the re-read node ids), only
-    the nodes whose record or box changed are serialized again."""
+    the nodes whose record or box changed are serialized again. The caller keeps
+    ``kept`` on its tab."""
     docs = kept.docs
     scroll = docs[0].scroll if docs else (0.0, 0.0)
     frame_tree = side["frame_tree"]["frameTree"]["frame"]
@@ -56,7 +52,6 @@ def finish(tab: Tab, kept: Kept, metrics: dict, side: dict, prev: Kept | None = 
     kept.present = {fid: {b for b, v in frame_boxes.items() if v[2] > 0 and v[3] > 0}
                     for fid, frame_boxes in boxes.items()}
     kept.meta = _meta(side, metrics, frames, "ax")
-    tab.kept = kept
     if prev is not None and fresh is not None and prev.scroll == scroll and prev.parts is not None:
         patched = _patch(kept, prev, fresh, trees)
         if patched:

@@ -136,7 +136,8 @@ async def read_warm(conn: CDPConnection, tab: Tab, session: str, kept: Kept, met
                docs=docs, oopifs=oopifs, meta={}, by_backend=by_backend, measured=measured_docs is not None,
                unlisted=unlisted)
     took["merged"] = time.perf_counter() - started
-    snapshot = finish(tab, new, metrics, side, prev=kept, fresh=set(fresh) & set(records))
+    snapshot = finish(new, metrics, side, prev=kept, fresh=set(fresh) & set(records))
+    tab.kept = new
     took["served"] = time.perf_counter() - started
     log.debug("warm refresh", tab=tab.target_id, subtrees=len(subtree), parents=len(parents), nodes=len(single),
               fresh=len(fresh), boxes="page" if new.measured else "snapshot",

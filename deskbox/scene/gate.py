@@ -23,9 +23,8 @@ import secrets
 import shutil
 import time
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator
 
 from aiohttp import web
 
@@ -43,13 +42,12 @@ from ..common.web import INTERFACE_HEADER, INTERNAL_HEADER
 from ..policy import Redactor
 from ..policy.config import RedactionConfig
 from ..trace.recorder import TraceWriter
-from ..trace.reference import element_at, element_ref
 from .elements import Element
 from .engine import SceneEngine
+from .guard import Guard
+from .reference import element_at, element_ref
 from .sources import INPUT_SINK, Bridge, Desktop
-
-if TYPE_CHECKING:
-    from .guard import Guard
+from .step import Step
 
 __all__ = ["Gate", "Step", "INTERFACE", "RESOLVED_BY", "interface_middleware", "traced"]
 
@@ -86,46 +84,6 @@ async def interface_middleware(request: web.Request, handler):
         return await handler(request)
     finally:
         INTERFACE.reset(token)
-
-
-@dataclass
-class Step:
-    interface: str
-    action: str
-    args: dict[str, Any]
-    display_id: int | None
-    element: dict[str, Any] | None = None
-    point: list[float] | None = None
-    path: list[list[float]] | None = None
-    number: int = 0  # in the trace; 0 when nothing is traced
-    parts: list[dict[str, Any]] = field(default_factory=list)
-    started: float = field(default_factory=time.monotonic)
-    t: float = 0.0
-    before: str | None = None
-    resolved_by: str | None = None
-    receipt: dict[str, Any] | None = None  # what the body of ``traced`` answered
-    via: str = "input"  # "act": an element action; "input": pointer and keyboard input
-    token: contextvars.Token | None = None
-    # What is at a point, for a step that learns where it acts from its input (the
-    # provider adapters): display, x, y -> an element reference or None.
-    locate: Callable[[int, float, float], dict[str, Any] | None] | None = None
-    # The display before input the scene did not send itself (desktopd's), which the
-    # screenshot after it waits to settle from.
-    settle_from: Any = None
-
-    def add_part(self, kind: str, request: dict[str, Any]) -> None:
-        self.parts.append({"kind": kind, **request})
-        if kind == "pointer":
-            if self.display_id is None:
-                self.display_id = request.get("display")
-            if request.get("path"):
-                self.path = [list(p) for p in request["path"]]
-                if self.point is None:
-                    self.point = list(request["path"][0])
-            elif self.point is None and request.get("x") is not None:
-                self.point = [request["x"], request["y"]]
-            if self.element is None and self.point is not None and self.locate is not None:
-                self.element = self.locate(self.display_id or 0, *self.point)
 
 
 def _args(args: dict[str, Any]) -> dict[str, Any]:

@@ -17,9 +17,9 @@ from ..common.errors import ConfirmationRequiredError
 from ..policy import ActionRules, AuditLog, Budgets, Confirmations, Policy, Redactor
 from ..policy.config import RedactionConfig
 from .scene_json import Scene
+from .step import Step
 
 if TYPE_CHECKING:
-    from .gate import Step
     from .sources import Desktop
 
 __all__ = ["Guard"]

@@ -1,7 +1,7 @@
 """Replaying a trace on the session as it is now.
 
 Each recorded step is resolved again on the current Scene: the element it hit is looked
-for by its reference (deskbox.trace.reference: role, name, ancestors, app; the recorded
+for by its reference (deskbox.scene.reference: role, name, ancestors, app; the recorded
 place only breaks ties), and the action is done to the element found: an element action
 through the Actor, raw pointer input at the same spot of the element found. Coordinates
 are the last resort, and a step that used them says so (``resolved_by: "coordinates"``).
@@ -30,10 +30,10 @@ from ..common.web import json_ok, read_body, taking_turn
 from ..geometry import Rect, same_spot
 from ..policy.config import RedactionConfig
 from ..trace.recorder import read_steps, read_trace
-from ..trace.reference import resolve
 from .act import Actor
 from .gate import RESOLVED_BY, traced
 from .models import ActRequest
+from .reference import resolve
 from .tracing import gate_of
 
 __all__ = ["Replay", "Replayer", "ROUTES", "REPLAYS", "REPLAYER"]

@@ -12,7 +12,7 @@ import pytest
 from deskbox.common.paths import SHIMS_DIR
 from deskbox.desktopd.keys import parse_combo, parse_key
 from deskbox.shims import pyautogui
-from deskbox.shims.pyautogui import _args, _keys, _pointer, _tween, computer13
+from deskbox.shims.pyautogui import _args, _keys, _pointer, _points, _tween, computer13
 from deskbox.shims.pyautogui._desktopd import Screen
 from deskbox.shims.pyautogui._errors import BadArgument, PyAutoGUIException, UnsupportedKey
 
@@ -94,7 +94,7 @@ def test_several_displays_sit_left_to_right_in_device_pixels():
 
 
 def test_buttons_by_name_any_case_and_number():
-    norm = _args._button
+    norm = _args.as_button
     assert [norm(b) for b in ("left", "PRIMARY", 1)] == ["left"] * 3
     assert [norm(b) for b in ("right", "secondary", 3)] == ["right"] * 3
     assert [norm(b) for b in ("middle", "Middle", 2)] == ["middle"] * 3
@@ -104,13 +104,13 @@ def test_buttons_by_name_any_case_and_number():
 
 
 def test_coordinates_take_a_pair_in_x_and_refuse_nonsense():
-    assert _args._coords((10, 20), None) == (10, 20)
-    assert _args._coords(10.9, 20.2) == (10, 20)
-    assert _args._coords(None, 5) == (None, 5)
-    assert _args._coords(Fraction(21, 2), 5) == (10, 5)  # any numbers.Real, numpy's too
+    assert _points.as_coords((10, 20), None) == (10, 20)
+    assert _points.as_coords(10.9, 20.2) == (10, 20)
+    assert _points.as_coords(None, 5) == (None, 5)
+    assert _points.as_coords(Fraction(21, 2), 5) == (10, 5)  # any numbers.Real, numpy's too
     for x, y in (((1, 2), 3), ((1, 2, 3), None), (float("nan"), 1), (True, 1)):
         with pytest.raises(BadArgument):
-            _args._coords(x, y)
+            _points.as_coords(x, y)
 
 
 def test_a_glide_passes_tweened_points_and_ends_exactly_on_target():

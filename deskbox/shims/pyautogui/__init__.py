@@ -69,7 +69,8 @@ from ._pointer import (
     tripleClick,
     vscroll,
 )
-from ._screen import Point, Size, onScreen, pixel, pixelMatchesColor, resolution, screenshot, size
+from ._points import onScreen, pixel, pixelMatchesColor
+from ._screen import Point, Size, resolution, screenshot, size
 from ._time import countdown, sleep
 from ._tween import *  # noqa: F401,F403  (easeInQuad and friends, as pyautogui exports them)
 from ._tween import getPointOnLine, linear

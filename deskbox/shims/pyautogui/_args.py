@@ -1,5 +1,6 @@
-"""pyautogui's arguments checked and normalised, with no I/O: numbers, an (x, y) pair
-given in x, button names and numbers, seconds, key lists and tweens. What pyautogui
+"""pyautogui's arguments checked and normalised, with no I/O: numbers, button names and
+numbers, seconds, key lists and tweens (an (x, y) pair, which may be an image to find
+on the screen: ``_points``). What pyautogui
 would refuse raises BadArgument (a ValueError too) before any input is sent."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ _BUTTONS: dict[Any, str] = {
 }
 
 
-def _number(value: Any, what: str) -> int:
+def as_int(value: Any, what: str) -> int:
     # numbers.Real: also numpy's scalars, which scripts computing coordinates pass.
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise BadArgument(f"{what} must be a number, not {value!r}")
@@ -29,28 +30,7 @@ def _number(value: Any, what: str) -> int:
     return int(value)
 
 
-def _unpack_xy(x: Any, y: Any) -> tuple[Any, Any]:
-    """pyautogui's x may be a 2-sequence (x, y) when y is not given, or a string: an
-    image file to find on the screen, whose centre is the point."""
-    if isinstance(x, str):
-        from ._locate import locate_center  # (it needs the screen, which needs this module)
-
-        return tuple(locate_center(x))
-    if isinstance(x, collections.abc.Sequence):
-        if y is not None:
-            raise BadArgument(f"when x is a sequence (received {x!r}), y must not be given (received {y!r})")
-        if len(x) != 2:
-            raise BadArgument(f"x as a sequence must be (x, y), received {x!r}")
-        x, y = x
-    return x, y
-
-
-def _coords(x: Any, y: Any) -> tuple[int | None, int | None]:
-    x, y = _unpack_xy(x, y)
-    return (None if x is None else _number(x, "x")), (None if y is None else _number(y, "y"))
-
-
-def _button(button: Any) -> str:
+def as_button(button: Any) -> str:
     key = button.lower() if isinstance(button, str) else button
     try:
         return _BUTTONS[key]
@@ -61,12 +41,12 @@ def _button(button: Any) -> str:
         ) from None
 
 
-def _check_tween(tween: Any) -> None:
+def check_tween(tween: Any) -> None:
     if not callable(tween):
         raise BadArgument(f"tween must be a function of progress in [0, 1], not {tween!r}")
 
 
-def _keys_list(keys: Any) -> list[str]:
+def as_keys(keys: Any) -> list[str]:
     if isinstance(keys, str):
         return [keys]
     if isinstance(keys, collections.abc.Iterable):
@@ -76,7 +56,7 @@ def _keys_list(keys: Any) -> list[str]:
     raise BadArgument(f"keys must be a key name or a list of key names, not {keys!r}")
 
 
-def _seconds(value: Any, what: str) -> float:
+def as_seconds(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
         raise BadArgument(f"{what} must be a number of seconds >= 0, not {value!r}")
     return float(value)

@@ -19,7 +19,7 @@ __all__ = ["failSafeCheck"]
 # here at import would miss the script's change.
 pyautogui = sys.modules[__package__]
 
-_desktopd = Desktopd()
+DESKTOPD = Desktopd()
 
 
 def failSafeCheck() -> None:
@@ -27,17 +27,17 @@ def failSafeCheck() -> None:
     screen (or on one of FAILSAFE_POINTS)."""
     if not pyautogui.FAILSAFE:
         return
-    pos = _desktopd.position()
+    pos = DESKTOPD.position()
     if pos is None:
         return  # desktopd has not placed the pointer yet: it is in no corner we put it in
-    if pos in _desktopd.screen().corners or pos in [tuple(p) for p in pyautogui.FAILSAFE_POINTS]:
+    if pos in DESKTOPD.screen().corners or pos in [tuple(p) for p in pyautogui.FAILSAFE_POINTS]:
         raise FailSafeException(
             "PyAutoGUI fail-safe triggered from the pointer sitting in a corner of the screen "
             f"at {pos}. To disable it set pyautogui.FAILSAFE = False (not recommended)."
         )
 
 
-def _action(func: Callable) -> Callable:
+def input_call(func: Callable) -> Callable:
     """pyautogui's frame around every input call: its ``_pause`` and ``logScreenshot``
     keywords, and PAUSE seconds of rest after it. The call itself checks its arguments,
     then runs failSafeCheck() before it sends any input."""

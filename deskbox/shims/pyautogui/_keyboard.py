@@ -9,8 +9,8 @@ import contextlib
 import time
 from typing import Any
 
-from ._args import _keys_list, _number, _seconds
-from ._frame import _action, _desktopd, failSafeCheck
+from ._args import as_int, as_keys, as_seconds
+from ._frame import DESKTOPD, failSafeCheck, input_call
 from ._keys import KEYBOARD_KEYS, desktopd_key, is_shift_character
 
 __all__ = ["typewrite", "write", "press", "hotkey", "keyDown", "keyUp", "hold", "isValidKey", "isShiftCharacter"]
@@ -24,23 +24,23 @@ def _interval_ms(interval: float) -> int | None:
     return int(round(interval * 1000)) if interval <= 1 else None
 
 
-@_action
+@input_call
 def typewrite(message: Any, interval: float = 0.0) -> None:
     """Type ``message``: a string is typed literally, character by character ("<", "é",
     "\\n" as Enter); a list is a sequence of key names, each pressed in turn."""
-    interval = _seconds(interval, "interval")
+    interval = as_seconds(interval, "interval")
     if isinstance(message, str):
         failSafeCheck()
         ms = _interval_ms(interval)
         if ms is None:
             for ch in message:
-                _desktopd.keyboard(action="type", text=ch)
+                DESKTOPD.keyboard(action="type", text=ch)
                 time.sleep(interval)
             return
         for i in range(0, len(message), _TYPE_CHUNK):
-            _desktopd.keyboard(action="type", text=message[i:i + _TYPE_CHUNK], interval_ms=ms)
+            DESKTOPD.keyboard(action="type", text=message[i:i + _TYPE_CHUNK], interval_ms=ms)
         return
-    keys = [desktopd_key(k) for k in _keys_list(message)]
+    keys = [desktopd_key(k) for k in as_keys(message)]
     failSafeCheck()
     _press_keys(keys, interval)
 
@@ -55,20 +55,20 @@ def _press_keys(keys: list[str], interval: float) -> None:
     ms = _interval_ms(interval)
     if ms is None:
         for key in keys:
-            _desktopd.keyboard(action="key", keys=key)
+            DESKTOPD.keyboard(action="key", keys=key)
             time.sleep(interval)
         return
     for i in range(0, len(keys), 1000):
-        _desktopd.keyboard(action="key", keys=keys[i:i + 1000], interval_ms=ms)
+        DESKTOPD.keyboard(action="key", keys=keys[i:i + 1000], interval_ms=ms)
 
 
-@_action
+@input_call
 def press(keys: Any, presses: int = 1, interval: float = 0.0) -> None:
     """Press and release each of ``keys`` (a name or a list), ``presses`` times, waiting
     ``interval`` seconds after each round."""
-    names = [desktopd_key(k) for k in _keys_list(keys)]
-    presses = _number(presses, "presses")
-    interval = _seconds(interval, "interval")
+    names = [desktopd_key(k) for k in as_keys(keys)]
+    presses = as_int(presses, "presses")
+    interval = as_seconds(interval, "interval")
     failSafeCheck()
     if presses < 1:
         return
@@ -80,52 +80,52 @@ def press(keys: Any, presses: int = 1, interval: float = 0.0) -> None:
         time.sleep(interval)
 
 
-@_action
+@input_call
 def hotkey(*args: Any, interval: float = 0.0) -> None:
     """Press the keys in order and release them in reverse: hotkey('ctrl', 'shift', 't')."""
     if len(args) == 1 and not isinstance(args[0], str):
-        args = tuple(_keys_list(args[0]))
-    names = [desktopd_key(k) for k in _keys_list(args)]
-    interval = _seconds(interval, "interval")
+        args = tuple(as_keys(args[0]))
+    names = [desktopd_key(k) for k in as_keys(args)]
+    interval = as_seconds(interval, "interval")
     failSafeCheck()
     if not names:
         return
     if interval == 0:
-        _desktopd.keyboard(action="key", keys="+".join(names))
+        DESKTOPD.keyboard(action="key", keys="+".join(names))
         return
     pressed: list[str] = []
     try:
         for name in names:
-            _desktopd.keyboard(action="down", key=name)
+            DESKTOPD.keyboard(action="down", key=name)
             pressed.append(name)
             time.sleep(interval)
     finally:
         # Released even when a later press failed: no key stays held behind an error.
         for name in reversed(pressed):
-            _desktopd.keyboard(action="up", key=name)
+            DESKTOPD.keyboard(action="up", key=name)
             time.sleep(interval)
 
 
-@_action
+@input_call
 def keyDown(key: Any) -> None:
     """Press ``key`` and keep it held (until keyUp)."""
     name = desktopd_key(key)
     failSafeCheck()
-    _desktopd.keyboard(action="down", key=name)
+    DESKTOPD.keyboard(action="down", key=name)
 
 
-@_action
+@input_call
 def keyUp(key: Any) -> None:
     """Release ``key``."""
     name = desktopd_key(key)
     failSafeCheck()
-    _desktopd.keyboard(action="up", key=name)
+    DESKTOPD.keyboard(action="up", key=name)
 
 
 @contextlib.contextmanager
 def hold(keys: Any, interval: float = 0.0, **kw: Any):
     """``with hold('shift'): ...`` holds the keys for the block."""
-    names = _keys_list(keys)
+    names = as_keys(keys)
     for name in names:
         desktopd_key(name)  # refuse a bad name before pressing anything
     pressed: list[str] = []

@@ -8,8 +8,9 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from ._args import _button, _check_tween, _coords, _number, _seconds, _unpack_xy
-from ._frame import _action, _desktopd, failSafeCheck, pyautogui
+from ._args import as_button, as_int, as_seconds, check_tween
+from ._frame import DESKTOPD, failSafeCheck, input_call, pyautogui
+from ._points import as_coords, unpack_xy
 from ._screen import Point
 from ._tween import getPointOnLine, linear
 
@@ -30,13 +31,13 @@ def position(x: Any = None, y: Any = None) -> Point:
     """Where the pointer is: where deskbox last put it (desktopd knows no other pointer),
     or, before it has, display 0's centre, where desktopd acts then (and where an
     X server starts its pointer). A given x or y replaces that coordinate in the answer."""
-    x, y = _unpack_xy(x, y)
-    pos = _desktopd.position()
+    x, y = unpack_xy(x, y)
+    pos = DESKTOPD.position()
     if pos is None:
-        parts = _desktopd.screen().parts  # (desktopd's default display is 0)
+        parts = DESKTOPD.screen().parts  # (desktopd's default display is 0)
         first = next((part for part in parts if part.display == 0), parts[0])
         pos = (first.left + first.width // 2, first.height // 2)
-    return Point(pos[0] if x is None else _number(x, "x"), pos[1] if y is None else _number(y, "y"))
+    return Point(pos[0] if x is None else as_int(x, "x"), pos[1] if y is None else as_int(y, "y"))
 
 
 def _target(xy: tuple[int | None, int | None]) -> tuple[int, int] | None:
@@ -49,7 +50,7 @@ def _target(xy: tuple[int | None, int | None]) -> tuple[int, int] | None:
         here = position()
         x = here.x if x is None else x
         y = here.y if y is None else y
-    return _desktopd.screen().clamp(x, y)
+    return DESKTOPD.screen().clamp(x, y)
 
 
 def _here() -> tuple[int, int]:
@@ -57,7 +58,7 @@ def _here() -> tuple[int, int]:
 
 
 def _local(point: tuple[int, int]) -> dict:
-    display, x, y = _desktopd.screen().to_display(*point)
+    display, x, y = DESKTOPD.screen().to_display(*point)
     return {"display": display, "x": x, "y": y}
 
 
@@ -84,20 +85,20 @@ def _glide(start: tuple[int, int] | None, end: tuple[int, int], duration: float,
     points = [end] if start is None else _tween_points(start, end, duration, tween)
     pause = duration / len(points) if duration > pyautogui.MINIMUM_DURATION else 0
     for point in points:
-        _desktopd.pointer(action="move", **_local(point))
+        DESKTOPD.pointer(action="move", **_local(point))
         if pause:
             time.sleep(pause)
 
 
 def _start_or_none() -> tuple[int, int] | None:
-    return _desktopd.position()
+    return DESKTOPD.position()
 
 
-@_action
+@input_call
 def moveTo(x: Any = None, y: Any = None, duration: float = 0.0, tween: Callable = linear) -> None:
     """Move the pointer to (x, y) in screen coordinates, over ``duration`` seconds."""
-    xy, duration = _coords(x, y), _seconds(duration, "duration")
-    _check_tween(tween)
+    xy, duration = as_coords(x, y), as_seconds(duration, "duration")
+    check_tween(tween)
     failSafeCheck()
     end = _target(xy)
     if end is None:
@@ -108,18 +109,18 @@ def moveTo(x: Any = None, y: Any = None, duration: float = 0.0, tween: Callable 
 def _relative(xOffset: Any, yOffset: Any, duration: Any, tween: Callable) -> tuple[Any, Any, float]:
     """move() and drag()'s arguments checked (then the fail-safe): from where the pointer
     is, to that point plus the offsets (clamped to the screen), and the duration."""
-    xOffset, yOffset = _unpack_xy(xOffset, yOffset)
-    dx = 0 if xOffset is None else _number(xOffset, "xOffset")
-    dy = 0 if yOffset is None else _number(yOffset, "yOffset")
-    duration = _seconds(duration, "duration")
-    _check_tween(tween)
+    xOffset, yOffset = unpack_xy(xOffset, yOffset)
+    dx = 0 if xOffset is None else as_int(xOffset, "xOffset")
+    dy = 0 if yOffset is None else as_int(yOffset, "yOffset")
+    duration = as_seconds(duration, "duration")
+    check_tween(tween)
     failSafeCheck()
     start = _here()
-    end = _desktopd.screen().clamp(start[0] + dx, start[1] + dy)
+    end = DESKTOPD.screen().clamp(start[0] + dx, start[1] + dy)
     return start, end, duration
 
 
-@_action
+@input_call
 def move(xOffset: Any = None, yOffset: Any = None, duration: float = 0.0, tween: Callable = linear) -> None:
     """Move the pointer by (xOffset, yOffset) from where it is."""
     start, end, duration = _relative(xOffset, yOffset, duration, tween)
@@ -130,8 +131,8 @@ moveRel = move
 
 
 def _press_at(action: str, x: Any, y: Any, button: Any, duration: float, tween: Callable) -> None:
-    button, xy, duration = _button(button), _coords(x, y), _seconds(duration, "duration")
-    _check_tween(tween)
+    button, xy, duration = as_button(button), as_coords(x, y), as_seconds(duration, "duration")
+    check_tween(tween)
     failSafeCheck()
     end = _target(xy)
     where: dict = {}
@@ -140,33 +141,33 @@ def _press_at(action: str, x: Any, y: Any, button: Any, duration: float, tween: 
             _glide(_start_or_none(), end, duration, tween)
         else:
             where = _local(end)
-    _desktopd.pointer(action=action, button=button, **where)
+    DESKTOPD.pointer(action=action, button=button, **where)
 
 
-@_action
+@input_call
 def mouseDown(x: Any = None, y: Any = None, button: Any = PRIMARY, duration: float = 0.0,
               tween: Callable = linear) -> None:
     """Press a mouse button (at (x, y) when given) and keep it held."""
     _press_at("down", x, y, button, duration, tween)
 
 
-@_action
+@input_call
 def mouseUp(x: Any = None, y: Any = None, button: Any = PRIMARY, duration: float = 0.0,
             tween: Callable = linear) -> None:
     """Release a mouse button (at (x, y) when given)."""
     _press_at("up", x, y, button, duration, tween)
 
 
-@_action
+@input_call
 def click(x: Any = None, y: Any = None, clicks: int = 1, interval: float = 0.0, button: Any = PRIMARY,
           duration: float = 0.0, tween: Callable = linear) -> None:
     """Click ``clicks`` times (``interval`` seconds apart) at (x, y), or where the pointer is."""
-    button = _button(button)
-    clicks = _number(clicks, "clicks")
-    interval = _seconds(interval, "interval")
-    duration = _seconds(duration, "duration")
-    xy = _coords(x, y)
-    _check_tween(tween)
+    button = as_button(button)
+    clicks = as_int(clicks, "clicks")
+    interval = as_seconds(interval, "interval")
+    duration = as_seconds(duration, "duration")
+    xy = as_coords(x, y)
+    check_tween(tween)
     failSafeCheck()
     end = _target(xy)
     where: dict = {}
@@ -179,12 +180,12 @@ def click(x: Any = None, y: Any = None, clicks: int = 1, interval: float = 0.0, 
         return
     if interval == 0 and clicks <= 3:
         # One request: desktopd spaces the clicks well inside a double-click time.
-        _desktopd.pointer(action="click", button=button, count=clicks, **where)
+        DESKTOPD.pointer(action="click", button=button, count=clicks, **where)
         return
     for i in range(clicks):
         if i and interval:
             time.sleep(interval)
-        _desktopd.pointer(action="click", button=button, **(where if i == 0 else {}))
+        DESKTOPD.pointer(action="click", button=button, **(where if i == 0 else {}))
 
 
 def leftClick(x: Any = None, y: Any = None, interval: float = 0.0, duration: float = 0.0,
@@ -218,40 +219,40 @@ def _drag(start: tuple[int, int], end: tuple[int, int], duration: float, tween: 
         _glide(start, end, duration, tween)  # the caller holds (or not) the buttons
         return
     path = _tween_points(start, end, duration, tween) if tween is not linear else [end]
-    first, *_ = _desktopd.screen().to_display(*start)
-    same_display = all(_desktopd.screen().to_display(*p)[0] == first for p in path)
+    first, *_ = DESKTOPD.screen().to_display(*start)
+    same_display = all(DESKTOPD.screen().to_display(*p)[0] == first for p in path)
     if same_display and duration <= 10:
         # One request: desktopd presses, moves in small steps over the duration, releases.
-        local = [list(_desktopd.screen().to_display(*p)[1:]) for p in path]
-        _desktopd.pointer(action="drag", button=button, path=local, duration_ms=int(duration * 1000),
+        local = [list(DESKTOPD.screen().to_display(*p)[1:]) for p in path]
+        DESKTOPD.pointer(action="drag", button=button, path=local, duration_ms=int(duration * 1000),
                           **_local(start))
         return
-    _desktopd.pointer(action="down", button=button, **_local(start))
+    DESKTOPD.pointer(action="down", button=button, **_local(start))
     try:
         _glide(start, end, duration, tween)
     finally:
-        _desktopd.pointer(action="up", button=button)
+        DESKTOPD.pointer(action="up", button=button)
 
 
-@_action
+@input_call
 def dragTo(x: Any = None, y: Any = None, duration: float = 0.0, tween: Callable = linear, button: Any = PRIMARY,
            mouseDownUp: bool = True) -> None:
     """Drag from where the pointer is to (x, y) with ``button`` held: press, move, release.
     With mouseDownUp=False only the move (the caller pressed and releases)."""
-    button = _button(button)
-    xy, duration = _coords(x, y), _seconds(duration, "duration")
-    _check_tween(tween)
+    button = as_button(button)
+    xy, duration = as_coords(x, y), as_seconds(duration, "duration")
+    check_tween(tween)
     failSafeCheck()
     start = _here()
     end = _target(xy) or start
     _drag(start, end, duration, tween, button, mouseDownUp)
 
 
-@_action
+@input_call
 def drag(xOffset: Any = 0, yOffset: Any = 0, duration: float = 0.0, tween: Callable = linear,
          button: Any = PRIMARY, mouseDownUp: bool = True) -> None:
     """Drag by (xOffset, yOffset) from where the pointer is."""
-    button = _button(button)
+    button = as_button(button)
     start, end, duration = _relative(xOffset, yOffset, duration, tween)
     _drag(start, end, duration, tween, button, mouseDownUp)
 
@@ -260,33 +261,33 @@ dragRel = drag
 
 
 def _wheel(dx: int, dy: int, x: Any, y: Any) -> None:
-    xy = _coords(x, y)
+    xy = as_coords(x, y)
     failSafeCheck()
     end = _target(xy)
     where = _local(end) if end is not None else {}
     if dx == 0 and dy == 0:
         if where:
-            _desktopd.pointer(action="move", **where)
+            DESKTOPD.pointer(action="move", **where)
         return
     while dx or dy:
         sx = max(-_MAX_NOTCHES, min(_MAX_NOTCHES, dx))
         sy = max(-_MAX_NOTCHES, min(_MAX_NOTCHES, dy))
-        _desktopd.pointer(action="scroll", dx=sx, dy=sy, **where)
+        DESKTOPD.pointer(action="scroll", dx=sx, dy=sy, **where)
         dx, dy, where = dx - sx, dy - sy, {}
 
 
-@_action
+@input_call
 def scroll(clicks: Any, x: Any = None, y: Any = None) -> None:
     """Turn the wheel ``clicks`` notches: positive scrolls up, negative down."""
     # desktopd's dy is the other way round: positive scrolls down.
-    _wheel(0, -_number(clicks, "clicks"), x, y)
+    _wheel(0, -as_int(clicks, "clicks"), x, y)
 
 
 vscroll = scroll
 
 
-@_action
+@input_call
 def hscroll(clicks: Any, x: Any = None, y: Any = None) -> None:
     """Turn the horizontal wheel ``clicks`` notches: positive scrolls right, negative left."""
-    _wheel(_number(clicks, "clicks"), 0, x, y)
+    _wheel(as_int(clicks, "clicks"), 0, x, y)
 

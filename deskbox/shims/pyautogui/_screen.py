@@ -1,5 +1,6 @@
-"""The screen as pyautogui sees it: its size, which points lie on it, and its pixels
-(screenshot(), pixel()), with the Point and Size tuples the calls return. The only
+"""The screen as pyautogui sees it: its size and its pixels (screenshot()), with the
+Point and Size tuples the calls return (which points lie on it, and their colours:
+``_points``). The only
 module that needs Pillow, and only when screenshot() is called."""
 
 from __future__ import annotations
@@ -7,11 +8,11 @@ from __future__ import annotations
 import io
 from typing import Any, NamedTuple
 
-from ._args import _number, _unpack_xy
+from ._args import as_int
 from ._errors import BadArgument, PyAutoGUIException
-from ._frame import _desktopd
+from ._frame import DESKTOPD
 
-__all__ = ["Point", "Size", "size", "resolution", "onScreen", "screenshot", "pixel", "pixelMatchesColor"]
+__all__ = ["Point", "Size", "size", "resolution", "screenshot"]
 
 
 class Point(NamedTuple):
@@ -26,16 +27,11 @@ class Size(NamedTuple):
 
 def size() -> Size:
     """The screen's width and height in pixels (all displays side by side)."""
-    screen = _desktopd.screen(fresh=True)
+    screen = DESKTOPD.screen(fresh=True)
     return Size(screen.width, screen.height)
 
 
 resolution = size
-
-
-def onScreen(x: Any, y: Any = None) -> bool:
-    x, y = _unpack_xy(x, y)
-    return _desktopd.screen().contains(_number(x, "x"), _number(y, "y"))
 
 
 def _pil():
@@ -54,12 +50,12 @@ def screenshot(imageFilename: Any = None, region: Any = None, allScreens: bool =
     """The screen (or ``region`` = (left, top, width, height) of it) as a PIL Image in
     RGB, saved to ``imageFilename`` when given."""
     Image = _pil()
-    screen = _desktopd.screen(fresh=True)
+    screen = DESKTOPD.screen(fresh=True)
     if region is None:
         left, top, width, height = 0, 0, screen.width, screen.height
     else:
         try:
-            left, top, width, height = (_number(v, "region") for v in region)
+            left, top, width, height = (as_int(v, "region") for v in region)
         except (TypeError, ValueError):
             raise BadArgument(f"region must be (left, top, width, height), not {region!r}") from None
         if width <= 0 or height <= 0:
@@ -71,20 +67,9 @@ def screenshot(imageFilename: Any = None, region: Any = None, allScreens: bool =
         x1, y1 = min(left + width, part.left + part.width), min(top + height, part.height)
         if x0 >= x1 or y0 >= y1:
             continue
-        png = _desktopd.screenshot(part.display, (x0 - part.left, y0, x1 - x0, y1 - y0))
+        png = DESKTOPD.screenshot(part.display, (x0 - part.left, y0, x1 - x0, y1 - y0))
         with Image.open(io.BytesIO(png)) as shot:
             canvas.paste(shot.convert("RGB"), (x0 - left, y0 - top))
     if imageFilename is not None:
         canvas.save(imageFilename)
     return canvas
-
-
-def pixel(x: Any, y: Any = None) -> tuple[int, int, int]:
-    """The (r, g, b) colour of one screen pixel."""
-    x, y = _unpack_xy(x, y)
-    return screenshot(region=(_number(x, "x"), _number(y, "y"), 1, 1)).getpixel((0, 0))
-
-
-def pixelMatchesColor(x: Any, y: Any, expectedRGBColor: tuple, tolerance: int = 0) -> bool:
-    actual = pixel(x, y)
-    return all(abs(a - e) <= tolerance for a, e in zip(actual, expectedRGBColor[:3]))

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..geometry import Rect, device_rect
-from ..scene.elements import Element
-from ..scene.resolve import name_similarity, place_score
-from ..scene.scene_json import OcrItem, Scene
+from .elements import Element
+from .resolve import name_similarity, place_score
+from .scene_json import OcrItem, Scene
 
 __all__ = ["element_ref", "element_at", "resolve", "Resolution", "MIN_SCORE", "AMBIGUOUS_GAP"]
 
