@@ -56,7 +56,7 @@ def fuzz(url: str, *extra: str) -> subprocess.CompletedProcess:
 
 
 def assert_clean(done: subprocess.CompletedProcess, what: str) -> None:
-    assert done.returncode == 0, f"{what}:\n{done.stdout[-6000:]}\n{done.stderr[-2000:]}"
+    assert done.returncode == 0, f"{what}:\n{done.stdout[-60000:]}\n{done.stderr[-2000:]}"
 
 
 def test_the_bridge(session):

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from json import dumps as std_dumps
+from json import loads as std_loads
 from typing import Any, Self
 
 import orjson
@@ -48,6 +50,15 @@ class Frame:
     width: int
     height: int
     rgb: bytes
+
+
+def _dumps(value: Any) -> str:
+    """A request's JSON: orjson's, or Python's for what orjson refuses (an integer past 64
+    bits, a lone surrogate), which a caller may pass on from its own caller."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return std_dumps(value)
 
 
 class ServiceClient:
@@ -77,7 +88,7 @@ class ServiceClient:
     async def start(self) -> None:
         if self._http is None:
             self._http = ClientSession(timeout=ClientTimeout(total=self.timeout), headers=self._headers,
-                                       json_serialize=lambda o: orjson.dumps(o).decode())
+                                       json_serialize=_dumps)
 
     async def close(self) -> None:
         if self._http is not None:
@@ -113,7 +124,9 @@ class ServiceClient:
                     return None
                 if resp.content_type != "application/json" and not self.relays:
                     return body.decode()
-                return orjson.loads(body)
+                # (the public client reads what Python's json reads: integers of any size,
+                # a lone surrogate escaped; the services' own answers are orjson's)
+                return orjson.loads(body) if self.relays else std_loads(body)
         except DeskboxError:
             raise
         except asyncio.TimeoutError as exc:

@@ -115,3 +115,15 @@ def test_the_scene_reads_a_tree_in_its_own_types():
     tree = asyncio.run(Answering("http://127.0.0.1:1", None).tree())
     assert tree.focused == "7" and tree.displays[0].size == (800, 600)
     assert tree.windows[0].bounds_list == [1, 2, 30, 40] and tree.windows[0].app_id == "foot"
+
+
+def test_a_request_orjson_refuses_is_sent_as_python_writes_it():
+    """What a service passes on from its caller (the observer a condition with an integer
+    past 64 bits, or a lone surrogate) is sent, not a 500."""
+    import json
+
+    from deskbox.common.service_client import _dumps
+
+    value = {"n": 2**70, "s": "\ud800", "f": 0.5}
+    assert json.loads(_dumps(value)) == value
+    assert _dumps({"a": 1}) == '{"a":1}'  # (orjson's, when it can)
