@@ -353,8 +353,9 @@ def markdown(result: dict) -> str:
                          f"unsolved, {len(r.get('infra_failures', []))} infrastructure failure(s).")
     held = [r["sessions"] for r in paced if r["held"]]
     unpaced = [r["sessions"] for r in main_rows if r["held"] and r.get("pacing") == "unpaced"]
-    lines += ["", f"**Held, paced (the default): {max(held) if held else 0} sessions. Unpaced (the baseline): "
-              f"{max(unpaced) if unpaced else 0}.**"]
+    ran_unpaced = any(r.get("pacing") == "unpaced" for r in main_rows)
+    lines += ["", f"**Held, paced (the default): {max(held) if held else 0} sessions."
+              + (f" Unpaced (the baseline): {max(unpaced) if unpaced else 0}." if ran_unpaced else "") + "**"]
     bare = [r["sessions"] for r in result["levels"] if r["held"] and r.get("containers") == "unhardened"]
     if a.get("unhardened_too"):
         lines.append(f"Without the hardening: {max(bare) if bare else 0} sessions held.")
