@@ -104,7 +104,8 @@ class AsyncClient:
         headers = {INTERFACE_HEADER: interface} if interface else {}
         # One core per service (deskbox.common.service_client), its errors passed on as
         # they came.
-        self._services = {name: ServiceClient(url, token, timeout, headers=headers, name=name, relays=False)
+        self._services = {name: ServiceClient(url, token, timeout, headers=headers, name=name, relays=False,
+                                              public=True)
                           for name, url in self.urls.items() if url}
 
     @classmethod

@@ -9,14 +9,14 @@ desktopd, the internal secret), decodes a service's ``{"error": {...}}`` answer 
 
 Two kinds of caller use it:
 
-- **Relaying** (``relays = True``, the default): a deskbox service calling another (the
-  scene aggregator and the OSWorld server call desktopd and the bridge; desktopd calls
-  the scene's gate with ``relays = False``, passing its refusals on as they are). The
-  other's error is raised on to this service's own caller: its failure is
-  unavailability here, and a service that does not answer, or not in time, is
-  ``ConnectError`` with the code ``<service>_unavailable`` (503).
-- **The public client** (``deskbox.AsyncClient``, one of these per service): an error
-  keeps the status and message it came with; no answer is ``ConnectError``
+- **A service** calling another (the scene aggregator and the OSWorld server call
+  desktopd and the bridge, desktopd the scene's gate). A service that does not answer,
+  or not in time, is ``ConnectError`` with the code ``<service>_unavailable`` (503 to
+  this service's caller). The other's error answer is relayed (``relays = True``): its
+  failure is unavailability here, the message names the call; desktopd's gate client
+  passes the gate's refusals on as they came (``relays = False``).
+- **The public client** (``deskbox.AsyncClient``, one of these per service, ``public``):
+  an error keeps the status and message it came with; no answer is ``ConnectError``
   (``unreachable``), no answer in time ``DeadlineExceededError`` (``client_timeout``),
   both without a status.
 
@@ -69,18 +69,24 @@ class ServiceClient:
     # A service's error answer raised on to this caller's own (its failure is
     # unavailability here, the message names the call); False: passed on as it came.
     relays = True
+    # The public client's: no answer, or none in time, is said to the user as it is
+    # (unreachable, client_timeout, no status), and answers are read as Python's json
+    # reads them. A service's own caller says its component is unavailable instead.
+    public = False
     # Said after "<name> at <base> is not answering" when it does not.
     unreachable_hint = ""
 
     def __init__(self, base: str, token: str | None, timeout: float = 30.0, *,
                  headers: dict[str, str] | None = None, name: str | None = None,
-                 relays: bool | None = None) -> None:
+                 relays: bool | None = None, public: bool | None = None) -> None:
         self.base = base.rstrip("/")
         self.timeout = timeout
         if name is not None:
             self.name = name
         if relays is not None:
             self.relays = relays
+        if public is not None:
+            self.public = public
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._headers.update(headers or {})
         self._http: ClientSession | None = None
@@ -110,7 +116,7 @@ class ServiceClient:
         if self._http is None:
             await self.start()
         assert self._http is not None
-        what = f"{self.name} {method} {path}" if not self.relays else f"{self.name} {path}"
+        what = f"{self.name} {method} {path}" if self.public else f"{self.name} {path}"
         bound = ClientTimeout(total=timeout) if timeout is not None else None
         try:
             async with self._http.request(method, self.base + path, params=params, json=json, headers=headers,
@@ -122,15 +128,15 @@ class ServiceClient:
                     return body, resp.headers
                 if resp.status == 204 or not body:
                     return None
-                if resp.content_type != "application/json" and not self.relays:
+                if resp.content_type != "application/json" and self.public:
                     return body.decode()
                 # (the public client reads what Python's json reads: integers of any size,
                 # a lone surrogate escaped; the services' own answers are orjson's)
-                return orjson.loads(body) if self.relays else std_loads(body)
+                return std_loads(body) if self.public else orjson.loads(body)
         except DeskboxError:
             raise
         except asyncio.TimeoutError as exc:
-            if self.relays:
+            if not self.public:
                 raise self._unreachable(path, what, exc) from exc
             raise DeadlineExceededError(f"{what}: no answer within {timeout or self.timeout:g} s",
                                         code="client_timeout", recoverable=True, status=None) from exc
@@ -138,7 +144,7 @@ class ServiceClient:
             raise self._unreachable(path, what, exc) from exc
 
     def _unreachable(self, path: str, what: str, exc: BaseException) -> ConnectError:
-        if self.relays:
+        if not self.public:
             return ConnectError(f"{self.name} at {self.base} is not answering ({path}): {exc!r}"
                                 f"{self.unreachable_hint}", code=f"{self.name}_unavailable", status=None)
         return ConnectError(f"{what}: {self.name} at {self.base} is not answering: {exc}",

@@ -127,3 +127,44 @@ def test_a_request_orjson_refuses_is_sent_as_python_writes_it():
     value = {"n": 2**70, "s": "\ud800", "f": 0.5}
     assert json.loads(_dumps(value)) == value
     assert _dumps({"a": 1}) == '{"a":1}'  # (orjson's, when it can)
+
+
+def test_a_service_that_does_not_answer_is_unavailable_to_a_service_and_said_as_it_is_to_a_user():
+    """Real sockets: one that refuses, one that accepts and never answers."""
+    import asyncio
+    import socket
+
+    from deskbox.common.errors import ConnectError, DeadlineExceededError, UnavailableError
+    from deskbox.common.service_client import ServiceClient
+    from deskbox.desktopd.gate import GateClient
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    refused = socket.socket()
+    refused.bind(("127.0.0.1", 0))  # (bound, not listening: connections are refused)
+    quiet = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    closed = f"http://127.0.0.1:{refused.getsockname()[1]}"
+
+    async def failure(client: ServiceClient) -> Exception:
+        try:
+            await client.request("GET", "/api/v1/gate", timeout=0.5)
+        except Exception as exc:  # noqa: BLE001 - the test looks at what it is
+            return exc
+        finally:
+            await client.close()
+        raise AssertionError("it answered")
+
+    try:
+        for url in (quiet, closed):
+            gate = asyncio.run(failure(GateClient(url, "secret")))
+            # desktopd lets direct input through when an optional gate is down: it catches this.
+            assert isinstance(gate, UnavailableError) and gate.code == "gate_unavailable", gate
+            assert "this session's policy is checked there" in gate.message
+        user = asyncio.run(failure(ServiceClient(quiet, None, name="scene", relays=False, public=True)))
+        assert isinstance(user, DeadlineExceededError) and user.code == "client_timeout" and user.status is None
+        user = asyncio.run(failure(ServiceClient(closed, None, name="scene", relays=False, public=True)))
+        assert isinstance(user, ConnectError) and user.code == "unreachable" and user.status is None
+    finally:
+        silent.close()
+        refused.close()
