@@ -333,11 +333,12 @@ def markdown(result: dict) -> str:
              "|---:|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in result["levels"]:
         lines.append(
-            f"| {r['sessions']} | {r.get('pacing', 'unpaced')} | {r.get('read_slots', 0)} | {r.get('python', 'cold')} | "
-            f"{r.get('containers', 'unhardened')} | {r['tasks_per_hour']} | {_pair(r, 'env')} | {_pair(r, 'observe')} | "
-            f"{_pair(r, 'tree_queued')} | {_pair(r, 'action')} | {_pair(r, 'reset')} | {_pair(r, 'setup')} | {_pair(r, 'queued')} | "
-            f"{_pair(r, 'ready')} | {r['cpu_s_per_task']} | {r['cpu_busy_share']} | {r['memory_peak_mb']:.0f} | "
-            f"{r['load1']} | {'yes' if r['held'] else '**no**'} | {r['ran_out'] or '-'} |")
+            f"| {r['sessions']} | {r.get('pacing', 'unpaced')} | {r.get('read_slots', 0)} | "
+            f"{r.get('python', 'cold')} | {r.get('containers', 'unhardened')} | {r['tasks_per_hour']} | "
+            f"{_pair(r, 'env')} | {_pair(r, 'observe')} | {_pair(r, 'tree_queued')} | {_pair(r, 'action')} | "
+            f"{_pair(r, 'reset')} | {_pair(r, 'setup')} | {_pair(r, 'queued')} | {_pair(r, 'ready')} | "
+            f"{r['cpu_s_per_task']} | {r['cpu_busy_share']} | {r['memory_peak_mb']:.0f} | {r['load1']} | "
+            f"{'yes' if r['held'] else '**no**'} | {r['ran_out'] or '-'} |")
     main_rows = [r for r in result["levels"] if r.get("python", "warm") == "warm"
                  and r.get("containers", "hardened") == "hardened"]
     # (the default's rows; the others with read slots are beside them)

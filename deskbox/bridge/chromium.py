@@ -138,7 +138,7 @@ class Chromium(BrowserProcess):
                 version = await until(answers, self.config.ready_timeout, 0.1, "chromium's DevTools")
             except TimeoutError:
                 raise UnavailableError(f"chromium's DevTools did not answer within {self.config.ready_timeout}s",
-                                  code="browser_down") from None
+                                       code="browser_down") from None
         await self._came_up(version["webSocketDebuggerUrl"], proc.pid)
 
     async def _supervise(self) -> None:

@@ -121,8 +121,8 @@ def bounded(route: Route) -> Handler:
             if not timer.expired():
                 raise  # the handler's own timeout, not the route's bound
             raise DeadlineExceededError(f"{request.method} {route.path} did not finish within {limit:g} s, its longest "
-                                   "time; the work was stopped and any key or button it held let go",
-                                   context={"longest_s": limit}) from None
+                                        "time; the work was stopped and any key or button it held let go",
+                                        context={"longest_s": limit}) from None
 
     within.__name__ = getattr(route.handler, "__name__", "within")
     within.__doc__ = route.handler.__doc__

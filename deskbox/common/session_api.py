@@ -147,7 +147,7 @@ class SessionControl:
     async def call(self, method: str, path: str, body: BaseModel | dict | None = None) -> Any:
         if self._http is None:
             raise UnavailableError("this service does not run under deskbox up: it has no session to manage",
-                              code="no_session")
+                                   code="no_session")
         payload = body.model_dump() if isinstance(body, BaseModel) else body
         try:
             async with self._http.request(method, "http://session" + path, json=payload) as resp:

@@ -219,7 +219,7 @@ async def _run(request: web.Request, steps: list[Step]) -> None:
     backend, lock = request.app[BACKEND], request.app[INPUT_LOCK]
     if planned_seconds(steps) > INPUT_DEADLINE_S:
         raise InvalidRequestError(f"this input would take over {INPUT_DEADLINE_S:g} s (its pauses alone); "
-                             "send it in several requests", code="too_long")
+                                  "send it in several requests", code="too_long")
     deadline = time.monotonic() + INPUT_DEADLINE_S
     done: list[Step] = []
     try:
@@ -228,7 +228,7 @@ async def _run(request: web.Request, steps: list[Step]) -> None:
                 raise _Gone()
             if time.monotonic() > deadline:
                 raise DeadlineExceededError(f"input did not finish within {INPUT_DEADLINE_S:g} s; "
-                                       f"{len(done)} of {len(steps)} steps were sent")
+                                            f"{len(done)} of {len(steps)} steps were sent")
             if len(part) == 1 and isinstance(part[0], Pause):
                 await asyncio.sleep(part[0].seconds)
                 continue

@@ -74,7 +74,7 @@ def _check_size(display: Display, fmt: str, out_size: tuple[int, int]) -> None:
     w, h = out_size
     if w * h > limit:
         raise TooLargeError(f"a {w}x{h} screenshot is {w * h:,} pixels; the limit is {limit:,} (4 times display "
-                       f"{display.id}'s {display.size[0]}x{display.size[1]}, at most {MAX_PIXELS:,})")
+                            f"{display.id}'s {display.size[0]}x{display.size[1]}, at most {MAX_PIXELS:,})")
     if fmt == "webp" and max(w, h) > WEBP_MAX_SIDE:
         raise TooLargeError(f"WebP pictures are at most {WEBP_MAX_SIDE} pixels a side; {w}x{h} asked")
 

@@ -144,7 +144,8 @@ def load(where: str) -> Scenario:
         data = yaml.safe_load(path.read_text())
     except OSError as exc:
         raise InvalidRequestError(f"cannot read the scenario {where!r}: {exc} (examples: "
-                             f"{sorted(p.stem for p in BUILTIN.glob('*.yaml'))})", code="scenario_invalid") from None
+                                  f"{sorted(p.stem for p in BUILTIN.glob('*.yaml'))})",
+                                  code="scenario_invalid") from None
     except yaml.YAMLError as exc:
         raise InvalidRequestError(f"{path}: not YAML: {exc}", code="scenario_invalid") from None
     try:

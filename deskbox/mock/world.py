@@ -145,8 +145,8 @@ class World:
                 picked = next((o for o in n.options if o.lower() == (option or "").lower()), None)
             if picked is None:
                 raise ActionFailedError(f"{n.role} {live.name!r} has no option "
-                                   f"{option if option_index is None else f'#{option_index}'!r}; its options are "
-                                   f"{n.options}", code="no_such_option", context={"options": n.options})
+                                        f"{option if option_index is None else f'#{option_index}'!r}; its options are "
+                                        f"{n.options}", code="no_such_option", context={"options": n.options})
             self.values[n.id] = picked
             return picked
         if action == "key":

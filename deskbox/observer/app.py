@@ -82,7 +82,7 @@ def create_app(config: ObserverConfig | None = None) -> web.Application:
 
 async def later(request: web.Request) -> web.Response:
     raise NotServedError(f"{request.path}: a scenario is loaded as the session starts (deskbox up --mock SCENARIO)",
-                    context={"path": request.path})
+                         context={"path": request.path})
 
 
 async def openapi(request: web.Request) -> web.Response:

@@ -69,7 +69,8 @@ async def stream(request: web.Request) -> web.StreamResponse:
         try:
             upstream = await http.ws_connect(url, params=query, heartbeat=30)
         except (ClientError, OSError) as exc:
-            raise UnavailableError(f"the scene's stream at {url} is not answering: {exc}", code="scene_unreachable") from exc
+            raise UnavailableError(f"the scene's stream at {url} is not answering: {exc}",
+                                   code="scene_unreachable") from exc
         async with upstream:
             await ws.prepare(request)
 

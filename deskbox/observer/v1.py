@@ -127,7 +127,7 @@ async def post_action(request: web.Request) -> web.Response:
             at = shapes.to_display(displays, req.x, req.y)
             if at is None:
                 raise InvalidRequestError(f"({req.x:g}, {req.y:g}) is on no monitor (GET /api/monitors)",
-                                     code="off_screen")
+                                          code="off_screen")
         if req.action == "click_at":
             await obs.client.pointer("click", at[1], at[2], display=at[0], button=req.button,
                                      count=2 if req.double else 1)

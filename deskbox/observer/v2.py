@@ -334,7 +334,7 @@ async def assert_state(request: web.Request) -> web.Response:
     for p in req.predicate:
         if p.get("kind") == "screenshot_similar" and "reference_path" in p:
             raise InvalidRequestError("screenshot_similar takes reference_png (base64) or a snapshot here, not a path "
-                                 "on the server", code="predicate_unsupported")
+                                      "on the server", code="predicate_unsupported")
         predicates.append(p)
     out = await request.app[OBSERVER].client.assert_state(predicates)
     return ok(all_passed=out["all_passed"], results=out["results"])

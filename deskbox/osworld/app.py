@@ -307,7 +307,8 @@ async def download_file(request: web.Request) -> web.Response:
                     async for chunk in resp.content.iter_chunked(1024 * 1024):
                         size += len(chunk)
                         if size > files.MAX_UPLOAD_BYTES:
-                            raise InvalidRequestError(f"{req.url} is over {files.MAX_UPLOAD_BYTES} bytes", code="too_large")
+                            raise InvalidRequestError(f"{req.url} is over {files.MAX_UPLOAD_BYTES} bytes",
+                                                      code="too_large")
                         out.write(chunk)
             return web.Response(text=f"File downloaded successfully: {size} bytes")
         except PermissionError as exc:

@@ -129,4 +129,4 @@ def _centre(bbox: list[float] | None) -> tuple[float, float] | None:
 
 def _invalid(reason: str, message: str, action: str) -> ConfirmationInvalidError:
     return ConfirmationInvalidError(f"{message}; call {action} without confirm_token for a new one",
-                               context={"reason": reason, "action": action}, suggested_next_tool=action)
+                                    context={"reason": reason, "action": action}, suggested_next_tool=action)

@@ -40,4 +40,4 @@ class ActionRules:
             return
         why = "no allow rule names it and the default is deny" if rule == "default" else f"deny rule {rule!r}"
         raise DeniedError(f"{interface}:{action} is not allowed by the session's policy ({why})",
-                           context={"interface": interface, "action": action, "rule": rule})
+                          context={"interface": interface, "action": action, "rule": rule})

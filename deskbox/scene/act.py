@@ -116,7 +116,7 @@ async def _select(actor: "Actor", t: Target, req: ActRequest) -> None:
             return
         if answer.get("reason") != "not a select":
             raise ActionFailedError(f"{e.id}: {answer.get('reason')}; its options are {answer.get('options')}",
-                               code="no_such_option", context={"options": answer.get("options")})
+                                    code="no_such_option", context={"options": answer.get("options")})
     # Anything else (a native combo box, a list, an ARIA listbox): opened with a click
     # where it is closed, then the option is clicked.
     if "expanded" not in e.states and e.role in ("combobox", "menubutton", "button"):
@@ -146,7 +146,7 @@ async def _drag(actor: "Actor", t: Target, req: ActRequest) -> None:
         end = actor.lookup(req.to.target)
         if end.display_id != e.display_id:
             raise ActionFailedError(f"{end.id} is on display {end.display_id}, {e.id} on {e.display_id}: a drag stays "
-                               "on one display", code="cross_display")
+                                    "on one display", code="cross_display")
         point = actor.centre(end)
     else:
         point = req.to.point
@@ -209,12 +209,12 @@ def lookup_element(by_id: dict[str, Element], registry: IdRegistry, ident: str) 
         return element
     if ident.startswith("t"):
         raise ActionFailedError(f"{ident} is OCR text; act on accessibility elements (a...) or click its box "
-                           "through desktopd", code="not_actionable")
+                                "through desktopd", code="not_actionable")
     gone = registry.retired(ident)
     if gone is not None or registry.issued(ident):
         what = f" (it was {gone.role} {gone.name!r})" if gone is not None and gone.role else ""
         raise ActionFailedError(f"{ident} is stale: that element is gone{what}; GET /api/v1/scene for current ids",
-                           code="stale_element")
+                                code="stale_element")
     raise NotFoundError(f"no element {ident}; ids come from GET /api/v1/scene (mode=agent-turn for a fresh one)",
                         code="unknown_element")
 
@@ -263,8 +263,8 @@ class Actor:
             if time.monotonic() >= deadline:
                 x, y = t.point
                 raise ActionFailedError(f"the click at ({x:.0f}, {y:.0f}) did not focus {e.id} ({e.role} {e.name!r}): "
-                                   "something the scene does not show took it (a menu or a popup of the browser's "
-                                   "own?). No key was sent; a screenshot shows what is there", code="not_focused")
+                                        "something the scene does not show took it (a menu or a popup of the browser's "
+                                        "own?). No key was sent; a screenshot shows what is there", code="not_focused")
             await asyncio.sleep(0.05)
 
     def lookup(self, ident: str) -> Element:
@@ -292,7 +292,7 @@ class Actor:
                 point = await self._aim(element)
             if point is None:
                 raise ActionFailedError(f"{element.id} ({element.role} {element.name!r}) is covered by another element "
-                                   "at every point tried", code="occluded")
+                                        "at every point tried", code="occluded")
             raised = await self._bring_up(element, point) if req.action in _POINTED else None
             target = Target(element, point)
             async with traced(self.gate, req.action, req.model_dump(exclude={"target"}), element=element,
@@ -326,8 +326,8 @@ class Actor:
             raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}) has no box on screen (hidden)", code="not_visible")
         part = visible_part(e.bbox, e.clip) if e.clip is not None else e.bbox
         if part is None:
-            raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}) is not on screen and could not be scrolled into view",
-                               code="not_visible")
+            raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}) is not on screen and could not be scrolled "
+                                    "into view", code="not_visible")
         return part
 
     def centre(self, e: Element) -> tuple[float, float]:
@@ -346,7 +346,7 @@ class Actor:
             done = await self.engine.atspi.act(e.ref["atspi"], action)
         except Exception as exc:  # the reader says why (no such action, app not answering)
             raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}): {action} failed: {exc}",
-                               code="action_failed") from exc
+                                    code="action_failed") from exc
         if not done:
             raise ActionFailedError(f"{e.id} is gone", code="stale_element")
 
@@ -383,9 +383,9 @@ class Actor:
                 return found
             if time.monotonic() >= deadline:
                 raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}) has no option "
-                                   f"{name if index is None else f'#{index}'!r}; options seen: "
-                                   f"{[x.name for x in options][:30]}", code="no_such_option",
-                                   context={"options": [x.name for x in options][:100]})
+                                        f"{name if index is None else f'#{index}'!r}; options seen: "
+                                        f"{[x.name for x in options][:30]}", code="no_such_option",
+                                        context={"options": [x.name for x in options][:100]})
             await asyncio.sleep(0.2)
 
     async def _aim(self, e: Element) -> tuple[float, float] | None:
@@ -421,8 +421,9 @@ class Actor:
         deadline = time.monotonic() + RAISE_WAIT_S
         while (above := window_above(e.window_id, point, (await self.desktop.tree()).windows)) is not None:
             if time.monotonic() >= deadline:
-                raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}) is under the window {above.id} ({above.title!r}) "
-                                   "and stayed there when its own window was raised", code="occluded")
+                raise ActionFailedError(f"{e.id} ({e.role} {e.name!r}) is under the window {above.id} "
+                                        f"({above.title!r}) and stayed there when its own window was raised",
+                                        code="occluded")
             await asyncio.sleep(0.05)
         return e.window_id
 
@@ -432,7 +433,8 @@ class Actor:
         if e.source != "cdp" or self.bridge is None:
             if e.visibility == "partial":
                 return e
-            raise ActionFailedError(f"{e.id} is outside its window and this source cannot scroll it", code="not_visible")
+            raise ActionFailedError(f"{e.id} is outside its window and this source cannot scroll it",
+                                    code="not_visible")
         for _ in range(SCROLL_ROUNDS):
             await self.bridge.element("scroll_into_view", e.ref)
             await self.engine.scene("active")

@@ -58,11 +58,11 @@ async def start(request: web.Request) -> web.Response:
     async with rec.lock:
         if rec.recorder.recording:
             raise ActionFailedError(f"display {rec.display} is being recorded; stop that recording first",
-                               code="recording_in_progress", suggested_next_tool="recording_stop")
+                                    code="recording_in_progress", suggested_next_tool="recording_stop")
         displays = {d.id: d for d in await rec.desktop.displays()}
         if req.display not in displays:
             raise InvalidRequestError(f"no display {req.display}; the session has {sorted(displays)}",
-                                 code="unknown_display")
+                                      code="unknown_display")
         try:
             # (The output is named: with several, wf-recorder would ask which.)
             await rec.recorder.start(displays[req.display].name)

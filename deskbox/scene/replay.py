@@ -137,7 +137,7 @@ class Replayer:
         action, args = record.get("action"), dict(record.get("args") or {})
         if REDACTED in (args.get("text"), args.get("keys")):
             raise InvalidRequestError(f"step {record.get('step')} typed a secret, which the trace does not keep",
-                                 code="redacted")
+                                      code="redacted")
         element = found.element if found is not None and found.by == "element" else None
         if record.get("via") == "act" and action in _ELEMENT_ACTIONS and element is not None:
             result["resolved_by"] = "element"
@@ -153,12 +153,12 @@ class Replayer:
                 request = ActRequest(target=element.id, action=action, **fields)
             except ValidationError as exc:  # (a record edited by hand, or redacted)
                 raise InvalidRequestError(f"step {record.get('step')} cannot be done again: {exc}",
-                                     code="unreplayable") from exc
+                                          code="unreplayable") from exc
             return await self.actor.act(request)
         parts = record.get("parts") or []
         if not parts:
             raise InvalidRequestError(f"step {record.get('step')} ({action}) recorded no input to send again",
-                                 code="unreplayable")
+                                      code="unreplayable")
         box = None
         if element is not None:
             result["resolved_by"], box = "element", element.bbox
@@ -246,7 +246,8 @@ def _trace_dir(request: web.Request, trace: str) -> Path:
         candidate = (root / trace).resolve() if not Path(trace).is_absolute() else Path(trace).resolve()
         found = root.resolve() in candidate.parents and (candidate / "steps.jsonl").is_file()
     except (OSError, ValueError) as exc:  # (a path the file system will not take)
-        raise InvalidRequestError(f"trace: {trace[:80]!r}... is not a trace's path: {exc}", code="invalid_trace") from exc
+        raise InvalidRequestError(f"trace: {trace[:80]!r}... is not a trace's path: {exc}",
+                                  code="invalid_trace") from exc
     if not found:
         raise NotFoundError(f"no trace {trace!r} under {root}", code="unknown_trace")
     return candidate

@@ -59,10 +59,10 @@ class Scene:
         """Raise a clear 400 for a display or window this scene does not have."""
         if display is not None and all(d.id != display for d in self.displays):
             raise InvalidRequestError(f"no display {display}; the scene has {[d.id for d in self.displays]}",
-                                 code="unknown_display")
+                                      code="unknown_display")
         if window is not None and self.window(window) is None:
             raise InvalidRequestError(f"no window {window!r}; GET /api/v1/scene lists windows under apps",
-                                 code="unknown_window")
+                                      code="unknown_window")
 
     def to_json(self, *, interactive: bool = False, display: int | None = None,
                 window: str | None = None) -> dict[str, Any]:

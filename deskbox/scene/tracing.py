@@ -25,7 +25,7 @@ def gate_of(request: web.Request) -> Gate:
     gate = request.app.get(GATE)
     if gate is None:
         raise NotServedError("this scene has no desktop behind it (deskbox up --mock): no traces, replay or policy",
-                        code="not_served")
+                             code="not_served")
     return gate
 
 

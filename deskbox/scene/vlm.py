@@ -146,7 +146,7 @@ class VisionModel:
         self.require()
         if self._http is None:
             raise UnavailableError("the vision model's HTTP session is not open (the scene is starting or stopping)",
-                              code="vlm_unavailable")
+                                   code="vlm_unavailable")
         text = (f"The window: {app or 'an app'} {title or ''!r}, {size[0]}x{size[1]} pixels (the screenshot "
                 f"below).\nIts elements:\n{sketch}")
         body = {
@@ -197,7 +197,7 @@ class VisionModel:
 
     def _unavailable(self, what: str, *, upstream_status: int | None = None) -> UnavailableError:
         return UnavailableError(f"the vision model {self.model!r} at {self.where} {what}", code="vlm_unavailable",
-                           context={"model": self.model, "upstream_status": upstream_status})
+                                context={"model": self.model, "upstream_status": upstream_status})
 
 
 def _text_of(answer: dict[str, Any]) -> str:

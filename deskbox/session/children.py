@@ -99,7 +99,8 @@ class SessionChildren:
         await until_ready(child, what, self.layout.log(what), readiness.http_answers(url, any_status=any_status))
 
     async def _chromium_ready(self, child: Child) -> None:
-        await until_ready(child, "chromium", self.layout.log("chromium"), readiness.chromium_has_a_page(self.options.cdp_port))
+        await until_ready(child, "chromium", self.layout.log("chromium"),
+                          readiness.chromium_has_a_page(self.options.cdp_port))
 
     # -- children -------------------------------------------------------------------------
 
@@ -250,8 +251,8 @@ class SessionChildren:
         return specs
 
     def _observer_argv(self, desktopd_url: str, bridge_url: str | None, scene_url: str) -> list[str]:
-        argv = [sys.executable, "-m", "deskbox.observer", "--listen", f"{self.options.host}:{self.options.observer_port}",
-                "--scene", scene_url, "--desktopd", desktopd_url]
+        argv = [sys.executable, "-m", "deskbox.observer", "--listen",
+                f"{self.options.host}:{self.options.observer_port}", "--scene", scene_url, "--desktopd", desktopd_url]
         if bridge_url is not None:
             argv += ["--bridge", bridge_url]
         return [*argv, "--log-level", self.options.log_level]

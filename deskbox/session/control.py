@@ -108,7 +108,7 @@ async def set_wallpaper(request: web.Request) -> web.Response:
         raise NotFoundError(f"{req.path} is not a file", code="file_not_found")
     if not await request.app[STATE].set_wallpaper(image):
         raise ActionFailedError(f"Sway did not take {req.path} as the background (is swaybg installed, "
-                           "and is the file an image the session user can read?)", code="wallpaper_failed")
+                                "and is the file an image the session user can read?)", code="wallpaper_failed")
     return json_ok({"path": str(image)})
 
 

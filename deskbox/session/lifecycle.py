@@ -321,9 +321,10 @@ class Session:
             log.warning("Chromium runs without its sandbox (--no-sandbox): a renderer an exploit takes over "
                         "is then the session user", reason=refused)
         self.layout = Layout(
-            options=self.options, runtime=self.runtime, runtime_seen=self.runtime_seen, home=self.home.path, uid=self.uid,
-            gid=self.gid, user_name=self.user_name, service_uid=self.service_uid, dbus_address=self.dbus_address,
-            x11=self.x11, browser_binary=self.browser_binary, headless_outputs=len(self.outputs),
+            options=self.options, runtime=self.runtime, runtime_seen=self.runtime_seen, home=self.home.path,
+            uid=self.uid, gid=self.gid, user_name=self.user_name, service_uid=self.service_uid,
+            dbus_address=self.dbus_address, x11=self.x11, browser_binary=self.browser_binary,
+            headless_outputs=len(self.outputs),
             start_urls=tuple(self.urls), internal_secret=self.internal_secret, token=self.token,
             traces_dir=self.traces_dir, chromium_sandbox=refused is None,
             browser_window_size=self.outputs[0].logical_size)

@@ -79,10 +79,10 @@ class Servers:
                 except (FileNotFoundError, ConnectionRefusedError):
                     if proc.returncode is not None:
                         raise UnavailableError(f"wayvnc ended on {output} (exit {proc.returncode})",
-                                          code="vnc_failed") from None
+                                               code="vnc_failed") from None
                     if time.monotonic() > deadline:
                         raise UnavailableError(f"wayvnc did not answer on {output} within {SOCKET_WAIT_S:.0f} s",
-                                          code="vnc_failed") from None
+                                               code="vnc_failed") from None
                     await asyncio.sleep(0.05)
 
     async def close(self) -> None:

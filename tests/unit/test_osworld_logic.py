@@ -159,8 +159,8 @@ def test_chrome_arguments():
 def _session(*argv: str, tmp_path) -> tuple[SessionChildren, Environments]:
     """A session's children and environments, made from a layout alone (nothing runs)."""
     options = UpOptions.from_namespace(build_parser().parse_args(["up", *argv, "--runtime-dir", str(tmp_path)]))
-    layout = Layout(options=options, runtime=tmp_path, runtime_seen=tmp_path, home=tmp_path / "home", uid=1000, gid=1000,
-                    user_name="user", service_uid=1000, dbus_address=f"unix:path={tmp_path}/bus", x11=False,
+    layout = Layout(options=options, runtime=tmp_path, runtime_seen=tmp_path, home=tmp_path / "home", uid=1000,
+                    gid=1000, user_name="user", service_uid=1000, dbus_address=f"unix:path={tmp_path}/bus", x11=False,
                     browser_binary="/usr/bin/chromium", headless_outputs=1, start_urls=("about:blank",),
                     internal_secret="secret")
     live = Live()

@@ -44,7 +44,8 @@ PASSWORD = "hunter2-secret"
 
 
 def test_the_guard_rail_errors_have_their_status_code_and_recoverability():
-    assert (BudgetExceededError.status, BudgetExceededError.code, BudgetExceededError.recoverable) == (429, "budget_exceeded", False)
+    budget = BudgetExceededError
+    assert (budget.status, budget.code, budget.recoverable) == (429, "budget_exceeded", False)
     assert (DeniedError.status, DeniedError.code) == (403, "action_denied")
     assert issubclass(ConfirmationRequiredError, ActionFailedError) and issubclass(DeniedError, DeskboxError)
     err = ConfirmationRequiredError("confirm it", action="click", token="tok", expires_at=12.5, context={"rule": {}})

@@ -62,7 +62,8 @@ class UinputInput(Backend):
 
     async def start(self) -> None:
         if not os.path.exists(UINPUT_PATH):
-            raise UnavailableError(f"{UINPUT_PATH} does not exist: this kernel offers no uinput", code="uinput_unavailable")
+            raise UnavailableError(f"{UINPUT_PATH} does not exist: this kernel offers no uinput",
+                                   code="uinput_unavailable")
         if not os.access(UINPUT_PATH, os.W_OK):
             raise UnavailableError(f"{UINPUT_PATH} is not writable by this user", code="uinput_unavailable")
         await self.inner.start()

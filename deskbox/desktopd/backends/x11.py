@@ -128,11 +128,11 @@ class X11Backend(Backend):
         except (xerror.DisplayError, xerror.XauthError, xerror.XNoAuthError, OSError) as exc:
             name = self.display_name or os.environ.get("DISPLAY") or "$DISPLAY (unset)"
             raise UnavailableError(f"cannot connect to the X display {name}: {exc}",
-                              code="display_unavailable") from exc
+                                   code="display_unavailable") from exc
         if not x.has_extension("XTEST"):
             x.close()
             raise UnavailableError(f"the X server at {x.get_display_name()} has no XTEST extension: no input possible",
-                              code="display_unavailable")
+                                   code="display_unavailable")
         self._x = x
         self._root = x.screen().root
         # Root ConfigureNotify tells us the screen was resized (xrandr); clients answer
@@ -147,7 +147,8 @@ class X11Backend(Backend):
         except Exception as exc:
             x.close()
             self._x = None
-            raise UnavailableError(f"mss cannot capture {x.get_display_name()}: {exc}", code="display_unavailable") from exc
+            raise UnavailableError(f"mss cannot capture {x.get_display_name()}: {exc}",
+                                   code="display_unavailable") from exc
         log.info("connected", display=x.get_display_name(), displays=len(self._displays),
                  spare_keycodes=self._keyboard.spare_count())
 
@@ -237,7 +238,8 @@ class X11Backend(Backend):
         except Exception as exc:  # mss reports a lost server as a bare AssertionError
             if self._dead is not None:
                 raise UnavailableError(self._dead, code="display_unavailable") from exc
-            raise UnavailableError(f"mss could not capture display {display.id}: {exc!r}", code="capture_failed") from exc
+            raise UnavailableError(f"mss could not capture display {display.id}: {exc!r}",
+                                   code="capture_failed") from exc
         # A copy: mss may reuse its (shared memory) buffer for the next grab.
         return Frame(width=shot.width, height=shot.height, stride=shot.width * 4, mode="BGRX", data=bytes(shot.raw))
 

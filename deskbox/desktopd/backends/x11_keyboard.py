@@ -175,7 +175,8 @@ class X11Keyboard:
             self._x.change_keyboard_mapping(code, [(keysym, keysym)], onerror=catch)
         self._x.sync()
         if catch.get_error() is not None:
-            raise ActionFailedError(f"the X server refused a keyboard mapping: {catch.get_error()}", code="keymap_error")
+            raise ActionFailedError(f"the X server refused a keyboard mapping: {catch.get_error()}",
+                                    code="keymap_error")
         for code, keysym in assign:
             self._keymap.assign(code, keysym)
         # Our own MappingNotify events need no reload: the table says what we set.

@@ -200,7 +200,8 @@ class X11Windows:
         except (xerror.BadWindow, xerror.BadDrawable) as exc:
             raise NotFoundError(f"window {window_id!r} is gone", code="not_found") from exc
         except xerror.BadMatch as exc:
-            raise ActionFailedError(f"window {window_id!r} cannot take the focus (not viewable)", code="not_focusable") from exc
+            raise ActionFailedError(f"window {window_id!r} cannot take the focus (not viewable)",
+                                    code="not_focusable") from exc
 
     def close(self, window_id: str) -> None:
         assert self._x is not None

@@ -229,7 +229,7 @@ def _unsupported(body: dict) -> None:
     action = body.get("action")
     if isinstance(action, str) and action not in HANDLERS:
         raise InvalidRequestError(f"unsupported action {action!r}; Anthropic's computer tool actions are "
-                             f"{', '.join(sorted(HANDLERS))}", code="unsupported_action")
+                                  f"{', '.join(sorted(HANDLERS))}", code="unsupported_action")
 
 
 async def handle(request: web.Request) -> web.Response:

@@ -145,11 +145,12 @@ class Screen:
         w, h = self.declared
         for x, y in ((x0, y0), (x1, y1)):
             if not (0 <= x <= w and 0 <= y <= h):
-                raise InvalidRequestError(f"region corner ({x}, {y}) is outside the {w}x{h} screen", code="out_of_bounds")
+                raise InvalidRequestError(f"region corner ({x}, {y}) is outside the {w}x{h} screen",
+                                          code="out_of_bounds")
         rect = declared_region_to_display(self.size, self.declared, x0, y0, x1, y1)
         if rect.w < 1 or rect.h < 1:
             raise InvalidRequestError("region is empty: give [x0, y0, x1, y1] with x1 > x0 and y1 > y0",
-                                 code="empty_region")
+                                      code="empty_region")
         return rect
 
     def wheel(self, dx_px: float, dy_px: float) -> tuple[float, float]:
@@ -192,11 +193,11 @@ class Screen:
         pos = await self.computer.desktop.pointer_position()
         if pos is None:
             raise ActionFailedError("the pointer has no position yet; move it first (mouse_move)",
-                               code="no_pointer_position")
+                                    code="no_pointer_position")
         display, x, y = pos
         if display != self.display.id:
             raise ActionFailedError(f"the pointer is on display {display}, not on display {self.display.id}",
-                               code="pointer_elsewhere")
+                                    code="pointer_elsewhere")
         return self.declared_point(x, y)
 
     # -- pictures ---------------------------------------------------------------------

@@ -303,7 +303,7 @@ async def handle(request: web.Request) -> web.Response:
     name = body.get("name")
     if isinstance(name, str) and name not in HANDLERS:
         raise InvalidRequestError(f"unsupported function {name!r}; Gemini's computer use functions are "
-                             f"{', '.join(sorted(HANDLERS))}", code="unsupported_action")
+                                  f"{', '.join(sorted(HANDLERS))}", code="unsupported_action")
     call = validate(GeminiCall, body).root
     handler = HANDLERS[call.name]
 

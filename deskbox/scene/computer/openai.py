@@ -216,7 +216,7 @@ def _check_names(actions: list[object]) -> None:
         kind = item.get("type") if isinstance(item, dict) else None
         if isinstance(kind, str) and kind not in HANDLERS:
             raise InvalidRequestError(f"unsupported action {kind!r}; OpenAI computer_call actions are "
-                                 f"{', '.join(sorted(HANDLERS))}", code="unsupported_action")
+                                      f"{', '.join(sorted(HANDLERS))}", code="unsupported_action")
 
 
 async def handle(request: web.Request) -> web.Response:

@@ -183,7 +183,7 @@ async def _check(spec: Any, look: Look, start: Look | None) -> tuple[bool, Any]:
             reference = kept.extra.get("screenshots", {}).get(spec.display)
             if reference is None:
                 raise InvalidRequestError(f"snapshot {spec.snapshot} holds no screenshot of display {spec.display} "
-                                     "(save it with screenshot=true)", code="no_screenshot")
+                                          "(save it with screenshot=true)", code="no_screenshot")
         else:
             try:
                 reference = base64.b64decode(spec.reference_png, validate=True)
@@ -200,7 +200,8 @@ def _grey(data: bytes, size: tuple[int, int] | None = None) -> np.ndarray:
         image = Image.open(io.BytesIO(data))
         image.load()
     except Exception:
-        raise InvalidRequestError("the reference is not an image PIL can read (PNG or JPEG)", code="invalid_image") from None
+        raise InvalidRequestError("the reference is not an image PIL can read (PNG or JPEG)",
+                                  code="invalid_image") from None
     image = image.convert("L")
     target = size or (max(1, image.width // 2), max(1, image.height // 2))
     return np.asarray(image.resize(target, Image.Resampling.BOX), dtype=np.float64)

@@ -109,8 +109,8 @@ class Toolset:
         base = self.tokens.get(since) if since is not None else None
         if base is not None and base.extra["view"] != view:
             raise InvalidRequestError(f"token {since} was observed with {base.extra['view']}; observe with the same "
-                                 "interactive, display and window to diff against it", code="view_differs",
-                                 context={"token": since, "view": base.extra["view"]})
+                                      "interactive, display and window to diff against it", code="view_differs",
+                                      context={"token": since, "view": base.extra["view"]})
         token = self.tokens.put(doc, seq, view=view)
         old = base.doc if base is not None else None
         answer: dict[str, Any] = {"token": token.id, "base_token": since, "seq": seq, "tree_hash": tree_hash(doc),
@@ -387,7 +387,7 @@ async def _ask_model(tools: Toolset, vlm: VisionModel, guard: Guard | None, scen
     wid = window or (doc.get("focused_window") or {}).get("id")
     if wid is None:
         raise ActionFailedError("no window has the focus: give window= (GET /api/v1/scene lists them under apps)",
-                           code="no_window")
+                                code="no_window")
     app, title = next(((a.get("name"), w.get("title")) for a in doc.get("apps") or () for w in a.get("windows") or ()
                        if w["id"] == wid), (None, None))
     try:

@@ -66,8 +66,8 @@ class Store:
             return kept
         if self._was_issued(ident):
             raise ExpiredError(f"{self._what} {ident!r} expired (kept {self.ttl_s:g} s, at most {self.cap}); "
-                          f"{self._instead}", code=f"{self._what}_expired", context={self._what: ident},
-                          suggested_next_tool="observe")
+                               f"{self._instead}", code=f"{self._what}_expired", context={self._what: ident},
+                               suggested_next_tool="observe")
         raise NotFoundError(f"no {self._what} {ident!r}: {self._what}s are handed out as {self.prefix}N",
                             code=f"unknown_{self._what}", context={self._what: ident})
 

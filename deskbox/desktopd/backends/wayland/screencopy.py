@@ -66,7 +66,8 @@ class _FrameRequest:
             return
         self._copied = True
         if self.shm_info is None:
-            self.future.set_exception(ActionFailedError("compositor offered no shm buffer for capture", code="capture_failed"))
+            self.future.set_exception(ActionFailedError("compositor offered no shm buffer for capture",
+                                                        code="capture_failed"))
             return
         fmt, width, height, stride = self.shm_info
         if fmt not in _RAW_MODES:
@@ -95,7 +96,8 @@ class _FrameRequest:
 
     def _on_failed(self, _frame: Any) -> None:
         if not self.future.done():
-            self.future.set_exception(ActionFailedError("the compositor could not copy the frame", code="capture_failed"))
+            self.future.set_exception(ActionFailedError("the compositor could not copy the frame",
+                                                        code="capture_failed"))
 
     def destroy(self) -> None:
         try:
@@ -125,7 +127,8 @@ class Screencopy:
             try:
                 await asyncio.wait_for(request.future, CAPTURE_TIMEOUT)
             except asyncio.TimeoutError as exc:
-                raise UnavailableError(f"no frame from output {name} within {CAPTURE_TIMEOUT}s", code="capture_timeout") from exc
+                raise UnavailableError(f"no frame from output {name} within {CAPTURE_TIMEOUT}s",
+                                       code="capture_timeout") from exc
             finally:
                 request.destroy()
             buf = request.buffer

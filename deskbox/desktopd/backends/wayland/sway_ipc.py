@@ -31,7 +31,8 @@ class SwayIPC:
         try:
             self._reader, self._writer = await asyncio.open_unix_connection(self.path)
         except OSError as exc:
-            raise UnavailableError(f"cannot reach sway IPC at {self.path}: {exc}", code="compositor_unavailable") from exc
+            raise UnavailableError(f"cannot reach sway IPC at {self.path}: {exc}",
+                                   code="compositor_unavailable") from exc
 
     async def _read_message(self) -> tuple[int, Any]:
         assert self._reader is not None
