@@ -88,6 +88,12 @@ class DeskboxError(Exception):
     def __str__(self) -> str:
         return f"{self.status or '-'} {self.code}: {self.message}"
 
+    @property
+    def http_status(self) -> int:
+        """The status a service answers it with: the one it came with, else its class's
+        (a ConnectError raised on, which came with none, is a 503)."""
+        return self.status or type(self).status or 500
+
     def to_json(self) -> dict:
         """The body a service answers with (its status beside it is ``status``)."""
         body: dict = {"code": self.code, "message": self.message, "recoverable": self.recoverable,

@@ -90,8 +90,7 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
         response.headers["X-Request-Id"] = request_id
         return response
     except DeskboxError as exc:
-        # (an error that came with no answer, a ConnectError raised on, is its class's)
-        status = exc.status or type(exc).status or 503
+        status = exc.http_status
         resp = web.json_response(exc.to_json(), status=status)
         resp.headers["X-Request-Id"] = request_id
         if status == 503:

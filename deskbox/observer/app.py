@@ -45,7 +45,7 @@ async def oso_errors(request: web.Request, handler) -> web.StreamResponse:
     try:
         return await handler(request)
     except DeskboxError as exc:
-        status = exc.status or type(exc).status or 503
+        status = exc.http_status
         code = exc.code
         oso = shapes.oso_code(code, status)
         context = dict(getattr(exc, "context", None) or {})

@@ -60,7 +60,8 @@ def test_the_client_keeps_the_answers_own_status_and_message():
 
 def test_an_error_with_no_answer_has_no_status_and_a_service_answers_it_as_its_class():
     gone = ConnectError("scene at http://127.0.0.1:9 is not answering", code="unreachable", status=None)
-    assert gone.status is None and isinstance(gone, UnavailableError) and type(gone).status == 503
+    assert gone.status is None and isinstance(gone, UnavailableError) and gone.http_status == 503
+    assert from_answer(418, _answer("teapot", "x"), "a").http_status == 418
     assert str(gone) == "- unreachable: scene at http://127.0.0.1:9 is not answering"
     assert NotFoundError("x").status == 404 and NotFoundError("x", status=None).status is None
 
