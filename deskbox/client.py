@@ -37,7 +37,37 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Coroutine, Literal, Self, TypeVar, overload
 
-from .answers import Answer, DisplayList, Matches, PointerPosition, Receipt, Scene, Tab, Window, WindowTree
+from .answers import (
+    ActObserved,
+    AnthropicReply,
+    BridgeHealth,
+    Checked,
+    Description,
+    DesktopdHealth,
+    DisplayList,
+    Dropped,
+    GeminiReply,
+    InputDone,
+    Matches,
+    Navigated,
+    Observed,
+    OpenAIReply,
+    PointerPosition,
+    Receipt,
+    Scene,
+    SceneHealth,
+    Sketch,
+    Snapshot,
+    SnapshotDiff,
+    SnapshotInfo,
+    SnapshotList,
+    Tab,
+    TabDone,
+    WaitResult,
+    Window,
+    WindowDone,
+    WindowTree,
+)
 from .common.errors import (
     ActionFailedError,
     BudgetExceededError,
@@ -170,16 +200,16 @@ class AsyncClient:
 
     async def observe(self, since: str | None = None, *, mode: str | None = None, interactive: bool | None = None,
                       display: int | None = None, window: str | None = None, format: DiffForm | None = None,
-                      text: bool | None = None, observation: bool | None = None) -> Answer:
+                      text: bool | None = None, observation: bool | None = None) -> Observed:
         """``GET /api/v1/observe``: the state and a token; with ``since`` only what changed."""
-        return Answer.model_validate(await self.request("scene", "GET", "/api/v1/observe", query=dict(
+        return Observed.model_validate(await self.request("scene", "GET", "/api/v1/observe", query=dict(
             since=since, mode=mode, interactive=interactive, display=display, window=window, format=format,
             text=text, observation=observation)))
 
     async def sketch(self, *, window: str | None = None, display: int | None = None, cols: int | None = None,
-                     rows: int | None = None, mode: str | None = None) -> Answer:
+                     rows: int | None = None, mode: str | None = None) -> Sketch:
         """``GET /api/v1/sketch``: a window or display as labelled boxes on a character grid."""
-        return Answer.model_validate(await self.request("scene", "GET", "/api/v1/sketch", query=dict(
+        return Sketch.model_validate(await self.request("scene", "GET", "/api/v1/sketch", query=dict(
             window=window, display=display, cols=cols, rows=rows, mode=mode)))
 
     @overload
@@ -188,32 +218,31 @@ class AsyncClient:
 
     @overload
     async def description(self, *, window: str | None = None, limit: int | None = None, mode: str | None = None,
-                          vlm: Literal[True]) -> dict[str, Any]: ...
+                          vlm: Literal[True]) -> Description: ...
 
     async def description(self, *, window: str | None = None, limit: int | None = None, mode: str | None = None,
-                          vlm: bool = False) -> str | dict[str, Any]:
+                          vlm: bool = False) -> str | Description:
         """``GET /api/v1/description``: a window in prose (the focused one by default). With
         ``vlm`` the session's vision model describes it too, and the whole answer comes
-        back: ``{"text", "vlm", "vlm_tokens", "vlm_model", "scene_seq"}`` (409
-        ``vlm_not_configured`` when the session has no model)."""
+        back, a ``Description`` (409 ``vlm_not_configured`` when the session has no model)."""
         answer = await self.request("scene", "GET", "/api/v1/description", query=dict(
             window=window, limit=limit, mode=mode, vlm=vlm or None),
             timeout=self.timeout + VLM_TIMEOUT_S if vlm else None)
-        return answer if vlm else answer["text"]
+        return Description.model_validate(answer) if vlm else answer["text"]
 
     async def wait_for(self, any_of: list[dict[str, Any]], *, timeout_ms: int | None = None,
-                       poll_ms: int | None = None) -> Answer:
+                       poll_ms: int | None = None) -> WaitResult:
         """``POST /api/v1/wait_for``: until one condition holds (``matched``) or the timeout."""
         wait_s = (timeout_ms if timeout_ms is not None else 10_000) / 1000
-        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/wait_for",
-                                                        body=_body(any_of=any_of, timeout_ms=timeout_ms,
-                                                                   poll_ms=poll_ms),
-                                                        timeout=self.timeout + wait_s))
+        return WaitResult.model_validate(await self.request("scene", "POST", "/api/v1/wait_for",
+                                                            body=_body(any_of=any_of, timeout_ms=timeout_ms,
+                                                                       poll_ms=poll_ms),
+                                                            timeout=self.timeout + wait_s))
 
-    async def assert_state(self, predicates: list[dict[str, Any]], *, mode: str | None = None) -> Answer:
+    async def assert_state(self, predicates: list[dict[str, Any]], *, mode: str | None = None) -> Checked:
         """``POST /api/v1/assert_state``: each predicate passed or not, and what was seen."""
-        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/assert_state",
-                                                        body=_body(predicates=predicates, mode=mode)))
+        return Checked.model_validate(await self.request("scene", "POST", "/api/v1/assert_state",
+                                                         body=_body(predicates=predicates, mode=mode)))
 
     async def screenshot(self, display: int = 0, *, marks: bool = False, format: Literal["png", "jpeg"] = "png",
                          all_elements: bool = False) -> bytes:
@@ -239,23 +268,23 @@ class AsyncClient:
                               option: str | None = None, option_index: int | None = None,
                               keys: str | list[str] | None = None, to: dict[str, Any] | None = None,
                               settle_ms: int | None = None, since: str | None = None,
-                              format: DiffForm | None = None) -> Answer:
+                              format: DiffForm | None = None) -> ActObserved:
         """``POST /api/v1/act_and_observe``: ``act``, then what changed (since ``since``,
         else since just before the action)."""
-        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/act_and_observe", body=_body(
+        return ActObserved.model_validate(await self.request("scene", "POST", "/api/v1/act_and_observe", body=_body(
             target=target, action=action, text=text, option=option, option_index=option_index, keys=keys, to=to,
             settle_ms=settle_ms, since=since, format=format)))
 
     async def type_and_observe(self, text: str, *, settle_ms: int | None = None, since: str | None = None,
-                               format: DiffForm | None = None) -> Answer:
+                               format: DiffForm | None = None) -> ActObserved:
         """``POST /api/v1/type_and_observe``: type where the focus is, then what changed."""
-        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/type_and_observe", body=_body(
+        return ActObserved.model_validate(await self.request("scene", "POST", "/api/v1/type_and_observe", body=_body(
             text=text, settle_ms=settle_ms, since=since, format=format)))
 
     async def key_and_observe(self, keys: str | list[str], *, settle_ms: int | None = None,
-                              since: str | None = None, format: DiffForm | None = None) -> Answer:
+                              since: str | None = None, format: DiffForm | None = None) -> ActObserved:
         """``POST /api/v1/key_and_observe``: press keys (``"ctrl+s"``), then what changed."""
-        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/key_and_observe", body=_body(
+        return ActObserved.model_validate(await self.request("scene", "POST", "/api/v1/key_and_observe", body=_body(
             keys=keys, settle_ms=settle_ms, since=since, format=format)))
 
     # -- the scene: snapshots of the observed state ----------------------------------------
@@ -263,36 +292,47 @@ class AsyncClient:
     async def snapshot_save(self, *, label: str | None = None, ttl_s: float | None = None,
                             screenshot: bool | None = None, mode: str | None = None,
                             interactive: bool | None = None, display: int | None = None,
-                            window: str | None = None) -> Answer:
+                            window: str | None = None) -> SnapshotInfo:
         """``POST /api/v1/snapshots``: keep the state now under an id (``s1`` ...)."""
-        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/snapshots", body=_body(
+        return SnapshotInfo.model_validate(await self.request("scene", "POST", "/api/v1/snapshots", body=_body(
             label=label, ttl_s=ttl_s, screenshot=screenshot, mode=mode, interactive=interactive, display=display,
             window=window)))
 
-    async def snapshots(self) -> Answer:
+    async def snapshots(self) -> SnapshotList:
         """``GET /api/v1/snapshots``: the snapshots kept."""
-        return Answer.model_validate(await self.request("scene", "GET", "/api/v1/snapshots"))
+        return SnapshotList.model_validate(await self.request("scene", "GET", "/api/v1/snapshots"))
 
-    async def snapshot(self, snapshot_id: str) -> Answer:
+    async def snapshot(self, snapshot_id: str) -> Snapshot:
         """``GET /api/v1/snapshots/{id}``: one snapshot with its observation."""
-        return Answer.model_validate(await self.request("scene", "GET", f"/api/v1/snapshots/{snapshot_id}"))
+        return Snapshot.model_validate(await self.request("scene", "GET", f"/api/v1/snapshots/{snapshot_id}"))
 
-    async def snapshot_delete(self, snapshot_id: str) -> Answer:
+    async def snapshot_delete(self, snapshot_id: str) -> Dropped:
         """``DELETE /api/v1/snapshots/{id}``."""
-        return Answer.model_validate(await self.request("scene", "DELETE", f"/api/v1/snapshots/{snapshot_id}"))
+        return Dropped.model_validate(await self.request("scene", "DELETE", f"/api/v1/snapshots/{snapshot_id}"))
 
-    async def snapshot_diff(self, a: str, b: str = "now", *, format: DiffForm | None = None) -> Answer:
+    async def snapshot_diff(self, a: str, b: str = "now", *, format: DiffForm | None = None) -> SnapshotDiff:
         """``POST /api/v1/snapshots/diff``: what changed from snapshot ``a`` to ``b`` (or now)."""
-        return Answer.model_validate(await self.request("scene", "POST", "/api/v1/snapshots/diff",
-                                                        body=_body(a=a, b=b, format=format)))
+        return SnapshotDiff.model_validate(await self.request("scene", "POST", "/api/v1/snapshots/diff",
+                                                              body=_body(a=a, b=b, format=format)))
 
     # -- the scene: provider-shaped computer actions ---------------------------------------
 
+    @overload
+    async def computer(self, provider: Literal["anthropic"], action: dict[str, Any],
+                       **query: Any) -> AnthropicReply: ...
+
+    @overload
+    async def computer(self, provider: Literal["openai"], action: dict[str, Any], **query: Any) -> OpenAIReply: ...
+
+    @overload
+    async def computer(self, provider: Literal["gemini"], action: dict[str, Any], **query: Any) -> GeminiReply: ...
+
     async def computer(self, provider: Literal["anthropic", "openai", "gemini"], action: dict[str, Any],
-                       **query: Any) -> dict[str, Any]:
+                       **query: Any) -> AnthropicReply | OpenAIReply | GeminiReply:
         """``POST /api/v1/computer/{provider}``: the model's own action payload in, the
-        reply its SDK takes back out; ``query`` is the adapter's (display, display_width,
-        display_height, settle_ms, and the provider's own)."""
+        reply its SDK takes back out (a dict, typed per provider); ``query`` is the
+        adapter's (display, display_width, display_height, settle_ms, and the provider's
+        own)."""
         return await self.request("scene", "POST", f"/api/v1/computer/{provider}", query=dict(**query),
                                    body=action)
 
@@ -302,9 +342,9 @@ class AsyncClient:
                       y: float | None = None, *, display: int | None = None, button: str | None = None,
                       count: int | None = None, path: list[tuple[float, float]] | None = None,
                       dx: float | None = None, dy: float | None = None, modifiers: list[str] | None = None,
-                      duration_ms: int | None = None) -> Answer:
+                      duration_ms: int | None = None) -> InputDone:
         """desktopd ``POST /api/v1/pointer``: at display-local device pixels (the screenshot's)."""
-        return Answer.model_validate(await self.request("desktopd", "POST", "/api/v1/pointer", body=_body(
+        return InputDone.model_validate(await self.request("desktopd", "POST", "/api/v1/pointer", body=_body(
             action=action, x=x, y=y, display=display, button=button, count=count, path=path, dx=dx, dy=dy,
             modifiers=modifiers, duration_ms=duration_ms)))
 
@@ -314,9 +354,9 @@ class AsyncClient:
 
     async def keyboard(self, action: Literal["type", "key", "down", "up"], *, text: str | None = None,
                        keys: str | list[str] | None = None, key: str | None = None,
-                       interval_ms: int | None = None) -> Answer:
+                       interval_ms: int | None = None) -> InputDone:
         """desktopd ``POST /api/v1/keyboard``: type text, press combinations, hold keys."""
-        return Answer.model_validate(await self.request("desktopd", "POST", "/api/v1/keyboard", body=_body(
+        return InputDone.model_validate(await self.request("desktopd", "POST", "/api/v1/keyboard", body=_body(
             action=action, text=text, keys=keys, key=key, interval_ms=interval_ms)))
 
     async def tree(self) -> WindowTree:
@@ -327,15 +367,19 @@ class AsyncClient:
         """The windows of ``tree()``."""
         return (await self.tree()).windows
 
-    async def focus_window(self, window_id: str) -> Answer:
-        return Answer.model_validate(await self.request("desktopd", "POST", f"/api/v1/windows/{window_id}/focus"))
+    async def focus_window(self, window_id: str) -> WindowDone:
+        """desktopd ``POST /api/v1/windows/{id}/focus``."""
+        return WindowDone.model_validate(await self.request("desktopd", "POST", f"/api/v1/windows/{window_id}/focus"))
 
-    async def close_window(self, window_id: str) -> Answer:
-        return Answer.model_validate(await self.request("desktopd", "POST", f"/api/v1/windows/{window_id}/close"))
+    async def close_window(self, window_id: str) -> WindowDone:
+        """desktopd ``POST /api/v1/windows/{id}/close``: asks the window to close."""
+        return WindowDone.model_validate(await self.request("desktopd", "POST", f"/api/v1/windows/{window_id}/close"))
 
-    async def move_window(self, window_id: str, display: int) -> Answer:
-        return Answer.model_validate(await self.request("desktopd", "POST", f"/api/v1/windows/{window_id}/move",
-                                                        body={"display": display}))
+    async def move_window(self, window_id: str, display: int) -> WindowDone:
+        """desktopd ``POST /api/v1/windows/{id}/move``: to another display."""
+        return WindowDone.model_validate(await self.request("desktopd", "POST",
+                                                            f"/api/v1/windows/{window_id}/move",
+                                                            body={"display": display}))
 
     async def displays(self) -> DisplayList:
         """desktopd ``GET /api/v1/displays``."""
@@ -347,26 +391,41 @@ class AsyncClient:
         """Bridge ``GET /tabs``: the browser's page targets (``id``, ``title``, ``url`` ...)."""
         return [Tab.model_validate(t) for t in await self.request("bridge", "GET", "/tabs")]
 
-    async def new_tab(self, url: str = "about:blank") -> Tab:
-        """Bridge ``POST /tabs``: a new tab showing ``url``."""
-        return Tab.model_validate(await self.request("bridge", "POST", "/tabs", body={"action": "new", "url": url}))
+    async def new_tab(self, url: str = "about:blank") -> TabDone:
+        """Bridge ``POST /tabs``: a new tab showing ``url`` (its ``id``)."""
+        return TabDone.model_validate(await self.request("bridge", "POST", "/tabs",
+                                                         body={"action": "new", "url": url}))
 
-    async def activate_tab(self, tab_id: str) -> Answer:
-        return Answer.model_validate(await self.request("bridge", "POST", "/tabs",
-                                                        body={"action": "activate", "id": tab_id}))
+    async def activate_tab(self, tab_id: str) -> TabDone:
+        """Bridge ``POST /tabs``: bring a tab to the front."""
+        return TabDone.model_validate(await self.request("bridge", "POST", "/tabs",
+                                                         body={"action": "activate", "id": tab_id}))
 
-    async def close_tab(self, tab_id: str) -> Answer:
-        return Answer.model_validate(await self.request("bridge", "POST", "/tabs",
-                                                        body={"action": "close", "id": tab_id}))
+    async def close_tab(self, tab_id: str) -> TabDone:
+        """Bridge ``POST /tabs``: close a tab."""
+        return TabDone.model_validate(await self.request("bridge", "POST", "/tabs",
+                                                         body={"action": "close", "id": tab_id}))
 
-    async def navigate(self, url: str, *, tab: str | None = None) -> Answer:
+    async def navigate(self, url: str, *, tab: str | None = None) -> Navigated:
         """Bridge ``POST /navigate``: a tab (default: the first) to ``url``."""
-        return Answer.model_validate(await self.request("bridge", "POST", "/navigate", body=_body(url=url, tab=tab)))
+        return Navigated.model_validate(await self.request("bridge", "POST", "/navigate",
+                                                           body=_body(url=url, tab=tab)))
 
     # -- any service ------------------------------------------------------------------------
 
-    async def health(self, service: Service = "scene") -> Answer:
-        return Answer.model_validate(await self.request(service, "GET", "/health"))
+    @overload
+    async def health(self, service: Literal["scene"] = "scene") -> SceneHealth: ...
+
+    @overload
+    async def health(self, service: Literal["desktopd"]) -> DesktopdHealth: ...
+
+    @overload
+    async def health(self, service: Literal["bridge"]) -> BridgeHealth: ...
+
+    async def health(self, service: Service = "scene") -> SceneHealth | DesktopdHealth | BridgeHealth:
+        """``GET /health`` of a service: whether it is up, and what it says of itself."""
+        model = {"scene": SceneHealth, "desktopd": DesktopdHealth, "bridge": BridgeHealth}[service]
+        return model.model_validate(await self.request(service, "GET", "/health"))
 
 
 class SyncBase:

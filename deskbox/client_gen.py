@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, overload
 
-from .answers import Answer, DisplayList, Matches, PointerPosition, Receipt, Scene, Tab, Window, WindowTree
+{answers}
 from .client import AsyncClient, DiffForm, Mode, Service, SyncBase
 from .common.options import DEFAULT_URLS
 
@@ -81,10 +81,19 @@ def _is_overload(fn: ast.AST) -> bool:
     return any(isinstance(d, ast.Name) and d.id == "overload" for d in getattr(fn, "decorator_list", ()))
 
 
+def _answers_import(tree: ast.Module) -> str:
+    """The answer models ``client.py`` imports, imported the same way (one per line, as
+    ruff's isort writes a long import)."""
+    names = next(sorted(a.name for a in n.names) for n in tree.body
+                 if isinstance(n, ast.ImportFrom) and n.module == "answers" and n.level == 1)
+    return "from .answers import (\n" + "".join(f"    {name},\n" for name in names) + ")"
+
+
 def generate() -> str:
     source = (HERE / "client.py").read_text()
-    cls = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "AsyncClient")
-    out = [_HEAD]
+    tree = ast.parse(source)
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "AsyncClient")
+    out = [_HEAD.replace("{answers}", _answers_import(tree))]
     for fn in cls.body:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue

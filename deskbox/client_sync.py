@@ -10,7 +10,37 @@ from __future__ import annotations
 
 from typing import Any, Literal, overload
 
-from .answers import Answer, DisplayList, Matches, PointerPosition, Receipt, Scene, Tab, Window, WindowTree
+from .answers import (
+    ActObserved,
+    AnthropicReply,
+    BridgeHealth,
+    Checked,
+    Description,
+    DesktopdHealth,
+    DisplayList,
+    Dropped,
+    GeminiReply,
+    InputDone,
+    Matches,
+    Navigated,
+    Observed,
+    OpenAIReply,
+    PointerPosition,
+    Receipt,
+    Scene,
+    SceneHealth,
+    Sketch,
+    Snapshot,
+    SnapshotDiff,
+    SnapshotInfo,
+    SnapshotList,
+    Tab,
+    TabDone,
+    WaitResult,
+    Window,
+    WindowDone,
+    WindowTree,
+)
 from .client import AsyncClient, DiffForm, Mode, Service, SyncBase
 from .common.options import DEFAULT_URLS
 
@@ -52,13 +82,13 @@ class Client(SyncBase):
 
     def observe(self, since: str | None = None, *, mode: str | None = None, interactive: bool | None = None,
                 display: int | None = None, window: str | None = None, format: DiffForm | None = None,
-                text: bool | None = None, observation: bool | None = None) -> Answer:
+                text: bool | None = None, observation: bool | None = None) -> Observed:
         """``GET /api/v1/observe``: the state and a token; with ``since`` only what changed."""
         return self._run(self._client.observe(since, mode=mode, interactive=interactive, display=display, window=window,
                                               format=format, text=text, observation=observation))
 
     def sketch(self, *, window: str | None = None, display: int | None = None, cols: int | None = None,
-               rows: int | None = None, mode: str | None = None) -> Answer:
+               rows: int | None = None, mode: str | None = None) -> Sketch:
         """``GET /api/v1/sketch``: a window or display as labelled boxes on a character grid."""
         return self._run(self._client.sketch(window=window, display=display, cols=cols, rows=rows, mode=mode))
 
@@ -68,22 +98,21 @@ class Client(SyncBase):
 
     @overload
     def description(self, *, window: str | None = None, limit: int | None = None, mode: str | None = None,
-                    vlm: Literal[True]) -> dict[str, Any]: ...
+                    vlm: Literal[True]) -> Description: ...
 
     def description(self, *, window: str | None = None, limit: int | None = None, mode: str | None = None,
-                    vlm: bool = False) -> str | dict[str, Any]:
+                    vlm: bool = False) -> str | Description:
         """``GET /api/v1/description``: a window in prose (the focused one by default). With
         ``vlm`` the session's vision model describes it too, and the whole answer comes
-        back: ``{"text", "vlm", "vlm_tokens", "vlm_model", "scene_seq"}`` (409
-        ``vlm_not_configured`` when the session has no model)."""
+        back, a ``Description`` (409 ``vlm_not_configured`` when the session has no model)."""
         return self._run(self._client.description(window=window, limit=limit, mode=mode, vlm=vlm))
 
     def wait_for(self, any_of: list[dict[str, Any]], *, timeout_ms: int | None = None,
-                 poll_ms: int | None = None) -> Answer:
+                 poll_ms: int | None = None) -> WaitResult:
         """``POST /api/v1/wait_for``: until one condition holds (``matched``) or the timeout."""
         return self._run(self._client.wait_for(any_of, timeout_ms=timeout_ms, poll_ms=poll_ms))
 
-    def assert_state(self, predicates: list[dict[str, Any]], *, mode: str | None = None) -> Answer:
+    def assert_state(self, predicates: list[dict[str, Any]], *, mode: str | None = None) -> Checked:
         """``POST /api/v1/assert_state``: each predicate passed or not, and what was seen."""
         return self._run(self._client.assert_state(predicates, mode=mode))
 
@@ -106,7 +135,7 @@ class Client(SyncBase):
                         option: str | None = None, option_index: int | None = None,
                         keys: str | list[str] | None = None, to: dict[str, Any] | None = None,
                         settle_ms: int | None = None, since: str | None = None,
-                        format: DiffForm | None = None) -> Answer:
+                        format: DiffForm | None = None) -> ActObserved:
         """``POST /api/v1/act_and_observe``: ``act``, then what changed (since ``since``,
         else since just before the action)."""
         return self._run(self._client.act_and_observe(target, action, text=text, option=option,
@@ -114,51 +143,62 @@ class Client(SyncBase):
                                                       since=since, format=format))
 
     def type_and_observe(self, text: str, *, settle_ms: int | None = None, since: str | None = None,
-                         format: DiffForm | None = None) -> Answer:
+                         format: DiffForm | None = None) -> ActObserved:
         """``POST /api/v1/type_and_observe``: type where the focus is, then what changed."""
         return self._run(self._client.type_and_observe(text, settle_ms=settle_ms, since=since, format=format))
 
     def key_and_observe(self, keys: str | list[str], *, settle_ms: int | None = None,
-                        since: str | None = None, format: DiffForm | None = None) -> Answer:
+                        since: str | None = None, format: DiffForm | None = None) -> ActObserved:
         """``POST /api/v1/key_and_observe``: press keys (``"ctrl+s"``), then what changed."""
         return self._run(self._client.key_and_observe(keys, settle_ms=settle_ms, since=since, format=format))
 
     def snapshot_save(self, *, label: str | None = None, ttl_s: float | None = None,
                       screenshot: bool | None = None, mode: str | None = None,
                       interactive: bool | None = None, display: int | None = None,
-                      window: str | None = None) -> Answer:
+                      window: str | None = None) -> SnapshotInfo:
         """``POST /api/v1/snapshots``: keep the state now under an id (``s1`` ...)."""
         return self._run(self._client.snapshot_save(label=label, ttl_s=ttl_s, screenshot=screenshot, mode=mode,
                                                     interactive=interactive, display=display, window=window))
 
-    def snapshots(self) -> Answer:
+    def snapshots(self) -> SnapshotList:
         """``GET /api/v1/snapshots``: the snapshots kept."""
         return self._run(self._client.snapshots())
 
-    def snapshot(self, snapshot_id: str) -> Answer:
+    def snapshot(self, snapshot_id: str) -> Snapshot:
         """``GET /api/v1/snapshots/{id}``: one snapshot with its observation."""
         return self._run(self._client.snapshot(snapshot_id))
 
-    def snapshot_delete(self, snapshot_id: str) -> Answer:
+    def snapshot_delete(self, snapshot_id: str) -> Dropped:
         """``DELETE /api/v1/snapshots/{id}``."""
         return self._run(self._client.snapshot_delete(snapshot_id))
 
-    def snapshot_diff(self, a: str, b: str = "now", *, format: DiffForm | None = None) -> Answer:
+    def snapshot_diff(self, a: str, b: str = "now", *, format: DiffForm | None = None) -> SnapshotDiff:
         """``POST /api/v1/snapshots/diff``: what changed from snapshot ``a`` to ``b`` (or now)."""
         return self._run(self._client.snapshot_diff(a, b, format=format))
 
+    @overload
+    def computer(self, provider: Literal["anthropic"], action: dict[str, Any],
+                 **query: Any) -> AnthropicReply: ...
+
+    @overload
+    def computer(self, provider: Literal["openai"], action: dict[str, Any], **query: Any) -> OpenAIReply: ...
+
+    @overload
+    def computer(self, provider: Literal["gemini"], action: dict[str, Any], **query: Any) -> GeminiReply: ...
+
     def computer(self, provider: Literal["anthropic", "openai", "gemini"], action: dict[str, Any],
-                 **query: Any) -> dict[str, Any]:
+                 **query: Any) -> AnthropicReply | OpenAIReply | GeminiReply:
         """``POST /api/v1/computer/{provider}``: the model's own action payload in, the
-        reply its SDK takes back out; ``query`` is the adapter's (display, display_width,
-        display_height, settle_ms, and the provider's own)."""
+        reply its SDK takes back out (a dict, typed per provider); ``query`` is the
+        adapter's (display, display_width, display_height, settle_ms, and the provider's
+        own)."""
         return self._run(self._client.computer(provider, action, **query))
 
     def pointer(self, action: Literal["move", "click", "down", "up", "drag", "scroll"], x: float | None = None,
                 y: float | None = None, *, display: int | None = None, button: str | None = None,
                 count: int | None = None, path: list[tuple[float, float]] | None = None,
                 dx: float | None = None, dy: float | None = None, modifiers: list[str] | None = None,
-                duration_ms: int | None = None) -> Answer:
+                duration_ms: int | None = None) -> InputDone:
         """desktopd ``POST /api/v1/pointer``: at display-local device pixels (the screenshot's)."""
         return self._run(self._client.pointer(action, x, y, display=display, button=button, count=count, path=path,
                                               dx=dx, dy=dy, modifiers=modifiers, duration_ms=duration_ms))
@@ -169,7 +209,7 @@ class Client(SyncBase):
 
     def keyboard(self, action: Literal["type", "key", "down", "up"], *, text: str | None = None,
                  keys: str | list[str] | None = None, key: str | None = None,
-                 interval_ms: int | None = None) -> Answer:
+                 interval_ms: int | None = None) -> InputDone:
         """desktopd ``POST /api/v1/keyboard``: type text, press combinations, hold keys."""
         return self._run(self._client.keyboard(action, text=text, keys=keys, key=key, interval_ms=interval_ms))
 
@@ -181,13 +221,16 @@ class Client(SyncBase):
         """The windows of ``tree()``."""
         return self._run(self._client.windows())
 
-    def focus_window(self, window_id: str) -> Answer:
+    def focus_window(self, window_id: str) -> WindowDone:
+        """desktopd ``POST /api/v1/windows/{id}/focus``."""
         return self._run(self._client.focus_window(window_id))
 
-    def close_window(self, window_id: str) -> Answer:
+    def close_window(self, window_id: str) -> WindowDone:
+        """desktopd ``POST /api/v1/windows/{id}/close``: asks the window to close."""
         return self._run(self._client.close_window(window_id))
 
-    def move_window(self, window_id: str, display: int) -> Answer:
+    def move_window(self, window_id: str, display: int) -> WindowDone:
+        """desktopd ``POST /api/v1/windows/{id}/move``: to another display."""
         return self._run(self._client.move_window(window_id, display))
 
     def displays(self) -> DisplayList:
@@ -198,19 +241,31 @@ class Client(SyncBase):
         """Bridge ``GET /tabs``: the browser's page targets (``id``, ``title``, ``url`` ...)."""
         return self._run(self._client.tabs())
 
-    def new_tab(self, url: str = "about:blank") -> Tab:
-        """Bridge ``POST /tabs``: a new tab showing ``url``."""
+    def new_tab(self, url: str = "about:blank") -> TabDone:
+        """Bridge ``POST /tabs``: a new tab showing ``url`` (its ``id``)."""
         return self._run(self._client.new_tab(url))
 
-    def activate_tab(self, tab_id: str) -> Answer:
+    def activate_tab(self, tab_id: str) -> TabDone:
+        """Bridge ``POST /tabs``: bring a tab to the front."""
         return self._run(self._client.activate_tab(tab_id))
 
-    def close_tab(self, tab_id: str) -> Answer:
+    def close_tab(self, tab_id: str) -> TabDone:
+        """Bridge ``POST /tabs``: close a tab."""
         return self._run(self._client.close_tab(tab_id))
 
-    def navigate(self, url: str, *, tab: str | None = None) -> Answer:
+    def navigate(self, url: str, *, tab: str | None = None) -> Navigated:
         """Bridge ``POST /navigate``: a tab (default: the first) to ``url``."""
         return self._run(self._client.navigate(url, tab=tab))
 
-    def health(self, service: Service = "scene") -> Answer:
+    @overload
+    def health(self, service: Literal["scene"] = "scene") -> SceneHealth: ...
+
+    @overload
+    def health(self, service: Literal["desktopd"]) -> DesktopdHealth: ...
+
+    @overload
+    def health(self, service: Literal["bridge"]) -> BridgeHealth: ...
+
+    def health(self, service: Service = "scene") -> SceneHealth | DesktopdHealth | BridgeHealth:
+        """``GET /health`` of a service: whether it is up, and what it says of itself."""
         return self._run(self._client.health(service))

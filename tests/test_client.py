@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import io
+import typing
 
 import pytest
 from PIL import Image
+from pydantic import TypeAdapter
 
 import deskbox
 from deskbox import AsyncClient, Client, answers
@@ -91,15 +93,36 @@ def public_methods() -> set[str]:
     return {n for n, m in vars(AsyncClient).items() if not n.startswith("_") and inspect.iscoroutinefunction(m)}
 
 
+REPLIES = {"anthropic": answers.AnthropicReply, "openai": answers.OpenAIReply, "gemini": answers.GeminiReply}
+
+
+def fits_its_model(name: str, args: tuple, answer) -> None:
+    """An answer has every field its model has and none it lacks: a service that grows a
+    field fails here until ``deskbox.answers`` (and so the client and the OpenAPI
+    documents) declares it."""
+    if isinstance(answer, list):
+        for item in answer:
+            fits_its_model(name, args, item)
+    elif isinstance(answer, answers.Answer):
+        assert answers.undeclared(answer) == [], f"{name}: fields its model lacks"
+    elif name == "computer":
+        reply = REPLIES[args[0]]
+        assert set(answer) == set(typing.get_type_hints(reply)), f"computer/{args[0]}: {sorted(answer)}"
+        TypeAdapter(reply).validate_python(answer)
+
+
 async def every_method(call, session, pages) -> set[str]:
     """Each public method of the client, once, against the real session; ``call(name,
-    *args, **kwargs)`` runs it (async, or the sync client in a thread). Answers the names
-    called, which the tests compare with the client's methods."""
+    *args, **kwargs)`` runs it (async, or the sync client in a thread), and every answer is
+    held to its model. Answers the names called, which the tests compare with the
+    client's methods."""
     called: set[str] = set()
 
     async def c(name: str, *args, **kwargs):
         called.add(name)
-        return await call(name, *args, **kwargs)
+        answer = await call(name, *args, **kwargs)
+        fits_its_model(name, args, answer)
+        return answer
 
     await asyncio.to_thread(open_fixture, session, pages, "toolset.html")
     assert (await c("health")).ok is True
@@ -126,17 +149,20 @@ async def every_method(call, session, pages) -> set[str]:
     email = (await c("find", "textbox[name=Email]")).matches[0].id
     await c("act", email, "clear_text")
     typed = await c("type_and_observe", "x@y.z")
-    assert typed.receipt["action"] == "type"
-    assert (await c("key_and_observe", "BackSpace")).receipt["action"] == "key"
+    assert typed.receipt.action == "type"
+    assert (await c("key_and_observe", "BackSpace")).receipt.action == "key"
     await asyncio.to_thread(pages.wait_for, type="input", target="email", value="x@y.")
     saved = await c("snapshot_save", label="client")
-    assert saved.id in [s["id"] for s in (await c("snapshots")).snapshots]
+    assert saved.id in [s.id for s in (await c("snapshots")).snapshots]
     assert (await c("snapshot", saved.id)).label == "client"
     assert "unchanged" in await c("snapshot_diff", saved.id)
     assert (await c("snapshot_delete", saved.id)).dropped is True
     # The provider's own reply, as its SDK takes it back: a dict.
     shot = await c("computer", "anthropic", {"action": "screenshot"})
     assert shot["content"][0]["type"] == "image"
+    assert (await c("computer", "openai", {"type": "screenshot"}))["type"] == "computer_call_output"
+    assert (await c("computer", "gemini", {"name": "wait_5_seconds", "args": {}}))["parts"]
+    assert (await c("health", "desktopd")).backend == "wayland" and (await c("health", "bridge")).attached
     await c("pointer", "move", 10, 10)
     assert (await c("pointer_position")).x == 10
     await c("keyboard", "key", keys="Escape")

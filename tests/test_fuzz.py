@@ -30,6 +30,7 @@ PHASES = os.environ.get("DESKBOX_FUZZ_PHASES", "examples,fuzzing")
 # How long the fuzzer waits for an answer at most: longer than any bound the fuzzed
 # operations document (a 100 s hold_key then its action's 60 s); each answer is checked
 # against its own operation's bound (tests.support.fuzz_checks.within_its_longest_time).
+# A 200's body is checked against the answer model its route declares (response_schema_conformance).
 REQUEST_TIMEOUT_S = 300
 RUNS_COMMANDS = r"^/(execute|run_python|run_bash_script|execute_with_verification|deskbox/chrome|setup/.*)$"
 
@@ -48,7 +49,8 @@ def session(pages: PageServer):
 def fuzz(url: str, *extra: str) -> subprocess.CompletedProcess:
     st = os.path.join(os.path.dirname(sys.executable), "st")
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.support.fuzz_checks", "PYTHONPATH": str(ROOT)}
-    argv = [st, "run", url, "--checks", "no_internal_error,status_code_conformance,within_its_longest_time",
+    checks = "no_internal_error,status_code_conformance,response_schema_conformance,within_its_longest_time"
+    argv = [st, "run", url, "--checks", checks,
             "--max-examples", EXAMPLES, "--seed", SEED, "--phases", PHASES, "--workers", "1",
             "--request-timeout", str(REQUEST_TIMEOUT_S),
             "--generation-database", "none", "--no-color", *extra]

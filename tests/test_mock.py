@@ -15,7 +15,7 @@ import mcp
 import pytest
 from aiohttp import web
 
-from deskbox import ActionFailedError, AsyncClient
+from deskbox import ActionFailedError, AsyncClient, answers
 from deskbox.mock.app import create_app
 from deskbox.mock.scenario import load
 from deskbox.observer.app import ObserverConfig
@@ -73,6 +73,11 @@ async def test_an_agent_signs_in_after_a_wrong_password():
         with pytest.raises(ActionFailedError) as gone:
             await desk.act(submit)  # the form is gone: its button's id is stale
         assert gone.value.code == "stale_element"
+        # desktopd's routes, served by the mock, answer as desktopd's do.
+        moved = await desk.pointer("move", 5, 5)
+        assert moved.ok and moved.pointer.x == 5 and answers.undeclared(moved) == []
+        for answer in (await desk.keyboard("key", keys="Escape"), await desk.tree(), await desk.displays()):
+            assert answers.undeclared(answer) == []
         print(f"login scenario, 6 steps and 2 oracle reads: {1000 * (time.perf_counter() - started):.0f} ms")
 
 

@@ -21,7 +21,7 @@ import pytest
 from aiohttp import web
 from PIL import Image
 
-from deskbox import AsyncClient, Client
+from deskbox import AsyncClient, Client, answers
 from deskbox.mcp import tools
 from deskbox.observer.app import ObserverConfig
 from deskbox.observer.app import create_app as create_observer
@@ -214,7 +214,8 @@ def test_the_client_answers_the_text_alone_or_with_vlm_the_whole_answer(page, mo
         plain = desk.description()
         said = desk.description(vlm=True)
     assert isinstance(plain, str) and "Add item" in plain
-    assert said["vlm"] == SAID and said["vlm_tokens"] == 42 and said["vlm_model"] == MODEL and said["text"]
+    assert isinstance(said, answers.Description) and answers.undeclared(said) == []
+    assert said.vlm == SAID and said.vlm_tokens == 42 and said.vlm_model == MODEL and said.text
     assert len(model.requests) == 1
 
 

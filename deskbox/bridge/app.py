@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import orjson
 from aiohttp import ClientSession, ClientTimeout, web
 
+from ..answers import BridgeHealth, Navigated, Tab, TabDone
 from ..cdp import CDPClosed, CDPError
 from ..common.errors import ActionFailedError, NotFoundError, UnavailableError
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
@@ -194,12 +195,12 @@ ROUTES = [
     Route("GET", "/", layout, "Every tab's accessibility tree with boxes (same as /layout)", query=LayoutQuery),
     Route("GET", "/layout", layout, "Every tab's accessibility tree with boxes and layout metrics", query=LayoutQuery),
     Route("GET", "/targets", targets, "Chromium's DevTools target list"),
-    Route("GET", "/tabs", tabs, "The page targets"),
-    Route("POST", "/tabs", post_tabs, "Open, activate or close a tab", body=TabsRequest),
-    Route("POST", "/navigate", navigate, "Navigate a tab (default: the first)", body=NavigateRequest),
+    Route("GET", "/tabs", tabs, "The page targets", answer=list[Tab]),
+    Route("POST", "/tabs", post_tabs, "Open, activate or close a tab", body=TabsRequest, answer=TabDone),
+    Route("POST", "/navigate", navigate, "Navigate a tab (default: the first)", body=NavigateRequest, answer=Navigated),
     Route("POST", "/element", element, "One DOM node: hit-test a point, scroll it into view, focus it",
           body=ElementRequest),
-    Route("GET", "/health", health, "Chromium's state"),
+    Route("GET", "/health", health, "Chromium's state", answer=BridgeHealth),
     Route("GET", "/metrics", serve_metrics, "Prometheus metrics: requests per route", responses="text/plain"),
     Route("GET", "/openapi.json", openapi, "This document"),
 ]

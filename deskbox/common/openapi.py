@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from aiohttp import web
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from .errors import DeadlineExceededError
 from .web import Handler, read_body, read_query, stop_when_client_leaves
@@ -89,6 +89,12 @@ _ERROR_SHAPE = ': {"error": {"code", "message", "recoverable", "suggested_next_t
 
 @dataclass(frozen=True)
 class Route:
+    """One route of a service. ``body`` and ``query`` validate what comes in; ``answer``
+    is what a 200 carries (a ``deskbox.answers`` model, a list of one, or a provider's
+    typed dict): published in the document, and what the client's method for the route
+    returns (tests/unit/test_answer_routes.py ties the two, and the real-session tests check
+    each answer has no field its model lacks)."""
+
     method: str
     path: str
     handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -100,6 +106,7 @@ class Route:
     # Input or a wait: stopped (held keys let go) when the client leaves before its answer.
     stops_when_client_leaves: bool = False
     longest: Longest = QUICK
+    answer: Any = None
 
 
 def add_routes(app: web.Application, routes: list[Route]) -> None:
@@ -144,12 +151,18 @@ async def _limit(route: Route, request: web.Request) -> float:
 
 
 def openapi_document(title: str, version: str, routes: list[Route]) -> dict[str, Any]:
+    # Every body and answer in one pass, so pydantic names the components apart when two
+    # models share a name (two providers' ``Click``), and each reference finds its own.
+    typed = [(key, t) for route in routes for key, t in (("body", route.body), ("answer", route.answer))
+             if t is not None]
+    refs, defs = TypeAdapter.json_schemas([((key, id(t)), "validation", TypeAdapter(t)) for key, t in typed],
+                                          ref_template="#/components/schemas/{model}")
     paths: dict[str, dict] = {}
-    schemas: dict[str, Any] = {}
     for route in routes:
         responses: dict[str, Any] = {}
         for status in route.success:
-            responses[str(status)] = ({"description": "success", "content": {route.responses: {}}}
+            answer = {} if route.answer is None else {"schema": refs[("answer", id(route.answer)), "validation"]}
+            responses[str(status)] = ({"description": "success", "content": {route.responses: answer}}
                                       if status == 200 else {"description": {204: "done", 304: "not modified", 408: "no condition held in time",
                                                               501: "not served yet"}.get(status, "success")})
         for status in ERROR_STATUSES:
@@ -169,12 +182,8 @@ def openapi_document(title: str, version: str, routes: list[Route]) -> dict[str,
         if params:
             op["parameters"] = params
         if route.body is not None:
-            name = route.body.__name__
-            schema = route.body.model_json_schema(ref_template="#/components/schemas/{model}")
-            schemas.update(schema.pop("$defs", {}))
-            schemas[name] = schema
             op["requestBody"] = {"required": True,
-                                 "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}}
+                                 "content": {"application/json": {"schema": refs[("body", id(route.body)), "validation"]}}}
         paths.setdefault(route.path, {})[route.method.lower()] = op
     return {"openapi": "3.1.0", "info": {"title": title, "version": version}, "paths": paths,
-            "components": {"schemas": schemas}}
+            "components": {"schemas": defs.get("$defs", {})}}

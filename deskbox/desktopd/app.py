@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from aiohttp import web
 from prometheus_client import Counter
 
+from ..answers import DesktopdHealth, DisplayList, InputDone, PointerPosition, WindowDone, WindowTree
 from ..common.errors import DeadlineExceededError, InvalidRequestError
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
 from ..common.openapi import Longest, Route, add_routes, openapi_document
@@ -371,26 +372,28 @@ async def openapi(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", "/api/v1/health", health, "Liveness and what this desktopd drives"),
-    Route("GET", "/health", health, "Alias of /api/v1/health"),
+    Route("GET", "/api/v1/health", health, "Liveness and what this desktopd drives", answer=DesktopdHealth),
+    Route("GET", "/health", health, "Alias of /api/v1/health", answer=DesktopdHealth),
     Route("GET", "/metrics", serve_metrics, "Prometheus metrics: requests per route, input actions, screenshots",
           responses="text/plain"),
-    Route("GET", "/api/v1/displays", displays, "Displays: layout bounds, scale, device pixel size"),
+    Route("GET", "/api/v1/displays", displays, "Displays: layout bounds, scale, device pixel size", answer=DisplayList),
     Route("GET", "/api/v1/screenshot", screenshot, "One display as PNG, JPEG or WebP", query=ScreenshotQuery,
           success=(200, 304),
           responses="image/*"),
-    Route("GET", "/api/v1/pointer", pointer_position, "Where desktopd last put the pointer (nulls until it has)"),
+    Route("GET", "/api/v1/pointer", pointer_position, "Where desktopd last put the pointer (nulls until it has)",
+          answer=PointerPosition),
     Route("POST", "/api/v1/pointer", pointer, "Move, click, press, release, drag or scroll", body=PointerRequest,
-          longest=INPUT_LONGEST),
+          longest=INPUT_LONGEST, answer=InputDone),
     Route("POST", "/api/v1/keyboard", keyboard, "Type text, press key combinations, hold keys", body=KeyboardRequest,
-          longest=INPUT_LONGEST),
+          longest=INPUT_LONGEST, answer=InputDone),
     Route("POST", "/api/v1/input/release", release_input, "Release every key and button deskbox holds"),
     Route("POST", "/api/v1/gate", gate_state, "Internal (the scene): whether to take direct input to its gate",
           body=GateStateRequest),
-    Route("GET", "/api/v1/tree", tree, "Windows with display-local bounds"),
-    Route("POST", "/api/v1/windows/{id}/focus", window_focus, "Focus a window"),
-    Route("POST", "/api/v1/windows/{id}/close", window_close, "Ask a window to close"),
-    Route("POST", "/api/v1/windows/{id}/move", window_move, "Move a window to a display", body=MoveWindowRequest),
+    Route("GET", "/api/v1/tree", tree, "Windows with display-local bounds", answer=WindowTree),
+    Route("POST", "/api/v1/windows/{id}/focus", window_focus, "Focus a window", answer=WindowDone),
+    Route("POST", "/api/v1/windows/{id}/close", window_close, "Ask a window to close", answer=WindowDone),
+    Route("POST", "/api/v1/windows/{id}/move", window_move, "Move a window to a display", body=MoveWindowRequest,
+          answer=WindowDone),
     Route("POST", "/api/v1/tablet", tablet, "Compatibility: tap at a point", body=TabletRequest, success=(204,)),
     Route("POST", "/api/v1/tablet_event", tablet_event, "Compatibility: pointer events", body=TabletEventsRequest,
           success=(204,), longest=INPUT_LONGEST),

@@ -19,14 +19,14 @@ from mcp.types import Tool as McpTool
 from PIL import Image
 from pydantic import BaseModel
 
+from ..api.computer import AnthropicAction, AnthropicQuery
+from ..api.scene import ActRequest, MarkedScreenshotQuery
+from ..api.toolset import AssertRequest, DescribeQuery, FindQuery, ObserveQuery, WaitRequest
 from ..bridge.models import NavigateRequest
 from ..client import AsyncClient, DeskboxError
 from ..common.logging import get_logger
 from ..common.options import VLM_TIMEOUT_S
 from ..desktopd.models import KeyboardRequest, PointerRequest
-from ..scene.computer.anthropic import AnthropicAction, AnthropicQuery
-from ..scene.models import ActRequest, MarkedScreenshotQuery
-from ..scene.toolset.models import AssertRequest, DescribeQuery, FindQuery, ObserveQuery, WaitRequest
 
 __all__ = ["Tool", "TOOLS", "call", "listed"]
 

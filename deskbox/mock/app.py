@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from ..answers import DisplayList, InputDone, WindowTree
+from ..api.toolset import AssertRequest
 from ..common.openapi import Route, add_routes
 from ..common.web import json_ok, read_body
 from ..desktopd.models import KeyboardRequest, PointerRequest
 from ..scene.app import DESKTOP, ENGINE, Parts, SceneConfig
 from ..scene.app import create_app as create_scene_app
 from ..scene.toolset.checks import Look, check
-from ..scene.toolset.models import AssertRequest
 from .scenario import Scenario
 from .world import MockActor, MockDesktop, MockEngine, World
 
@@ -65,13 +66,14 @@ async def reset(request: web.Request) -> web.Response:
 async def pointer(request: web.Request) -> web.Response:
     req = await read_body(request, PointerRequest)
     await request.app[DESKTOP].pointer(**req.model_dump())
-    return json_ok({"ok": True})
+    at = {"display": req.display, "x": req.x, "y": req.y} if req.x is not None else None
+    return json_ok({"ok": True, "action": req.action, "pointer": at, "ms": 0.0})
 
 
 async def keyboard(request: web.Request) -> web.Response:
     req = await read_body(request, KeyboardRequest)
     await request.app[DESKTOP].keyboard(**req.model_dump(exclude_none=True))
-    return json_ok({"ok": True})
+    return json_ok({"ok": True, "action": req.action, "pointer": None, "ms": 0.0})
 
 
 def _display_json(engine) -> dict:
@@ -95,8 +97,9 @@ ROUTES = [
     Route("GET", "/api/v1/oracle", oracle, "Whether the scenario's success and failure oracles hold now"),
     Route("POST", "/api/v1/mock/reset", reset, "Start the scenario over"),
     Route("POST", "/api/v1/pointer", pointer, "desktopd's pointer: a click acts on the element at the point",
-          body=PointerRequest),
-    Route("POST", "/api/v1/keyboard", keyboard, "desktopd's keyboard: to the focused element", body=KeyboardRequest),
-    Route("GET", "/api/v1/displays", displays, "The scenario's one display"),
-    Route("GET", "/api/v1/tree", tree, "The scenario's windows"),
+          body=PointerRequest, answer=InputDone),
+    Route("POST", "/api/v1/keyboard", keyboard, "desktopd's keyboard: to the focused element", body=KeyboardRequest,
+          answer=InputDone),
+    Route("GET", "/api/v1/displays", displays, "The scenario's one display", answer=DisplayList),
+    Route("GET", "/api/v1/tree", tree, "The scenario's windows", answer=WindowTree),
 ]

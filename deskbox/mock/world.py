@@ -11,13 +11,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.scene import ActRequest
 from ..common.errors import ActionFailedError, InvalidRequestError, UnavailableError
 from ..geometry import Display, Rect, device_rect, probe_points
 from ..scene.act import lookup_element
 from ..scene.elements import INTERACTIVE_ROLES, Element
 from ..scene.frames import FrameSignature
 from ..scene.ids import IdRegistry
-from ..scene.models import ActRequest
 from ..scene.scene_json import Scene, apps_of
 from ..scene.sources import Window
 from .scenario import Node, Scenario

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..scene.models import Flag
+from ..api.scene import Flag
 
 Selector = Annotated[str, Field(min_length=1, max_length=2000)]
 

@@ -11,6 +11,7 @@ from typing import Any
 from aiohttp import web
 from PIL import Image
 
+from ..answers import Description
 from ..client import DeskboxError
 from ..common.errors import InvalidRequestError
 from ..common.openapi import QUICK_S, Longest, Route, typing_if
@@ -70,18 +71,18 @@ async def get_description(request: web.Request) -> web.Response:
     _, window = await obs.window(q)
     uid = window["window_uid"]
     answer: dict[str, Any] = {"ok": True, "mode": "combined", "effective_mode": "combined", "window": window["title"]}
-    said: dict[str, Any] | None = None
+    said: Description | None = None
     if q.mode in (None, "combined", "vlm"):
         try:
             said = await obs.client.description(window=uid, vlm=True)
-            answer.update(vlm=said["vlm"], vlm_tokens=said["vlm_tokens"], vlm_model=said["vlm_model"])
+            answer.update(vlm=said.vlm, vlm_tokens=said.vlm_tokens, vlm_model=said.vlm_model)
         except DeskboxError as exc:
             if q.mode == "vlm" or exc.code not in ("vlm_not_configured", "vlm_unavailable", "budget_exceeded"):
                 raise
             if exc.code != "vlm_not_configured":  # (a model there is, that did not answer)
                 answer.update(vlm=None, vlm_tokens=None, vlm_model=None,
                               vlm_error={"code": exc.code, "message": exc.message})
-    text = said["text"] if said is not None else await obs.client.description(window=uid)
+    text = said.text if said is not None else await obs.client.description(window=uid)
     return as_json({**answer, "accessibility": text, "description": text})
 
 

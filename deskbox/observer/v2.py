@@ -235,13 +235,13 @@ def _condition(c: dict[str, Any]) -> dict[str, Any]:
 
 async def _wait(obs: Observer, conditions: list[dict], timeout_ms: int, poll_ms: int) -> web.Response:
     out = await obs.client.wait_for(conditions, timeout_ms=timeout_ms, poll_ms=poll_ms)
-    if out["matched"]:
-        return ok(matched_index=out["matched_index"], matched_detail=out["observed"], elapsed_ms=out["elapsed_ms"],
-                  polls=out["polls"])
-    return as_json({"ok": False, "success": False, "elapsed_ms": out["elapsed_ms"], "polls": out["polls"],
+    if out.matched:
+        return ok(matched_index=out.matched_index, matched_detail=out.observed, elapsed_ms=out.elapsed_ms,
+                  polls=out.polls)
+    return as_json({"ok": False, "success": False, "elapsed_ms": out.elapsed_ms, "polls": out.polls,
                    "error": {"code": "Timeout", "message": f"no condition held within {timeout_ms} ms",
                              "recoverable": True, "suggested_next_tool": "observe",
-                             "context": {"last_observed": out["last_observed"]}}}, 408)
+                             "context": {"last_observed": out.last_observed}}}, 408)
 
 
 async def wait_for(request: web.Request) -> web.Response:
@@ -287,18 +287,18 @@ async def key_and_observe(request: web.Request) -> web.Response:
 async def snapshot_save(request: web.Request) -> web.Response:
     obs = request.app[OBSERVER]
     saved = await obs.client.snapshot_save()
-    return ok(snapshot_id=saved["id"], ts=saved["created"], summary=saved["summary"])
+    return ok(snapshot_id=saved.id, ts=saved.created, summary=saved.summary)
 
 
 async def snapshot_get(request: web.Request) -> web.Response:
     obs = request.app[OBSERVER]
     kept = await obs.client.snapshot(request.match_info["snapshot_id"])
-    doc = kept["observation"]
+    doc = kept.observation.model_dump(exclude_unset=True) if kept.observation else {"windows": {}, "elements": {}}
     trees: dict[str, list] = {uid: [] for uid in doc["windows"]}
     for e in doc["elements"].values():
         trees.setdefault(e.get("window_id"), []).append(e)
     return ok(windows=[{"window_uid": k, **v} for k, v in doc["windows"].items()], trees=trees,
-              tree_hashes={"all": kept["tree_hash"]}, ts=kept["created"])
+              tree_hashes={"all": kept.tree_hash}, ts=kept.created)
 
 
 async def snapshot_diff(request: web.Request) -> web.Response:
@@ -306,7 +306,7 @@ async def snapshot_diff(request: web.Request) -> web.Response:
     obs = request.app[OBSERVER]
     form = "json-patch" if req.format == "json-patch" else "compact"
     out = await obs.client.snapshot_diff(req.a, req.b, format=form)
-    changes = out["changes"]
+    changes = out.changes
     if form == "compact":
         per_window: dict[str, dict] = {}
         for key in ("added", "removed", "changed"):
@@ -316,16 +316,16 @@ async def snapshot_diff(request: web.Request) -> web.Response:
                 per_window[uid]["changes"][key].append(e)
         return ok(windows_added=[w["id"] for w in changes["windows_added"]],
                   windows_removed=[w["id"] for w in changes["windows_removed"]], per_window_changes=per_window,
-                  unchanged=out["unchanged"])
+                  unchanged=out.unchanged)
     return ok(windows_added=[], windows_removed=[], per_window_changes={"all": {"format": "json-patch",
                                                                                 "changes": changes}},
-              unchanged=out["unchanged"])
+              unchanged=out.unchanged)
 
 
 async def snapshot_delete(request: web.Request) -> web.Response:
     obs = request.app[OBSERVER]
     out = await obs.client.snapshot_delete(request.match_info["snapshot_id"])
-    return ok(dropped=out["dropped"])
+    return ok(dropped=out.dropped)
 
 
 async def assert_state(request: web.Request) -> web.Response:
@@ -337,7 +337,7 @@ async def assert_state(request: web.Request) -> web.Response:
                                       "on the server", code="predicate_unsupported")
         predicates.append(p)
     out = await request.app[OBSERVER].client.assert_state(predicates)
-    return ok(all_passed=out["all_passed"], results=out["results"])
+    return ok(all_passed=out.all_passed, results=[r.model_dump(exclude_unset=True) for r in out.results])
 
 
 def _element(path: str, action: str, act: Callable[[ElementRequest], dict], summary: str,

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
+from ..api.scene import ActRequest
 from ..common.errors import ActionFailedError, NotFoundError
 from ..common.web import taking_turn
 from ..geometry import device_rect, display_to_css, probe_points, visible_part
@@ -26,7 +27,6 @@ from .elements import Element
 from .engine import SceneEngine
 from .gate import Gate, traced
 from .ids import IdRegistry
-from .models import ActRequest
 from .placing import window_above
 from .sources import Bridge, Desktop
 

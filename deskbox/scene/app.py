@@ -16,6 +16,16 @@ import orjson
 from aiohttp import WSMsgType, web
 from PIL import Image
 
+from ..answers import Receipt, Scene, SceneHealth
+from ..api.scene import (
+    ActRequest,
+    MarkedScreenshotQuery,
+    ResolveRequest,
+    SceneQuery,
+    StreamQuery,
+    TextQuery,
+    VlmRequest,
+)
 from ..common.errors import DeskboxError, InvalidRequestError
 from ..common.logging import get_logger
 from ..common.metrics import add_metrics, metrics_middleware, serve_metrics
@@ -33,7 +43,6 @@ from .engine import SceneEngine
 from .gate import Gate, interface_middleware
 from .guard import Guard
 from .metrics import SCENE_METRICS, SceneMetrics
-from .models import ActRequest, MarkedScreenshotQuery, ResolveRequest, SceneQuery, StreamQuery, TextQuery, VlmRequest
 from .recording import RECORDING, Recording
 from .recording import ROUTES as RECORDING_ROUTES
 from .replay import REPLAYER, REPLAYS, Replayer
@@ -369,18 +378,18 @@ async def openapi(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", "/api/v1/health", health, "Liveness and the newest scene's age and sources"),
-    Route("GET", "/health", health, "Alias of /api/v1/health"),
+    Route("GET", "/api/v1/health", health, "Liveness and the newest scene's age and sources", answer=SceneHealth),
+    Route("GET", "/health", health, "Alias of /api/v1/health", answer=SceneHealth),
     Route("GET", "/metrics", serve_metrics, "Prometheus metrics: requests per route, scene builds, actions",
           responses="text/plain"),
     Route("GET", "/api/v1/scene", get_scene, "The Scene JSON (display-local device pixels, stable ids)",
-          query=SceneQuery),
+          query=SceneQuery, answer=Scene),
     Route("GET", "/api/v1/scene/text", get_text, "The scene as compact prompt text, within a budget",
           query=TextQuery, responses="text/plain"),
     Route("POST", "/api/v1/scene/vlm", post_vlm, "Set vlm_scene / vlm_elements, carried into later scenes",
           body=VlmRequest),
     Route("POST", "/api/v1/act", act, "Act on an element by id with real input; answers with a receipt",
-          body=ActRequest, stops_when_client_leaves=True, longest=typing_if("text")),
+          body=ActRequest, stops_when_client_leaves=True, longest=typing_if("text"), answer=Receipt),
     Route("POST", "/api/v1/resolve", post_resolve, "Best current element for a role, name and place",
           body=ResolveRequest),
     Route("GET", "/api/v1/screenshot", screenshot, "A display's screenshot, with element ids drawn on (marks=1)",

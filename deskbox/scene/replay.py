@@ -24,6 +24,7 @@ from typing import Any, Literal
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..api.scene import ActRequest
 from ..common.errors import DeadlineExceededError, DeskboxError, InvalidRequestError, NotFoundError
 from ..common.openapi import TYPING, TYPING_S, Longest, Route
 from ..common.web import json_ok, read_body, taking_turn
@@ -32,7 +33,6 @@ from ..policy.config import RedactionConfig
 from ..trace.recorder import read_steps, read_trace
 from .act import Actor
 from .gate import RESOLVED_BY, traced
-from .models import ActRequest
 from .reference import resolve
 from .tracing import gate_of
 

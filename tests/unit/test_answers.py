@@ -7,6 +7,7 @@ import warnings
 
 import pytest
 
+from deskbox import answers
 from deskbox.answers import Answer, Matches, Receipt, Scene, WindowTree
 
 SCENE = {
@@ -63,3 +64,13 @@ def test_lists_and_generic_answers():
     assert tree.windows[0].wm_class == ["a", "B"] and tree.windows[0].bounds is None
     observed = Answer.model_validate({"token": "o3", "format": "full", "changes": {"removed": []}})
     assert observed.token == "o3" and observed.changes == {"removed": []}
+
+
+def test_undeclared_names_the_fields_a_model_lacks() -> None:
+    scene = answers.Scene.model_validate({"seq": 1, "ax": [{"id": "a0-1", "checked": True}], "new": 1,
+                                          "displays": [{"id": 0}]})
+    assert answers.undeclared(scene) == ["new", "ax.0.checked"]
+    observed = answers.Observed.model_validate({"token": "o1", "seq": 1, "tree_hash": "x", "format": "full",
+                                                "observation": {"elements": {"a0-1": {"id": "a0-1", "x": 1}}}})
+    assert answers.undeclared(observed) == ["observation.elements.a0-1.x"]
+    assert answers.undeclared(answers.Dropped(dropped=True)) == []

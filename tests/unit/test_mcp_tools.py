@@ -35,7 +35,7 @@ def test_the_computer_schema_takes_each_action_with_its_own_fields():
 
 
 def test_the_act_schema_is_the_scene_models():
-    from deskbox.scene.models import ActRequest
+    from deskbox.api.scene import ActRequest
 
     act = next(t for t in tools.TOOLS if t.name == "act")
     assert act.schema["properties"]["action"]["enum"] == list(get_args(ActRequest.model_fields["action"].annotation))

@@ -19,8 +19,9 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 from aiohttp import web
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict
 
+from ...api.computer import ScreenQuery
 from ...common.errors import ActionFailedError, InvalidRequestError, NotFoundError, UnavailableError
 from ...common.session_api import SessionControl
 from ...common.web import read_body, taking_turn
@@ -50,25 +51,6 @@ T = TypeVar("T")
 PIXELS_PER_NOTCH = 180.0
 # How long open_web_browser waits for the window of a browser it started.
 BROWSER_WINDOW_S = 20.0
-
-
-class ScreenQuery(BaseModel):
-    """Query parameters every adapter takes."""
-
-    model_config = ConfigDict(extra="forbid")
-    display: int = Field(0, ge=0, description="the display to act on and capture")
-    display_width: int | None = Field(None, ge=16, le=8192,
-                                      description="the width the model was told (default: the display's)")
-    display_height: int | None = Field(None, ge=16, le=8192,
-                                       description="the height the model was told (default: the display's)")
-    settle_ms: int = Field(1500, ge=0, le=10_000,
-                           description="how long to wait at most for the screen to settle before the screenshot")
-
-    @model_validator(mode="after")
-    def _both(self) -> "ScreenQuery":
-        if (self.display_width is None) != (self.display_height is None):
-            raise ValueError("give display_width and display_height together, or neither")
-        return self
 
 
 class _Object(BaseModel):

@@ -15,21 +15,22 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from PIL import Image
 
-from ...common.errors import ActionFailedError, InvalidRequestError, UnavailableError
-from ...common.openapi import ACTION, QUICK_S, TYPING, Longest, Route, typing_if, waiting
-from ...common.options import VLM_TIMEOUT_S
-from ...common.web import json_ok, read_body, read_query, taking_turn
-from ..act import Actor
-from ..engine import SceneEngine
-from ..frames import changed_regions
-from ..gate import traced
-from ..models import ActRequest
-from ..sources import Bridge, Desktop
-from ..text import scene_text
-from ..tracing import GATE
-from ..vlm import VLM, VisionModel
-from .checks import Look, check
-from .models import (
+from ...answers import (
+    ActObserved,
+    Checked,
+    Description,
+    Dropped,
+    Matches,
+    Observed,
+    Sketch,
+    Snapshot,
+    SnapshotDiff,
+    SnapshotInfo,
+    SnapshotList,
+    WaitResult,
+)
+from ...api.scene import ActRequest
+from ...api.toolset import (
     ActObserveRequest,
     AssertRequest,
     DescribeQuery,
@@ -42,6 +43,19 @@ from .models import (
     TypeObserveRequest,
     WaitRequest,
 )
+from ...common.errors import ActionFailedError, InvalidRequestError, UnavailableError
+from ...common.openapi import ACTION, QUICK_S, TYPING, Longest, Route, typing_if, waiting
+from ...common.options import VLM_TIMEOUT_S
+from ...common.web import json_ok, read_body, read_query, taking_turn
+from ..act import Actor
+from ..engine import SceneEngine
+from ..frames import changed_regions
+from ..gate import traced
+from ..sources import Bridge, Desktop
+from ..text import scene_text
+from ..tracing import GATE
+from ..vlm import VLM, VisionModel
+from .checks import Look, check
 from .observation import diff, document, tree_hash
 from .selector import nodes_of, parse, select_bounded
 from .sketch import describe, sketch
@@ -426,29 +440,30 @@ DESCRIBED = Longest(VLM_TIMEOUT_S + QUICK_S, lambda body, query: VLM_TIMEOUT_S +
 
 ROUTES = [
     Route("GET", "/api/v1/sketch", get_sketch, "A window or display as labelled boxes on a character grid",
-          query=SketchQuery),
+          query=SketchQuery, answer=Sketch),
     Route("GET", "/api/v1/description", get_description,
           "A window in prose: app, focus, interactive elements in reading order; vlm=1 also asks the session's "
-          "vision model", query=DescribeQuery, longest=DESCRIBED),
+          "vision model", query=DescribeQuery, longest=DESCRIBED, answer=Description),
     Route("GET", "/api/v1/find", find, "Elements (and windows) a selector matches, with ids and boxes",
-          query=FindQuery),
+          query=FindQuery, answer=Matches),
     Route("GET", "/api/v1/observe", observe, "The state with a token; with since=TOKEN only what changed",
-          query=ObserveQuery),
+          query=ObserveQuery, answer=Observed),
     Route("POST", "/api/v1/wait_for", wait_for, "Wait until any of the conditions holds, or the timeout",
-          body=WaitRequest, stops_when_client_leaves=True, longest=waiting("timeout_ms", 60, unit_s=0.001)),
+          body=WaitRequest, stops_when_client_leaves=True, longest=waiting("timeout_ms", 60, unit_s=0.001),
+          answer=WaitResult),
     Route("POST", "/api/v1/assert_state", assert_state, "Check predicates; each answers what was observed",
-          body=AssertRequest),
+          body=AssertRequest, answer=Checked),
     Route("POST", "/api/v1/snapshots", snapshot_save, "Save the current state under an id (a TTL, at most 32)",
-          body=SnapshotRequest),
-    Route("GET", "/api/v1/snapshots", snapshot_list, "The snapshots kept"),
-    Route("GET", "/api/v1/snapshots/{snapshot_id}", snapshot_get, "One snapshot's state"),
-    Route("DELETE", "/api/v1/snapshots/{snapshot_id}", snapshot_delete, "Drop a snapshot"),
+          body=SnapshotRequest, answer=SnapshotInfo),
+    Route("GET", "/api/v1/snapshots", snapshot_list, "The snapshots kept", answer=SnapshotList),
+    Route("GET", "/api/v1/snapshots/{snapshot_id}", snapshot_get, "One snapshot's state", answer=Snapshot),
+    Route("DELETE", "/api/v1/snapshots/{snapshot_id}", snapshot_delete, "Drop a snapshot", answer=Dropped),
     Route("POST", "/api/v1/snapshots/diff", snapshot_diff, "What changed between two snapshots, or one and now",
-          body=SnapshotDiffRequest),
+          body=SnapshotDiffRequest, answer=SnapshotDiff),
     Route("POST", "/api/v1/act_and_observe", act_and_observe, "Act on an element by id, then what changed",
-          body=ActObserveRequest, stops_when_client_leaves=True, longest=typing_if("text")),
+          body=ActObserveRequest, stops_when_client_leaves=True, longest=typing_if("text"), answer=ActObserved),
     Route("POST", "/api/v1/type_and_observe", type_and_observe, "Type text where the focus is, then what changed",
-          body=TypeObserveRequest, stops_when_client_leaves=True, longest=TYPING),
+          body=TypeObserveRequest, stops_when_client_leaves=True, longest=TYPING, answer=ActObserved),
     Route("POST", "/api/v1/key_and_observe", key_and_observe, "Press keys, then what changed",
-          body=KeyObserveRequest, stops_when_client_leaves=True, longest=ACTION),
+          body=KeyObserveRequest, stops_when_client_leaves=True, longest=ACTION, answer=ActObserved),
 ]

@@ -1,5 +1,5 @@
-"""Requests the aggregator accepts: the only place they are validated, and the source of
-its OpenAPI document."""
+"""Requests the aggregator's own routes accept (the scene, act, resolve, the marked
+screenshot): the only place they are validated, and the source of its OpenAPI document."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..models import ActRequest, Flag
+from .scene import ActRequest, Flag
 
 __all__ = ["SketchQuery", "DescribeQuery", "FindQuery", "ObserveQuery", "WaitRequest", "AssertRequest", "SnapshotRequest", "SnapshotDiffRequest",
            "ActObserveRequest", "TypeObserveRequest", "KeyObserveRequest", "Condition", "Predicate"]

@@ -1,0 +1,141 @@
+"""What typed answers cost the client (issue 49): each call whose answer became a typed
+model (``observe()`` an ``Observed``, ``snapshot()`` a ``Snapshot``, with every element of
+the observation a model), against the same call read as the generic ``Answer`` the
+client answered before (the baseline), alternated in one run on one session. ``scene()``
+was typed before and is the control.
+
+``python -m bench.answers [--sizes 1000,5000] [--iterations N]``: starts its own session
+(1920x1080, Chromium on bench/bridge.py's generated pages), writes
+bench/results/answers.json and answers.md. Per page size and call: the whole call
+(request, answer, model) and the model alone (``model_validate`` of the same JSON), each
+typed and generic."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+from deskbox import AsyncClient, answers
+from deskbox.session.spawn import SessionFailed, SpawnedSession
+
+from .bridge import serve_generated_pages
+from .page import free_port
+from .report import write_results
+from .stats import summarize
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+async def _show(desk: AsyncClient, url: str, n: int) -> None:
+    """The tab on ``url`` until the scene lists at least half of its elements."""
+    await desk.navigate(url)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        scene = await desk.scene("agent-turn")
+        if sum(e.source == "cdp" for e in scene.ax) > n // 2:
+            return
+        await asyncio.sleep(0.5)
+    raise SessionFailed(f"the {n}-element page did not reach the scene in 90 s")
+
+
+async def rows(desk: AsyncClient, n: int, iterations: int) -> list[dict]:
+    kept = await desk.snapshot_save(label="bench", ttl_s=600)
+    calls = {
+        # name: (typed call, the same request, its typed model)
+        "observe": (lambda: desk.observe(mode="active"),
+                    lambda: desk.request("scene", "GET", "/api/v1/observe", query={"mode": "active"}),
+                    answers.Observed),
+        "snapshot": (lambda: desk.snapshot(kept.id),
+                     lambda: desk.request("scene", "GET", f"/api/v1/snapshots/{kept.id}"), answers.Snapshot),
+        "scene (control)": (lambda: desk.scene("active"),
+                            lambda: desk.request("scene", "GET", "/api/v1/scene", query={"mode": "active"}),
+                            answers.Scene),
+    }
+    out = []
+    for name, (typed, raw, model) in calls.items():
+        times: dict[str, list[float]] = {"typed": [], "generic": [], "parse_typed": [], "parse_generic": []}
+        for i in range(iterations):
+            order = ("typed", "generic") if i % 2 == 0 else ("generic", "typed")
+            for way in order:
+                t0 = time.perf_counter()
+                if way == "typed":
+                    await typed()
+                else:
+                    answers.Answer.model_validate(await raw())
+                times[way].append(time.perf_counter() - t0)
+            body = await raw()
+            for way, parse in (("parse_typed", model), ("parse_generic", answers.Answer)):
+                t0 = time.perf_counter()
+                parse.model_validate(body)
+                times[way].append(time.perf_counter() - t0)
+        elements = len((body.get("observation") or {}).get("elements") or body.get("ax") or ())
+        out.append({"elements": n, "call": name, "answer_elements": elements,
+                    **{way: summarize(t) for way, t in times.items()}})
+    await desk.snapshot_delete(kept.id)
+    return out
+
+
+async def run(args: argparse.Namespace) -> list[dict]:
+    runner, port = await serve_generated_pages()
+    ports = [free_port() for _ in range(4)]
+    session = SpawnedSession(["--output", "1920x1080", "--desktopd-port", str(ports[0]), "--cdp-port", str(ports[1]),
+                              "--bridge-port", str(ports[2]), "--scene-port", str(ports[3])],
+                             prefix="deskbox-bench-answers-")
+    out: list[dict] = []
+    try:
+        await asyncio.to_thread(session.start)
+        async with AsyncClient.from_state_file(session.state_file, timeout=600) as desk:
+            for n in args.sizes:
+                await _show(desk, f"http://127.0.0.1:{port}/page/{n}", n)
+                out += await rows(desk, n, args.iterations)
+    finally:
+        await asyncio.to_thread(session.stop)
+        await runner.cleanup()
+    return out
+
+
+def _ms(row: dict, way: str) -> float:
+    return row[way]["median_ms"]
+
+
+def markdown(result: dict) -> str:
+    lines = [f"# Typed answers against the generic Answer ({result['meta']['when']}, load {result['load']})", "",
+             "Medians in ms of one run, the two ways alternated. Baseline: the generic `Answer` the client "
+             "answered before issue 49's typed models.", "",
+             "| page elements | call | elements in the answer | whole call, typed | whole call, generic | ratio "
+             "| model alone, typed | model alone, generic |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for r in result["rows"]:
+        lines.append(f"| {r['elements']:,} | {r['call']} | {r['answer_elements']:,} | {_ms(r, 'typed'):.1f} "
+                     f"| {_ms(r, 'generic'):.1f} | {_ms(r, 'typed') / _ms(r, 'generic'):.2f} "
+                     f"| {_ms(r, 'parse_typed'):.2f} | {_ms(r, 'parse_generic'):.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.answers", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="1000,5000", help="page sizes in DOM elements, comma-separated")
+    p.add_argument("--iterations", type=int, default=20, help="timed rounds per call and way")
+    p.add_argument("--results", type=Path, default=RESULTS)
+    args = p.parse_args(argv)
+    args.sizes = [int(s) for s in args.sizes.split(",") if s]
+    before = os.getloadavg()[0]
+    try:
+        result: dict = {"rows": asyncio.run(run(args))}
+    except SessionFailed as exc:
+        print(f"bench.answers: {exc}", file=sys.stderr)
+        return 1
+    result["load"] = f"{before:.2f} / {os.getloadavg()[0]:.2f}"
+    result["meta"] = {"when": time.strftime("%Y-%m-%d %H:%M:%S %z"), "iterations": args.iterations,
+                      "baseline": "the same call read as the generic deskbox.answers.Answer"}
+    write_results(args.results, "answers", result, markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
