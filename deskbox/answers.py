@@ -21,7 +21,8 @@ __all__ = ["Answer", "Display", "DisplayList", "Window", "WindowTree", "Element"
            "WindowDone", "DesktopdHealth", "SceneHealth", "BridgeHealth", "Observation", "Observed",
            "ActObserved", "Sketch", "Description", "WaitResult", "CheckResult", "Checked", "SnapshotInfo",
            "SnapshotList", "Snapshot", "Dropped", "SnapshotDiff", "TabDone", "Navigated", "AnthropicReply",
-           "OpenAIReply", "GeminiReply", "undeclared"]
+           "OpenAIReply", "GeminiReply", "SavedState", "Child", "SessionClaim", "SessionInfo", "SessionReset",
+           "Deleted", "Extended", "Settled", "Released", "undeclared"]
 
 Box = list[float]  # [x, y, width, height], display-local device pixels
 
@@ -407,6 +408,93 @@ class SnapshotDiff(Answer):
     format: str | None = None
     unchanged: bool
     changes: Changes | None = None
+
+
+# -- the scene: the session API (/api/v1/session/*) ------------------------------------------
+
+
+class SavedState(Answer):
+    """A snapshot of the session (its home and browser profile), a reset's target."""
+
+    name: str
+    created: float | None = None
+    files: int | None = None
+    bytes: int | None = None
+    urls: list[str] = []
+
+
+class Child(Answer):
+    """One process ``deskbox up`` runs and restarts (sway, desktopd, chromium ...)."""
+
+    state: str
+    pid: int | None = None
+    restarts: int = 0
+    uptime_s: float | None = None
+    last_exit: Any = None
+
+
+class SessionClaim(Answer):
+    holder: str
+    since: float | None = None
+    expires_in_s: float | None = None
+
+
+class SessionInfo(Answer):
+    """``GET /api/v1/session``: what the session runs, its snapshots, context and lifetime."""
+
+    user: str | None = None
+    home: str | None = None
+    osworld: bool = False
+    outputs: list[str] = []
+    start_urls: list[str] = []
+    snapshots: list[SavedState] = []
+    resetting: bool = False
+    resets: int = 0
+    started_at: float | None = None
+    expires_at: float | None = None  # (None: no --ttl)
+    context: dict[str, Any] | None = None
+    children: dict[str, Child] = {}
+    restarting: list[str] = []
+    claim: SessionClaim | None = None
+    id_epoch: int | None = None
+
+
+class SessionReset(Answer):
+    """``POST /api/v1/session/reset``: what the reset did, and whether the session came
+    back healthy."""
+
+    snapshot: str
+    healthy: bool
+    reset_ms: float | None = None
+    session_reset_ms: float | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    ended: list[str] = []  # processes the reset ended
+    input_released: bool | None = None
+    files: dict[str, int] = {}
+    browser: bool | None = None
+    id_epoch: int | None = None
+
+
+class Deleted(Answer):
+    deleted: str
+
+
+class Extended(Answer):
+    expires_at: float
+
+
+class Settled(Answer):
+    """``POST /api/v1/session/settle``: quiet (``settled``) or the timeout."""
+
+    settled: bool
+    waited_s: float | None = None
+    share: float | None = None  # of a core, over the last for_s
+    cpu_s: float | None = None
+
+
+class Released(Answer):
+    released: bool
 
 
 # -- the CDP bridge -------------------------------------------------------------------------

@@ -33,19 +33,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any, Callable, Coroutine, Literal, Self, TypeVar, overload
+from urllib.parse import quote
 
 from .answers import (
     ActObserved,
     AnthropicReply,
     BridgeHealth,
     Checked,
+    Deleted,
     Description,
     DesktopdHealth,
     DisplayList,
     Dropped,
+    Extended,
     GeminiReply,
     InputDone,
     Matches,
@@ -54,8 +58,14 @@ from .answers import (
     OpenAIReply,
     PointerPosition,
     Receipt,
+    Released,
+    SavedState,
     Scene,
     SceneHealth,
+    SessionClaim,
+    SessionInfo,
+    SessionReset,
+    Settled,
     Sketch,
     Snapshot,
     SnapshotDiff,
@@ -84,6 +94,7 @@ from .common.errors import (
 )
 from .common.options import DEFAULT_URLS, VLM_TIMEOUT_S, client_env
 from .common.service_client import ServiceClient
+from .common.session_api import FORWARDED_SLOW, SCENE_RESET_S, SettleRequest
 from .common.web import INTERFACE_HEADER
 
 __all__ = [
@@ -315,6 +326,59 @@ class AsyncClient:
         return SnapshotDiff.model_validate(await self.request("scene", "POST", "/api/v1/snapshots/diff",
                                                               body=_body(a=a, b=b, format=format)))
 
+    # -- the scene: the session (snapshots of its state, resets, lifetime, claims) ---------
+
+    async def session(self) -> SessionInfo:
+        """``GET /api/v1/session``: what the session runs, its snapshots, context and lifetime."""
+        return SessionInfo.model_validate(await self.request("scene", "GET", "/api/v1/session"))
+
+    async def session_reset(self, snapshot: str | None = None) -> SessionReset:
+        """``POST /api/v1/session/reset``: back to a snapshot (default ``start``: as right
+        after start), answered once the session is healthy again (``healthy``). Every
+        element id handed out before is retired."""
+        return SessionReset.model_validate(await self.request(
+            "scene", "POST", "/api/v1/session/reset", body=_body(snapshot=snapshot),
+            timeout=max(self.timeout, SCENE_RESET_S + 10)))
+
+    async def session_snapshot(self, name: str) -> SavedState:
+        """``POST /api/v1/session/snapshot``: keep the home folder and browser profile as
+        they are now under ``name``, a later ``session_reset(name)``'s target."""
+        return SavedState.model_validate(await self.request(
+            "scene", "POST", "/api/v1/session/snapshot", body={"name": name},
+            timeout=max(self.timeout, FORWARDED_SLOW.seconds + 10)))
+
+    async def session_snapshot_delete(self, name: str) -> Deleted:
+        """``DELETE /api/v1/session/snapshot/{name}``."""
+        return Deleted.model_validate(await self.request("scene", "DELETE",
+                                                         f"/api/v1/session/snapshot/{quote(name, safe='')}"))
+
+    async def session_extend(self, seconds: float) -> Extended:
+        """``POST /api/v1/session/extend``: the lifetime (``--ttl``) longer by ``seconds``."""
+        return Extended.model_validate(await self.request("scene", "POST", "/api/v1/session/extend",
+                                                          body={"seconds": seconds}))
+
+    async def session_settle(self, *, quiet_share: float | None = None, for_s: float | None = None,
+                             timeout_s: float | None = None) -> Settled:
+        """``POST /api/v1/session/settle``: until the session's processes used less than
+        ``quiet_share`` of a core over ``for_s`` seconds (what a task's setup started has
+        started and drawn), or ``timeout_s`` passed (``settled`` false)."""
+        wait_s = timeout_s if timeout_s is not None else SettleRequest.model_fields["timeout_s"].default
+        return Settled.model_validate(await self.request(
+            "scene", "POST", "/api/v1/session/settle",
+            body=_body(quiet_share=quiet_share, for_s=for_s, timeout_s=timeout_s), timeout=self.timeout + wait_s))
+
+    async def session_claim(self, holder: str, ttl_s: float | None = None) -> SessionClaim:
+        """``POST /api/v1/session/claim``: the session is ``holder``'s for ``ttl_s``
+        seconds (or its claim renewed); ``ActionFailedError`` ``claimed`` while another's runs."""
+        return SessionClaim.model_validate(await self.request("scene", "POST", "/api/v1/session/claim",
+                                                              body=_body(holder=holder, ttl_s=ttl_s)))
+
+    async def session_release(self, holder: str) -> Released:
+        """``DELETE /api/v1/session/claim/{holder}``: let go of the claim (``released``
+        false when it had run out already)."""
+        return Released.model_validate(await self.request("scene", "DELETE",
+                                                          f"/api/v1/session/claim/{quote(holder, safe='')}"))
+
     # -- the scene: provider-shaped computer actions ---------------------------------------
 
     @overload
@@ -430,8 +494,10 @@ class AsyncClient:
 
 class SyncBase:
     """What the synchronous ``Client`` (``deskbox.client_sync``, its methods generated from
-    ``AsyncClient``'s) adds: an ``AsyncClient`` on an event loop of its own, in a thread it
-    starts and ``close()`` ends."""
+    ``AsyncClient``'s) adds: an ``AsyncClient`` whose calls run on one event loop that
+    every ``Client`` of the process shares, in a thread started at the first (a runner
+    with 30 sessions has one such thread, not 30). ``close()`` closes the client's
+    connections; the loop's thread is a daemon."""
 
     _client: AsyncClient
 
@@ -452,10 +518,9 @@ class SyncBase:
         return sync
 
     def _start(self, make: Callable[[], AsyncClient]) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="deskbox-client", daemon=True)
-        self._thread.start()
+        self._loop = _shared_loop()
         self._client = make()
+        self._closed = False
 
     @property
     def urls(self) -> dict[str, str | None]:
@@ -471,7 +536,23 @@ class SyncBase:
         self.close()
 
     def close(self) -> None:
-        if self._loop.is_running():
+        if not self._closed:
+            self._closed = True
             self._run(self._client.close())
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(5)
+
+
+_LOOP_LOCK = threading.Lock()
+_LOOP: tuple[int, asyncio.AbstractEventLoop, threading.Thread] | None = None
+
+
+def _shared_loop() -> asyncio.AbstractEventLoop:
+    """The event loop the process's synchronous clients share, started on first use (and
+    again in a forked child, where the parent's thread does not run)."""
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is None or _LOOP[0] != os.getpid() or not _LOOP[2].is_alive():
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="deskbox-client", daemon=True)
+            thread.start()
+            _LOOP = (os.getpid(), loop, thread)
+        return _LOOP[1]

@@ -21,7 +21,8 @@ _HEAD = '''"""The synchronous client of a deskbox session: ``deskbox.Client``. G
     with Client.from_state_file("/tmp/deskbox.json") as desk:
         desk.act(desk.find('button[name="Submit"]').matches[0].id)
 
-Its calls run on an event loop of its own, in a thread it starts and ``close()`` ends."""
+Its calls run on one event loop every ``Client`` of the process shares, in a daemon thread
+started at the first; ``close()`` closes its connections."""
 
 from __future__ import annotations
 

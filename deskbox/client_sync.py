@@ -4,7 +4,8 @@
     with Client.from_state_file("/tmp/deskbox.json") as desk:
         desk.act(desk.find('button[name="Submit"]').matches[0].id)
 
-Its calls run on an event loop of its own, in a thread it starts and ``close()`` ends."""
+Its calls run on one event loop every ``Client`` of the process shares, in a daemon thread
+started at the first; ``close()`` closes its connections."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from .answers import (
     AnthropicReply,
     BridgeHealth,
     Checked,
+    Deleted,
     Description,
     DesktopdHealth,
     DisplayList,
     Dropped,
+    Extended,
     GeminiReply,
     InputDone,
     Matches,
@@ -27,8 +30,14 @@ from .answers import (
     OpenAIReply,
     PointerPosition,
     Receipt,
+    Released,
+    SavedState,
     Scene,
     SceneHealth,
+    SessionClaim,
+    SessionInfo,
+    SessionReset,
+    Settled,
     Sketch,
     Snapshot,
     SnapshotDiff,
@@ -175,6 +184,46 @@ class Client(SyncBase):
     def snapshot_diff(self, a: str, b: str = "now", *, format: DiffForm | None = None) -> SnapshotDiff:
         """``POST /api/v1/snapshots/diff``: what changed from snapshot ``a`` to ``b`` (or now)."""
         return self._run(self._client.snapshot_diff(a, b, format=format))
+
+    def session(self) -> SessionInfo:
+        """``GET /api/v1/session``: what the session runs, its snapshots, context and lifetime."""
+        return self._run(self._client.session())
+
+    def session_reset(self, snapshot: str | None = None) -> SessionReset:
+        """``POST /api/v1/session/reset``: back to a snapshot (default ``start``: as right
+        after start), answered once the session is healthy again (``healthy``). Every
+        element id handed out before is retired."""
+        return self._run(self._client.session_reset(snapshot))
+
+    def session_snapshot(self, name: str) -> SavedState:
+        """``POST /api/v1/session/snapshot``: keep the home folder and browser profile as
+        they are now under ``name``, a later ``session_reset(name)``'s target."""
+        return self._run(self._client.session_snapshot(name))
+
+    def session_snapshot_delete(self, name: str) -> Deleted:
+        """``DELETE /api/v1/session/snapshot/{name}``."""
+        return self._run(self._client.session_snapshot_delete(name))
+
+    def session_extend(self, seconds: float) -> Extended:
+        """``POST /api/v1/session/extend``: the lifetime (``--ttl``) longer by ``seconds``."""
+        return self._run(self._client.session_extend(seconds))
+
+    def session_settle(self, *, quiet_share: float | None = None, for_s: float | None = None,
+                       timeout_s: float | None = None) -> Settled:
+        """``POST /api/v1/session/settle``: until the session's processes used less than
+        ``quiet_share`` of a core over ``for_s`` seconds (what a task's setup started has
+        started and drawn), or ``timeout_s`` passed (``settled`` false)."""
+        return self._run(self._client.session_settle(quiet_share=quiet_share, for_s=for_s, timeout_s=timeout_s))
+
+    def session_claim(self, holder: str, ttl_s: float | None = None) -> SessionClaim:
+        """``POST /api/v1/session/claim``: the session is ``holder``'s for ``ttl_s``
+        seconds (or its claim renewed); ``ActionFailedError`` ``claimed`` while another's runs."""
+        return self._run(self._client.session_claim(holder, ttl_s))
+
+    def session_release(self, holder: str) -> Released:
+        """``DELETE /api/v1/session/claim/{holder}``: let go of the claim (``released``
+        false when it had run out already)."""
+        return self._run(self._client.session_release(holder))
 
     @overload
     def computer(self, provider: Literal["anthropic"], action: dict[str, Any],

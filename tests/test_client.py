@@ -186,6 +186,20 @@ async def every_method(call, session, pages) -> set[str]:
         await asyncio.to_thread(wait_until, lambda: app.proc.poll() is not None, 20, what="the app to end")
     finally:
         app.stop()
+    # The session API: a snapshot kept and dropped, a claim taken and let go, the quiet
+    # waited for; and last a reset, after which the browser is back.
+    assert (await c("session")).children["sway"].state == "up"
+    assert (await c("session_snapshot", "by-the-client")).name == "by-the-client"
+    assert "by-the-client" in [s.name for s in (await c("session")).snapshots]
+    assert (await c("session_snapshot_delete", "by-the-client")).deleted == "by-the-client"
+    assert (await c("session_claim", "client-test", 30)).holder == "client-test"
+    assert (await c("session_release", "client-test")).released is True
+    assert (await c("session_settle", timeout_s=20)).waited_s is not None
+    with pytest.raises(deskbox.ActionFailedError, match="no lifetime"):  # (this session has no --ttl)
+        await c("session_extend", 60)
+    reset = await c("session_reset")
+    assert reset.healthy is True and reset.snapshot == "start"
+    await asyncio.to_thread(session.browser_window)
     return called
 
 

@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..common.errors import from_answer
+from ..client_sync import Client
+from ..common.errors import DeskboxError
 from ..common.settings import env
 from ..common.waiting import wait_until
 from ..trace import archive
@@ -261,7 +262,9 @@ class Environment:
     def open(self, method: str, service: str, path: str, body: Any = None, *, timeout: float = 30,
              token: bool = True) -> Any:
         """One call of a service, its answer not read yet: a response to use in ``with``,
-        with ``status`` and ``read()`` (an error status too, rather than an exception)."""
+        with ``status`` and ``read()`` (an error status too, rather than an exception).
+        For what the client does not carry: a liveness probe, OSWorld's screenshot, and a
+        trace streamed to disk as it arrives; the session API goes through :meth:`call`."""
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url(service) + path, data=data, method=method)
         if data is not None:
@@ -274,21 +277,18 @@ class Environment:
             return err  # (a response too: status, read(), and a context manager)
 
     def call(self, method: str, path: str, body: Any = None, *, timeout: float = 30) -> Any:
-        """The session API on the scene aggregator; its JSON errors raise ProviderError."""
+        """The session API on the scene aggregator, through the sync ``deskbox.Client`` (its
+        calls on the one event loop the process's clients share); its errors raise
+        ProviderError, the family's error as their cause."""
         try:
-            status, raw = self.request(method, "scene", path, body, timeout=timeout)
-        except OSError as exc:
-            raise ProviderError(f"{self.name}: {method} {path}: {exc}") from exc
-        if status != 200:
-            # (the one decoding of an error answer: the family's error is the cause)
-            answer = from_answer(status, raw, f"{method} {path}")
-            cls = (SnapshotNotFound if status == 404 and ("snapshot" in answer.code or "snapshot" in path)
-                   else SessionClaimed if status == 409 and answer.code == "claimed" else ProviderError)
+            with Client(self.url("scene"), None, None, self.spec.token, timeout=timeout) as desk:
+                return desk.request("scene", method, path, body=body, timeout=timeout)
+        except DeskboxError as answer:
+            if answer.status is None:  # (no answer: refused, cut, or past the time bound)
+                raise ProviderError(f"{self.name}: {method} {path}: {answer.message}") from answer
+            cls = (SnapshotNotFound if answer.status == 404 and ("snapshot" in answer.code or "snapshot" in path)
+                   else SessionClaimed if answer.status == 409 and answer.code == "claimed" else ProviderError)
             raise cls(f"{self.name}: {method} {path} -> {answer}") from answer
-        try:
-            return json.loads(raw) if raw else None
-        except ValueError as exc:
-            raise ProviderError(f"{self.name}: {method} {path}: not JSON: {raw[:200]!r}") from exc
 
     # -- health -----------------------------------------------------------------------------
 

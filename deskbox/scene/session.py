@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from aiohttp import web
 from pydantic import BaseModel
 
+from ..answers import Deleted, Extended, Released, SavedState, SessionClaim, SessionInfo, SessionReset, Settled
 from ..common.errors import DeskboxError
 from ..common.logging import get_logger
 from ..common.openapi import Longest, Route
@@ -126,16 +127,18 @@ def _forward_named(path: str, model: type[BaseModel], field: str) -> Handler:
 
 ROUTES = [
     Route("GET", "/api/v1/session", get_session,
-          "What the session runs: snapshots, browser context, lifetime, children and what is restarting"),
+          "What the session runs: snapshots, browser context, lifetime, children and what is restarting",
+          answer=SessionInfo),
     Route("POST", "/api/v1/session/reset", reset,
           "Return the session to a snapshot (default: as right after start); answers once it is healthy",
-          body=ResetRequest, longest=Longest(SCENE_RESET_S)),
+          body=ResetRequest, longest=Longest(SCENE_RESET_S), answer=SessionReset),
     Route("POST", "/api/v1/session/snapshot", _forward("POST", "/snapshot", SnapshotRequest),
-          "Save the home folder and browser profile under a name", body=SnapshotRequest, longest=FORWARDED_SLOW),
+          "Save the home folder and browser profile under a name", body=SnapshotRequest, longest=FORWARDED_SLOW,
+          answer=SavedState),
     Route("DELETE", "/api/v1/session/snapshot/{name}", _forward_named("/snapshot", SnapshotRequest, "name"),
-          "Delete a snapshot"),
+          "Delete a snapshot", answer=Deleted),
     Route("POST", "/api/v1/session/extend", _forward("POST", "/extend", ExtendRequest),
-          "Extend the session's lifetime (--ttl)", body=ExtendRequest),
+          "Extend the session's lifetime (--ttl)", body=ExtendRequest, answer=Extended),
     Route("POST", "/api/v1/session/context", _forward("POST", "/context", ContextRequest),
           "Bind the browser to a persistent context (cookies, storage, logins); 409 while another session holds it",
           body=ContextRequest, longest=FORWARDED_SLOW),
@@ -144,11 +147,11 @@ ROUTES = [
     Route("POST", "/api/v1/session/settle", _forward("POST", "/settle", SettleRequest),
           "Wait until the session is quiet: its processes used less than quiet_share of a core over the last "
           "for_s seconds (the apps a task started have started and drawn), or timeout_s passed",
-          body=SettleRequest, longest=SETTLE_LONGEST),
+          body=SettleRequest, longest=SETTLE_LONGEST, answer=Settled),
     Route("POST", "/api/v1/session/claim", _forward("POST", "/claim", ClaimRequest),
           "Claim the session for a holder (a runner drawing from a pool of sessions), or renew its claim; "
           "409 claimed while another holder's claim runs",
-          body=ClaimRequest),
+          body=ClaimRequest, answer=SessionClaim),
     Route("DELETE", "/api/v1/session/claim/{holder}", _forward_named("/claim", ClaimRequest, "holder"),
-          "Let go of the holder's claim (released: false when it had already run out)"),
+          "Let go of the holder's claim (released: false when it had already run out)", answer=Released),
 ]

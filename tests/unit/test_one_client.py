@@ -24,8 +24,8 @@ OPENS_SESSIONS = {
 }
 # Who calls over the standard library's urllib, and why not through the client core.
 URLLIB = {
-    "provider/__init__.py": "the runner's sessions, one thread each and no event loop; decodes errors with "
-                            "errors.from_answer",
+    "provider/__init__.py": "its session API is deskbox.Client's; a liveness probe, OSWorld's screenshot and a "
+                            "trace streamed to disk as it arrives are not the client's",
     "shims/pyautogui/_desktopd.py": "pyautogui inside the session's `python -c`: the standard library alone, "
                                     "started in milliseconds",
     "osworld/chrome.py": "the google-chrome command inside the session: the standard library alone",
