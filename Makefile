@@ -26,7 +26,7 @@ bench: deps
 	.venv/bin/python -m bench.execute
 	.venv/bin/python -m bench.apps
 	.venv/bin/python -m bench.toolset
-	.venv/bin/python -m bench.answers
+	.venv/bin/python -m bench.client
 	.venv/bin/python -m bench.view
 	.venv/bin/python -m bench.trace
 	.venv/bin/python -m bench.run

@@ -22,8 +22,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from PIL import Image
 
+from deskbox.aggregator.app import SceneConfig, create_app
 from deskbox.api.scene import ActRequest
-from deskbox.scene.app import SceneConfig, create_app
 from tests.conftest import open_fixture
 from tests.support import ROOT, free_port, http
 

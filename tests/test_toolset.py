@@ -13,7 +13,7 @@ import urllib.parse
 import pytest
 from PIL import Image
 
-from deskbox.scene.toolset.observation import apply_patch, tree_hash
+from deskbox.toolset.observation import apply_patch, tree_hash
 from tests.conftest import open_fixture
 from tests.support import ROOT, Process, http, run_js, wait_until
 

@@ -22,12 +22,12 @@ from aiohttp import web
 from PIL import Image
 
 from deskbox import AsyncClient, Client, answers
+from deskbox.aggregator.app import SceneConfig
+from deskbox.aggregator.app import create_app as create_scene
 from deskbox.mcp import tools
 from deskbox.observer.app import ObserverConfig
 from deskbox.observer.app import create_app as create_observer
 from deskbox.policy import Policy
-from deskbox.scene.app import SceneConfig
-from deskbox.scene.app import create_app as create_scene
 from tests.conftest import open_fixture
 from tests.support import Session, free_port, http
 

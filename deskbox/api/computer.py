@@ -1,7 +1,7 @@
 """The query every computer adapter takes (``POST /api/v1/computer/{provider}``), and
 Anthropic's computer tool actions: the adapter validates its body with them, and the MCP
 server's ``computer`` tool takes the same. OpenAI's and Gemini's actions are their
-adapters' own (``deskbox/scene/computer``): nothing else reads them."""
+adapters' own (``deskbox/computer``): nothing else reads them."""
 
 from __future__ import annotations
 

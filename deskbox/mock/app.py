@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from ..aggregator.app import DESKTOP, ENGINE, Parts, SceneConfig
+from ..aggregator.app import create_app as create_scene_app
 from ..answers import DisplayList, InputDone, WindowTree
 from ..api.toolset import AssertRequest
 from ..common.openapi import Route, add_routes
 from ..common.web import json_ok, read_body
 from ..desktopd.models import KeyboardRequest, PointerRequest
-from ..scene.app import DESKTOP, ENGINE, Parts, SceneConfig
-from ..scene.app import create_app as create_scene_app
-from ..scene.toolset.checks import Look, check
+from ..toolset.checks import Look, check
 from .scenario import Scenario
 from .world import MockActor, MockDesktop, MockEngine, World
 

@@ -273,8 +273,8 @@ class SessionChildren:
 
     def _scene_argv(self, desktopd_url: str, bridge_url: str | None) -> list[str]:
         lay = self.layout
-        argv = [sys.executable, "-m", "deskbox.scene", "--listen", f"{self.options.host}:{self.options.scene_port}",
-                "--desktopd", desktopd_url, "--control", str(lay.control_socket),
+        argv = [sys.executable, "-m", "deskbox.aggregator",
+                "--listen", f"{self.options.host}:{self.options.scene_port}", "--desktopd", desktopd_url, "--control", str(lay.control_socket),
                 "--ids-file", str(lay.runtime / "scene-ids.json")]
         if bridge_url is not None:
             argv += ["--bridge", bridge_url]

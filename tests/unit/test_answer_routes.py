@@ -21,7 +21,7 @@ from deskbox import answers
 from deskbox.client import AsyncClient
 from deskbox.common.openapi import Route, openapi_document
 
-SERVICES = {"scene": "deskbox.scene.app", "desktopd": "deskbox.desktopd.app", "bridge": "deskbox.bridge.app"}
+SERVICES = {"scene": "deskbox.aggregator.app", "desktopd": "deskbox.desktopd.app", "bridge": "deskbox.bridge.app"}
 # Methods that answer one field of their route's answer, by design.
 PARTS = {"description": "text"}
 # Methods that call another method and answer one of its fields.

@@ -6,8 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from deskbox.common.errors import InvalidRequestError
-from deskbox.scene.computer import anthropic, gemini, openai
-from deskbox.scene.computer.base import ScreenQuery, key_name, split_combo
+from deskbox.computer import anthropic, gemini, openai
+from deskbox.computer.base import ScreenQuery, key_name, split_combo
 
 
 def test_openai_and_gemini_key_names_become_desktopd_names():

@@ -10,8 +10,8 @@ from typing import get_args
 import jsonschema
 
 from deskbox import AsyncClient
+from deskbox.computer.anthropic import HANDLERS
 from deskbox.mcp import tools
-from deskbox.scene.computer.anthropic import HANDLERS
 
 
 def test_every_schema_is_valid_with_an_object_at_its_root():

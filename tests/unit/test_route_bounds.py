@@ -144,7 +144,7 @@ def test_a_per_request_bound_must_say_its_rule():
         Longest(5, lambda body, query: 1)
 
 
-SERVICES = ["deskbox.desktopd.app", "deskbox.scene.app", "deskbox.observer.app", "deskbox.bridge.app",
+SERVICES = ["deskbox.desktopd.app", "deskbox.aggregator.app", "deskbox.observer.app", "deskbox.bridge.app",
             "deskbox.osworld.app", "deskbox.session.control"]
 
 

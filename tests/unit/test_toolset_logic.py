@@ -10,11 +10,11 @@ import pytest
 from PIL import Image, ImageDraw
 
 from deskbox.common.errors import ExpiredError, NotFoundError
-from deskbox.scene.toolset.checks import ssim
-from deskbox.scene.toolset.observation import apply_patch, diff, document, tree_hash
-from deskbox.scene.toolset.selector import SelectorError, nodes_of, parse, select
-from deskbox.scene.toolset.sketch import describe, sketch
-from deskbox.scene.toolset.store import Store
+from deskbox.toolset.checks import ssim
+from deskbox.toolset.observation import apply_patch, diff, document, tree_hash
+from deskbox.toolset.selector import SelectorError, nodes_of, parse, select
+from deskbox.toolset.sketch import describe, sketch
+from deskbox.toolset.store import Store
 
 
 def _el(ident, role, name, parent=None, value=None, states=(), actions=("click",), window="w1"):
@@ -185,8 +185,8 @@ def test_a_description_says_the_window_the_focus_and_what_can_be_done_in_reading
 def test_a_catastrophic_regex_ends_within_its_budget_with_a_clear_error():
     import asyncio
 
-    from deskbox.scene.toolset.patterns import BUDGET_S, PatternTooSlow
-    from deskbox.scene.toolset.selector import select_bounded
+    from deskbox.toolset.patterns import BUDGET_S, PatternTooSlow
+    from deskbox.toolset.selector import select_bounded
 
     nodes = [_el(f"a0-{i}", "button", "a" * 40 + "b") for i in range(50)]
     # (Without the time limit this match runs for minutes: the error is the limit at work.)

@@ -31,14 +31,14 @@ from typing import Annotated, Any, Awaitable, Callable, Literal, Union
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
-from ...common.errors import DeskboxError, InvalidRequestError
-from ...common.logging import get_logger
-from ...common.web import json_ok, read_query, validate
+from ..common.errors import DeskboxError, InvalidRequestError
+from ..common.logging import get_logger
+from ..common.web import json_ok, read_query, validate
 from .base import COMPUTER, Screen, ScreenQuery, key_name, read_object, split_combo
 
 __all__ = ["GeminiCall", "GeminiQuery", "HANDLERS", "handle"]
 
-log = get_logger("deskbox.scene.computer.gemini")
+log = get_logger("deskbox.computer.gemini")
 
 DEFAULT_MAGNITUDE = 800
 WAIT_S = 5.0

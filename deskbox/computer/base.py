@@ -21,11 +21,11 @@ from aiohttp import web
 from PIL import Image
 from pydantic import BaseModel, ConfigDict
 
-from ...api.computer import ScreenQuery
-from ...common.errors import ActionFailedError, InvalidRequestError, NotFoundError, UnavailableError
-from ...common.session_api import SessionControl
-from ...common.web import read_body, taking_turn
-from ...geometry import (
+from ..api.computer import ScreenQuery
+from ..common.errors import ActionFailedError, InvalidRequestError, NotFoundError, UnavailableError
+from ..common.session_api import SessionControl
+from ..common.web import read_body, taking_turn
+from ..geometry import (
     Display,
     Rect,
     declared_region_to_display,
@@ -36,9 +36,9 @@ from ...geometry import (
     fit_within,
     normalized_to_display,
 )
-from ..engine import SceneEngine
-from ..gate import Gate, traced
-from ..sources import Bridge, Desktop
+from ..scene.engine import SceneEngine
+from ..scene.gate import Gate, traced
+from ..scene.sources import Bridge, Desktop
 
 __all__ = ["COMPUTER", "Computer", "Screen", "ScreenQuery", "Shot", "split_combo", "key_name", "png_b64",
            "read_object"]

@@ -20,7 +20,7 @@ from typing import Awaitable, Callable
 
 from aiohttp import web
 
-from ...api.computer import (
+from ..api.computer import (
     AnthropicAction,
     AnthropicQuery,
     Click,
@@ -36,8 +36,8 @@ from ...api.computer import (
     Wait,
     Zoom,
 )
-from ...common.errors import InvalidRequestError
-from ...common.web import json_ok, read_query, validate
+from ..common.errors import InvalidRequestError
+from ..common.web import json_ok, read_query, validate
 from .base import COMPUTER, Screen, Shot, read_object, split_combo
 
 __all__ = ["AnthropicAction", "AnthropicQuery", "HANDLERS", "handle"]

@@ -32,7 +32,7 @@ from typing import Any
 
 import regex
 
-from ...common.errors import InvalidRequestError
+from ..common.errors import InvalidRequestError
 from .patterns import budget, compile_pattern, fullmatch
 
 __all__ = ["Selector", "SelectorError", "parse", "select", "select_bounded", "nodes_of", "STATES"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from PIL import Image
 
-from ...answers import (
+from ..answers import (
     ActObserved,
     Checked,
     Description,
@@ -29,8 +29,8 @@ from ...answers import (
     SnapshotList,
     WaitResult,
 )
-from ...api.scene import ActRequest
-from ...api.toolset import (
+from ..api.scene import ActRequest
+from ..api.toolset import (
     ActObserveRequest,
     AssertRequest,
     DescribeQuery,
@@ -43,18 +43,18 @@ from ...api.toolset import (
     TypeObserveRequest,
     WaitRequest,
 )
-from ...common.errors import ActionFailedError, InvalidRequestError, UnavailableError
-from ...common.openapi import ACTION, QUICK_S, TYPING, Longest, Route, typing_if, waiting
-from ...common.options import VLM_TIMEOUT_S
-from ...common.web import json_ok, read_body, read_query, taking_turn
-from ..act import Actor
-from ..engine import SceneEngine
-from ..frames import changed_regions
-from ..gate import traced
-from ..sources import Bridge, Desktop
-from ..text import scene_text
-from ..tracing import GATE
-from ..vlm import VLM, VisionModel
+from ..common.errors import ActionFailedError, InvalidRequestError, UnavailableError
+from ..common.openapi import ACTION, QUICK_S, TYPING, Longest, Route, typing_if, waiting
+from ..common.options import VLM_TIMEOUT_S
+from ..common.web import json_ok, read_body, read_query, taking_turn
+from ..scene.act import Actor
+from ..scene.engine import SceneEngine
+from ..scene.frames import changed_regions
+from ..scene.gate import traced
+from ..scene.sources import Bridge, Desktop
+from ..scene.text import scene_text
+from ..scene.tracing import GATE
+from ..scene.vlm import VLM, VisionModel
 from .checks import Look, check
 from .observation import diff, document, tree_hash
 from .selector import nodes_of, parse, select_bounded
@@ -62,8 +62,8 @@ from .sketch import describe, sketch
 from .store import Store
 
 if TYPE_CHECKING:
-    from ..guard import Guard
-    from ..scene_json import Scene
+    from ..scene.guard import Guard
+    from ..scene.scene_json import Scene
 
 __all__ = ["Toolset", "TOOLSET", "ROUTES"]
 
@@ -100,7 +100,7 @@ class Toolset:
 
     async def _read_text(self, png: bytes) -> list[str]:
         if self._ocr is None:
-            from ..ocr import OcrChain
+            from ..scene.ocr import OcrChain
 
             self._ocr = OcrChain.default(enabled=True)
         if not self._ocr.enabled:

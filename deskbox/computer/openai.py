@@ -23,8 +23,8 @@ from typing import Annotated, Awaitable, Callable, Literal, Union
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
-from ...common.errors import InvalidRequestError
-from ...common.web import json_ok, read_query, validate
+from ..common.errors import InvalidRequestError
+from ..common.web import json_ok, read_query, validate
 from .base import COMPUTER, Screen, ScreenQuery, key_name, read_object
 
 __all__ = ["OpenAIAction", "ComputerCall", "OpenAIQuery", "HANDLERS", "handle"]

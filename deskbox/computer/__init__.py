@@ -11,9 +11,9 @@ Anthropic's models are ``deskbox.api.computer``'s, the MCP server's computer too
 
 from __future__ import annotations
 
-from ...answers import AnthropicReply, GeminiReply, OpenAIReply
-from ...api import computer as anthropic_tool
-from ...common.openapi import ACTION_S, SLOW_S, TYPING_S, Longest, Route
+from ..answers import AnthropicReply, GeminiReply, OpenAIReply
+from ..api import computer as anthropic_tool
+from ..common.openapi import ACTION_S, SLOW_S, TYPING_S, Longest, Route
 from . import anthropic, gemini, openai
 from .base import COMPUTER, Computer
 

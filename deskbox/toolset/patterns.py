@@ -17,7 +17,7 @@ from typing import Iterator
 
 import regex
 
-from ...common.errors import InvalidRequestError
+from ..common.errors import InvalidRequestError
 
 __all__ = ["BUDGET_S", "PatternTooSlow", "budget", "compile_pattern", "fullmatch", "search"]
 

@@ -33,30 +33,30 @@ from ..common.openapi import Route, add_routes, openapi_document, typing_if
 from ..common.options import DEFAULT_URLS
 from ..common.session_api import SessionControl
 from ..common.web import WS_PROTOCOL, error_middleware, guarded, json_ok, read_body, read_query
+from ..computer import COMPUTER, Computer
+from ..computer import ROUTES as COMPUTER_ROUTES
 from ..geometry import device_rect
 from ..inspect import page_handler
 from ..mcp.http import add_mcp
-from .act import Actor
-from .computer import COMPUTER, Computer
-from .computer import ROUTES as COMPUTER_ROUTES
-from .engine import SceneEngine
-from .gate import Gate, interface_middleware
-from .guard import Guard
-from .metrics import SCENE_METRICS, SceneMetrics
-from .recording import RECORDING, Recording
-from .recording import ROUTES as RECORDING_ROUTES
-from .replay import REPLAYER, REPLAYS, Replayer
-from .replay import ROUTES as REPLAY_ROUTES
-from .resolve import resolve as resolve_match
-from .session import ROUTES as SESSION_ROUTES
-from .session import SESSION, SessionApi
-from .sources import Bridge, Desktop, LiveView
-from .text import CHARS_PER_TOKEN, scene_text
-from .toolset.routes import ROUTES as TOOLSET_ROUTES
-from .toolset.routes import TOOLSET, Toolset
-from .tracing import GATE
-from .tracing import ROUTES as TRACE_ROUTES
-from .vlm import VLM, VisionModel
+from ..scene.act import Actor
+from ..scene.engine import SceneEngine
+from ..scene.gate import Gate, interface_middleware
+from ..scene.guard import Guard
+from ..scene.metrics import SCENE_METRICS, SceneMetrics
+from ..scene.recording import RECORDING, Recording
+from ..scene.recording import ROUTES as RECORDING_ROUTES
+from ..scene.replay import REPLAYER, REPLAYS, Replayer
+from ..scene.replay import ROUTES as REPLAY_ROUTES
+from ..scene.resolve import resolve as resolve_match
+from ..scene.session import ROUTES as SESSION_ROUTES
+from ..scene.session import SESSION, SessionApi
+from ..scene.sources import Bridge, Desktop, LiveView
+from ..scene.text import CHARS_PER_TOKEN, scene_text
+from ..scene.tracing import GATE
+from ..scene.tracing import ROUTES as TRACE_ROUTES
+from ..scene.vlm import VLM, VisionModel
+from ..toolset.routes import ROUTES as TOOLSET_ROUTES
+from ..toolset.routes import TOOLSET, Toolset
 
 __all__ = ["create_app", "SceneConfig", "Parts", "ENGINE", "__version__"]
 
@@ -125,8 +125,8 @@ def create_app(config: SceneConfig | None = None, *, parts: Parts | None = None)
             native = NativeSource()
         ocr = fill = None
         if config.ocr in ("all", "fill"):
-            from .fill import FillIn
-            from .ocr import OcrChain
+            from ..scene.fill import FillIn
+            from ..scene.ocr import OcrChain
 
             chain = OcrChain.default(enabled=True)
             ocr, fill = (chain, None) if config.ocr == "all" else (None, FillIn(chain))
@@ -299,7 +299,7 @@ async def screenshot(request: web.Request) -> web.Response:
     marks = [(e.id, device_rect(e.bbox)) for e in scene.ax
              if e.display_id == q.display and e.bbox is not None and e.visibility in ("visible", "partial")
              and (q.all or e.interactive)] if q.marks else []
-    from .marks import draw_marks
+    from ..scene.marks import draw_marks
 
     def render() -> bytes:
         image = Image.open(io.BytesIO(body)).convert("RGB")

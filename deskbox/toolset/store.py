@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import orjson
 
-from ...common.errors import ExpiredError, NotFoundError
+from ..common.errors import ExpiredError, NotFoundError
 
 __all__ = ["Kept", "Store"]
 

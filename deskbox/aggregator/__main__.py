@@ -1,4 +1,4 @@
-"""Run the scene aggregator: ``python -m deskbox.scene --listen 127.0.0.1:8000
+"""Run the scene aggregator: ``python -m deskbox.aggregator --listen 127.0.0.1:8000
 --desktopd http://127.0.0.1:8080 --bridge http://127.0.0.1:8122``."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from ..common.options import (
 )
 from ..common.settings import env
 from ..policy import Policy, load_policy
+from ..scene.vlm import config_problem
 from .app import SceneConfig, create_app
-from .vlm import config_problem
 
 
 def default_traces_dir() -> str:
@@ -42,7 +42,7 @@ def _policy(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Policy
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m deskbox.scene", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m deskbox.aggregator", description=__doc__)
     parser.add_argument("--listen", default=env("DESKBOX_SCENE_LISTEN"),
                         help="host:port to serve on (default 127.0.0.1:8000)")
     parser.add_argument("--desktopd", default=env("DESKBOX_DESKTOPD"),

@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable
 import numpy as np
 from PIL import Image
 
-from ...common.errors import InvalidRequestError
+from ..common.errors import InvalidRequestError
 from .observation import document, tree_hash
 from .patterns import budget, compile_pattern, fullmatch, search
 from .selector import nodes_of, select_bounded
