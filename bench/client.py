@@ -7,9 +7,9 @@ baseline, alternated:
   ``scene()`` was typed before and is the control. Per page size: the whole call
   (request, answer, model) and the model alone (``model_validate`` of the same JSON).
 - **the provider's session API**: ``Environment.call`` (``GET /api/v1/session``) through
-  the sync ``deskbox.Client`` on the loop every client of the process shares, against
-  the urllib call it made before, from one thread and from 24 at once (a runner's
-  sessions).
+  the environment's sync ``deskbox.Client`` (kept between calls, on the loop every client
+  of the process shares), against the urllib call it made before, from one thread and
+  from 24 at once (a runner's sessions).
 
 ``python -m bench.client [--sizes 1000,5000] [--iterations N]``: starts its own session
 (1920x1080, Chromium on bench/bridge.py's generated pages), writes
@@ -87,11 +87,24 @@ async def rows(desk: AsyncClient, n: int, iterations: int) -> list[dict]:
     return out
 
 
+class _Reached(Environment):
+    """A session this bench started, reached as the provider reaches one."""
+
+    backend = "bench"
+
+    def end(self) -> None:
+        self.stopped = True
+
+
 def provider_rows(scene: str, iterations: int, threads: int = 24) -> list[dict]:
-    """``GET /api/v1/session`` as the provider calls it: through the client (now) and over
-    urllib (before), from one thread, then from ``threads`` at once."""
+    """``GET /api/v1/session`` as the provider calls it: through the environment's client
+    (now) and over urllib (before), from one thread, then from ``threads`` at once."""
     host, port = scene.split("://", 1)[1].rsplit(":", 1)
-    env = Environment("bench", EnvironmentSpec(token=None, osworld=False), host, {"scene": int(port)})
+    with _Reached("bench", EnvironmentSpec(token=None, osworld=False), host, {"scene": int(port)}) as env:
+        return _provider_rows(env, iterations, threads)
+
+
+def _provider_rows(env: Environment, iterations: int, threads: int) -> list[dict]:
     ways = {"client": lambda: env.call("GET", "/api/v1/session"),
             "urllib": lambda: json.loads(env.request("GET", "scene", "/api/v1/session")[1])}
     times: dict[str, list[float]] = {way: [] for way in ways}

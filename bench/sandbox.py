@@ -15,18 +15,17 @@ asserted."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 from bench.container import pss_by_program
 from bench.page import free_port
 from bench.report import write_results
+from deskbox import Client
 from deskbox.session.processes import descendants, process_table
 from deskbox.session.spawn import SpawnedSession
 
@@ -39,22 +38,10 @@ VARIANTS = {"sandbox": "--disable-dev-shm-usage",
 __all__ = ["main"]
 
 
-def _get(url: str, timeout: float = 30) -> dict:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:
-        return json.loads(resp.read())
-
-
-def _post(url: str, body: dict, timeout: float = 120) -> None:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as resp:
-        resp.read()
-
-
-def _browser_window(desktopd: str, timeout: float = 60) -> None:
+def _browser_window(desk: Client, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if any(w.get("app_id") == "chromium" for w in _get(desktopd + "/api/v1/tree")["windows"]):
+        if any(w.app_id == "chromium" for w in desk.windows()):
             return
         time.sleep(0.05)
     raise RuntimeError("no browser window within 60 s")
@@ -80,15 +67,15 @@ def measure(flags: str, resets: int) -> dict:
     t0 = time.monotonic()
     session.start(120)
     try:
-        desktopd, scene = session.state["desktopd"], session.state["scene"]
-        _browser_window(desktopd)
-        start_s = time.monotonic() - t0
-        took = []
-        for _ in range(resets):
-            t = time.monotonic()
-            _post(scene + "/api/v1/session/reset", {})
-            _browser_window(desktopd)
-            took.append(time.monotonic() - t)
+        with Client.from_state_file(session.state_file, timeout=120) as desk:
+            _browser_window(desk)
+            start_s = time.monotonic() - t0
+            took = []
+            for _ in range(resets):
+                t = time.monotonic()
+                desk.session_reset()
+                _browser_window(desk)
+                took.append(time.monotonic() - t)
         time.sleep(3)
         pids = [session.proc.pid, *descendants(session.proc.pid, process_table())]
         memory = pss_by_program(pids)

@@ -12,18 +12,17 @@ Reported, not asserted."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
+from typing import Any, Callable
 
 from bench.page import free_port, serve_html
 from bench.report import write_results
 from bench.stats import spaced
+from deskbox import Client, DeskboxError
 from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -44,16 +43,13 @@ setInterval(() => {
 </script>"""
 
 
-def _call(method: str, url: str, body: object = None, timeout: float = 60) -> tuple[int, bytes]:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+def _call(fn: Callable[[], Any]) -> tuple[int, str]:
+    """One call through the client: 200, or the error's status (0: no answer) and what it said."""
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read()
-    except OSError as exc:
-        return 0, str(exc).encode()
+        fn()
+    except DeskboxError as exc:
+        return exc.status or 0, str(exc)
+    return 200, ""
 
 
 def _rss_kb(pid: int | None) -> int | None:
@@ -66,10 +62,12 @@ def _rss_kb(pid: int | None) -> int | None:
     return None
 
 
-def _pids(scene: str) -> dict[str, int | None]:
-    status, body = _call("GET", scene + "/api/v1/session", timeout=5)
-    children = json.loads(body)["children"] if status == 200 else {}
-    return {name: children.get(name, {}).get("pid") for name in SERVICES}
+def _pids(desk: Client) -> dict[str, int | None]:
+    try:
+        children = desk.session().children
+    except DeskboxError:
+        children = {}
+    return {name: children[name].pid if name in children else None for name in SERVICES}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,35 +88,34 @@ def main(argv: list[str] | None = None) -> int:
     except SessionFailed as exc:
         print(f"bench.soak: {exc}", file=sys.stderr)
         return 1
-    desktopd, bridge, scene = (f"http://127.0.0.1:{ports[k]}" for k in ("desktopd", "bridge", "scene"))
+    desk = Client.from_state_file(session.state_file)
     time.sleep(5)
     ids: dict[str, str] = {}
 
     def screenshot():
-        return _call("GET", desktopd + "/api/v1/screenshot?format=jpeg")
+        return _call(lambda: desk.request("desktopd", "GET", "/api/v1/screenshot", query={"format": "jpeg"},
+                                          raw=True))
+
+    def read_ids() -> None:
+        for e in desk.scene("agent-turn").ax:
+            if e.source == "cdp" and e.role in ("button", "textbox"):
+                ids[e.role] = e.id
 
     def agent_turn():
-        status, body = _call("GET", scene + "/api/v1/scene?mode=agent-turn")
-        if status == 200:
-            for e in json.loads(body)["ax"]:
-                if e["source"] == "cdp" and e["role"] in ("button", "textbox"):
-                    ids[e["role"]] = e["id"]
-        return status, body
+        return _call(read_ids)
 
     def layout():
-        return _call("GET", bridge + "/layout")
+        return _call(lambda: desk.request("bridge", "GET", "/layout"))
 
     def click():
         if "button" not in ids:
             agent_turn()
-        return _call("POST", scene + "/api/v1/act", {"target": ids.get("button", "a0-0"), "action": "click",
-                                                    "settle_ms": 0})
+        return _call(lambda: desk.act(ids.get("button", "a0-0"), "click", settle_ms=0))
 
     def typing():
         if "textbox" not in ids:
             agent_turn()
-        return _call("POST", scene + "/api/v1/act", {"target": ids.get("textbox", "a0-0"), "action": "set_value",
-                                                    "text": "soak", "settle_ms": 0})
+        return _call(lambda: desk.act(ids.get("textbox", "a0-0"), "set_value", text="soak", settle_ms=0))
 
     kinds = [("screenshot", screenshot), ("scene agent-turn", agent_turn), ("bridge /layout", layout),
              ("act click", click), ("act type", typing)]
@@ -137,17 +134,18 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(due - time.monotonic())
             name, fn = kinds[i % len(kinds)]
             t0 = time.perf_counter()
-            status, body = fn()
+            status, said = fn()
             times[name].append((time.perf_counter() - t0) * 1000)
             if status != 200:
-                errors[name].append(f"{status}: {body[:160]!r}")
+                errors[name].append(said[:200])
                 ids.clear()  # a stale id (the page changed): read again
             if time.monotonic() >= next_rss:
-                pids = _pids(scene)
+                pids = _pids(desk)
                 rss.append((time.monotonic() - started, {k: _rss_kb(v) for k, v in pids.items()}))
                 next_rss += 30
             i += 1
     finally:
+        desk.close()
         session.stop()
         server.shutdown()
     tenth = max(len(rss) // 10, 1)

@@ -33,6 +33,7 @@ import os
 import re
 import secrets
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -224,7 +225,9 @@ def check_context_id(ident: str) -> None:
 class Environment:
     """One running session, reached over HTTP at ``host`` and one port per service
     (``ports``: service -> port, the keys of ``CONTAINER_PORTS``). Back ends subclass it
-    for ``alive``, ``logs`` and ``stop``; the session API calls are the same for all."""
+    for ``alive``, ``logs`` and ``end``; the session API calls are the same for all, over
+    one ``deskbox.Client`` per environment (its connections kept between calls, closed at
+    ``stop()``)."""
 
     backend = "?"
 
@@ -236,6 +239,8 @@ class Environment:
         self.started_at = time.time()
         self.healthy_s: float | None = None
         self.stopped = False
+        self._client: Client | None = None
+        self._client_lock = threading.Lock()
 
     # -- addresses ------------------------------------------------------------------------
 
@@ -281,8 +286,7 @@ class Environment:
         calls on the one event loop the process's clients share); its errors raise
         ProviderError, the family's error as their cause."""
         try:
-            with Client(self.url("scene"), None, None, self.spec.token, timeout=timeout) as desk:
-                return desk.request("scene", method, path, body=body, timeout=timeout)
+            return self.client.request("scene", method, path, body=body, timeout=timeout)
         except DeskboxError as answer:
             if answer.status is None:  # (no answer: refused, cut, or past the time bound)
                 raise ProviderError(f"{self.name}: {method} {path}: {answer.message}") from answer
@@ -411,8 +415,27 @@ class Environment:
     def logs(self, lines: int = 40) -> str:
         raise NotImplementedError
 
-    def stop(self) -> None:
+    def end(self) -> None:
+        """End the session (:meth:`stop` calls it, then closes the client)."""
         raise NotImplementedError
+
+    def stop(self) -> None:
+        try:
+            self.end()
+        finally:
+            with self._client_lock:
+                client, self._client = self._client, None
+            if client is not None:
+                client.close()
+
+    @property
+    def client(self) -> Client:
+        """The session's scene through the sync client, made at the first call (the
+        scene's port may be known only once the session has started)."""
+        with self._client_lock:
+            if self._client is None:
+                self._client = Client(self.url("scene"), None, None, self.spec.token)
+            return self._client
 
     def copy_out(self, path: str, dest: Path) -> bool:
         """Copy a folder of the session (a trace, say) to ``dest`` on this machine; False

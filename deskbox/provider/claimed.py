@@ -80,7 +80,7 @@ class ClaimedEnvironment(Environment):
     def logs(self, lines: int = 40) -> str:
         return f"(a session of a warm pool at {self.host}: its logs are its pod's, kubectl logs)"
 
-    def stop(self) -> None:
+    def end(self) -> None:
         if self.stopped:
             return
         self.stopped = True

@@ -419,7 +419,7 @@ class KubeEnvironment(Environment):
     def logs(self, lines: int = 40) -> str:
         return self.runner.logs(self.name, lines)
 
-    def stop(self) -> None:
+    def end(self) -> None:
         if self.stopped:
             return
         self.runner.delete(self.name, 30 if self.spec.context and self.spec.context_persist else 5)

@@ -257,7 +257,7 @@ class PodmanEnvironment(Environment):
         out = self._backend.podman("logs", "--tail", str(lines), self.name, check=False)
         return (out.stdout + out.stderr).strip()
 
-    def stop(self) -> None:
+    def end(self) -> None:
         """``podman rm -f``: SIGTERM, so the session ends cleanly (and saves a persistent
         context: 30 s for that), then SIGKILL."""
         if self.stopped:

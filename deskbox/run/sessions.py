@@ -54,10 +54,18 @@ __all__ = ["Pool", "LocalEnvironment", "AttachedEnvironment", "session_factory",
 PROVIDERS = ("podman", "kubernetes", "local", "attach")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(n: int) -> list[int]:
+    """``n`` ports nothing listens on, all different: their sockets are held open together
+    until every one is chosen (one at a time, the kernel may hand the same port out twice:
+    a session's Chromium then took its bridge's port)."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 class LocalEnvironment(Environment):
@@ -66,12 +74,13 @@ class LocalEnvironment(Environment):
     backend = "local"
 
     def __init__(self, name: str, spec: EnvironmentSpec, user: str) -> None:
-        ports = {"osworld": _free_port(), "scene": _free_port(), "desktopd": _free_port(),
-                 "bridge": _free_port(), "chromium": 9222, "vlc": _free_port(), "vnc": _free_port()}
+        osworld, scene, desktopd, bridge, vlc, vnc, cdp = _free_ports(7)
+        ports = {"osworld": osworld, "scene": scene, "desktopd": desktopd, "bridge": bridge, "chromium": 9222,
+                 "vlc": vlc, "vnc": vnc}
         super().__init__(name, spec, "127.0.0.1", ports)
-        args = ["--osworld", "--osworld-port", str(ports["osworld"]), "--scene-port", str(ports["scene"]),
-                "--desktopd-port", str(ports["desktopd"]), "--bridge-port", str(ports["bridge"]),
-                "--cdp-port", str(_free_port()), "--vlc-port", str(ports["vlc"]), "--user", user]
+        args = ["--osworld", "--osworld-port", str(osworld), "--scene-port", str(scene),
+                "--desktopd-port", str(desktopd), "--bridge-port", str(bridge),
+                "--cdp-port", str(cdp), "--vlc-port", str(vlc), "--user", user]
         for output in spec.outputs:
             args += ["--output", output]
         env = {"DESKBOX_TOKEN": spec.token} if spec.token else {}
@@ -112,7 +121,7 @@ class LocalEnvironment(Environment):
             return False
         return True
 
-    def stop(self) -> None:
+    def end(self) -> None:
         if not self.stopped:
             self.stopped = True
             self.process.stop()
@@ -144,7 +153,7 @@ class AttachedEnvironment(Environment):
     def logs(self, lines: int = 40) -> str:
         return "(an attached session: its logs are where it runs)"
 
-    def stop(self) -> None:
+    def end(self) -> None:
         self.stopped = True
 
 
