@@ -26,11 +26,11 @@ import os
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from deskbox import AsyncClient, DeskboxError
 from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 from .bridge import serve_generated_pages
@@ -80,8 +80,8 @@ async def drive(rounds: int, desktopd: str) -> dict:
     from deskbox.atspi.source import NativeSource
     from deskbox.osworld.accessibility import build_xml, placed_windows
 
-    with urllib.request.urlopen(desktopd + "/api/v1/tree", timeout=30) as resp:
-        tree = json.load(resp)
+    async with AsyncClient(None, desktopd, None, timeout=30) as desk:
+        tree = (await desk.tree()).model_dump(exclude_unset=True)
     windows = placed_windows(tree["displays"], tree["windows"])
     source = NativeSource(timeout=60)
     times: dict[str, list[float]] = {"reader": [], "libatspi": []}
@@ -124,15 +124,14 @@ def _accessibility(state: dict) -> str:
         return json.load(resp)["AT"]
 
 
-def _navigated(state: dict, url: str) -> bool:
-    try:
-        urllib.request.urlopen(urllib.request.Request(
-            state["bridge"] + "/navigate", headers={"Content-Type": "application/json"}, method="POST",
-            data=json.dumps({"url": url}).encode()), timeout=60).read()
-    except urllib.error.HTTPError as exc:
-        # (Chromium may refuse while its first window is still coming up.)
-        print(f"bench.accessibility: navigate: {exc.code} {exc.read()[:300]!r}", file=sys.stderr)
-        return False
+async def _navigated(state: dict, url: str) -> bool:
+    async with AsyncClient(None, None, state["bridge"]) as desk:
+        try:
+            await desk.navigate(url)
+        except DeskboxError as exc:
+            # (Chromium may refuse while its first window is still coming up.)
+            print(f"bench.accessibility: navigate: {exc}", file=sys.stderr)
+            return False
     return True
 
 
@@ -140,7 +139,7 @@ async def page_rows(state: dict, url: str, elements: int, rounds: int, as_user: 
     """The three rows of one page, and the parity of its last reads."""
 
     async def navigate() -> bool:
-        return await asyncio.to_thread(_navigated, state, url)
+        return await _navigated(state, url)
 
     counts: list[int] = []
 

@@ -27,11 +27,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from deskbox import AsyncClient, answers
+from deskbox.common.net import free_ports
 from deskbox.provider import Environment, EnvironmentSpec
 from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 from .bridge import serve_generated_pages
-from .page import free_port
 from .report import write_results
 from .stats import summarize
 
@@ -134,7 +134,7 @@ def _provider_rows(env: Environment, iterations: int, threads: int) -> list[dict
 
 async def run(args: argparse.Namespace) -> list[dict]:
     runner, port = await serve_generated_pages()
-    ports = [free_port() for _ in range(4)]
+    ports = free_ports(4)
     session = SpawnedSession(["--output", "1920x1080", "--desktopd-port", str(ports[0]), "--cdp-port", str(ports[1]),
                               "--bridge-port", str(ports[2]), "--scene-port", str(ports[3])],
                              prefix="deskbox-bench-client-")

@@ -29,10 +29,10 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
+from deskbox import AsyncClient, Client
 from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 from .apps import start_calc, stop_calc
@@ -47,27 +47,23 @@ KINDS = ("nothing", "the pointer moved", "a click on a cell", "a value typed", "
 # -- the driver: runs as the session user --------------------------------------------
 
 
-def _post(url: str, body: dict) -> None:
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
-    urllib.request.urlopen(request, timeout=30).read()
-
-
 def _cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _act(kind: str, i: int, desktopd: str, cell: tuple[int, int]) -> None:
+def _act(kind: str, i: int, desk: AsyncClient, cell: tuple[int, int]):
+    """The input of one round (a coroutine; None for "nothing")."""
     x, y = cell
     if kind == "the pointer moved":
-        _post(desktopd + "/api/v1/pointer", {"action": "move", "x": x + 40 * (i % 5), "y": y + 20 * (i % 3)})
-    elif kind == "a click on a cell":
-        _post(desktopd + "/api/v1/pointer", {"action": "click", "x": x + 60 * (i % 4), "y": y + 20 * (i % 3)})
-    elif kind == "a value typed":
-        _post(desktopd + "/api/v1/keyboard", {"action": "type", "text": f"{i + 1}\n"})
-    elif kind == "the sheet scrolled":
-        _post(desktopd + "/api/v1/keyboard", {"action": "key", "keys": "Page_Down" if i % 2 == 0 else "Page_Up"})
+        return desk.pointer("move", x + 40 * (i % 5), y + 20 * (i % 3))
+    if kind == "a click on a cell":
+        return desk.pointer("click", x + 60 * (i % 4), y + 20 * (i % 3))
+    if kind == "a value typed":
+        return desk.keyboard("type", text=f"{i + 1}\n")
+    if kind == "the sheet scrolled":
+        return desk.keyboard("key", keys="Page_Down" if i % 2 == 0 else "Page_Up")
+    return None
 
 
 def _differences(a: list[dict], b: list[dict]) -> list[str]:
@@ -109,6 +105,7 @@ async def drive(rounds: int, desktopd: str, office: int, cell: tuple[int, int]) 
     readers = {"keeps": AtspiReader(), "reads all": AtspiReader(keep=False)}
     for reader in readers.values():
         await reader.open()
+    desk = AsyncClient(None, desktopd, None, timeout=30)
     out: dict[str, Any] = {}
     try:
         for reader in readers.values():
@@ -116,7 +113,9 @@ async def drive(rounds: int, desktopd: str, office: int, cell: tuple[int, int]) 
         for kind in KINDS:
             found: dict[str, dict[str, list]] = {name: {"s": [], "cpu": [], "walk": []} for name in readers}
             for i in range(rounds):
-                _act(kind, i, desktopd, cell)
+                act = _act(kind, i, desk, cell)
+                if act is not None:
+                    await act
                 await asyncio.sleep(0.6)  # (Calc answers what it was told)
                 for name in (list(readers) if i % 2 == 0 else list(readers)[::-1]):
                     cpu0, office0, t0 = time.process_time(), _cpu_s(office), time.perf_counter()
@@ -126,6 +125,7 @@ async def drive(rounds: int, desktopd: str, office: int, cell: tuple[int, int]) 
                     found[name]["walk"].append(tree["walk"])
             out[kind] = {"reads": found, "differences": await _compared(readers["keeps"], readers["reads all"])}
     finally:
+        await desk.close()
         for reader in readers.values():
             await reader.close()
     return out
@@ -171,7 +171,7 @@ def measure(rounds: int) -> dict:
         office, window = _calc_window(state["desktopd"])
         time.sleep(5)  # Calc settles after loading
         x, y, w, h = window["bounds"]
-        cell = (x + w // 3, y + h // 2)  # inside the sheet, clear of the toolbars and the sidebar
+        cell = (int(x + w // 3), int(y + h // 2))  # inside the sheet, clear of the toolbars and the sidebar
         driver = subprocess.run(
             [sys.executable, "-m", "bench.full_read", "--drive", "--rounds", str(rounds), "--desktopd",
              state["desktopd"], "--office", str(office), "--cell", f"{cell[0]},{cell[1]}"],
@@ -197,13 +197,12 @@ def _free_ports(n: int) -> list[int]:
 def _calc_window(desktopd: str, timeout: float = 120) -> tuple[int, dict]:
     """soffice.bin's pid and its window, once its sheet's window is up."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with urllib.request.urlopen(desktopd + "/api/v1/tree", timeout=30) as resp:
-            windows = json.load(resp)["windows"]
-        for window in windows:
-            if "sheet.xlsx" in (window.get("title") or "") and window.get("pid"):
-                return window["pid"], window
-        time.sleep(0.5)
+    with Client(None, desktopd, None, timeout=30) as desk:
+        while time.monotonic() < deadline:
+            for window in desk.windows():
+                if "sheet.xlsx" in (window.title or "") and window.pid:
+                    return window.pid, window.model_dump(exclude_unset=True)
+            time.sleep(0.5)
     raise RuntimeError(f"Calc's window did not come within {timeout:g} s")
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from bench.page import free_port, serve_html
 from bench.report import write_results
+from deskbox import Client
 from deskbox.session.spawn import SpawnedSession
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     open_ms, reset_setup, fresh_setup = [], [], []
     session, ports = osworld_session("benchos")
     osworld = f"http://127.0.0.1:{ports['osworld']}"
-    scene = f"http://127.0.0.1:{ports['scene']}"
+    desk = Client.from_state_file(session.state_file, timeout=240)
     try:
         for i in range(args.rounds):
             note = Path("/home/benchos/Desktop") / f"notes-{i}.txt"
@@ -93,9 +94,10 @@ def main(argv: list[str] | None = None) -> int:
             assert _post(osworld + "/setup/open_file", {"path": str(note), "timeout": 60}) == 200
             open_ms.append((time.perf_counter() - t0) * 1000)
         for _ in range(args.rounds):
-            _post(scene + "/api/v1/session/reset", {})
+            desk.session_reset()
             reset_setup.append(setup_ms(ports, free_port(), free_port()))
     finally:
+        desk.close()
         session.stop()
     for _ in range(args.rounds):
         fresh, fports = osworld_session("benchos")

@@ -27,6 +27,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from deskbox import Client
 from deskbox.common.waiting import wait_until
 from deskbox.session.spawn import SpawnedSession
 
@@ -49,8 +50,8 @@ def _call(url: str, body: dict | None = None, timeout: float = 120) -> dict:
         return json.loads(raw) if raw.strip().startswith(b"{") else {"text": raw.decode()}
 
 
-def _windows(desktopd: str) -> list[dict]:
-    return _call(desktopd + "/api/v1/tree")["windows"]
+def _windows(desk: Client) -> list[dict]:
+    return [w.model_dump(exclude_unset=True) for w in desk.windows()]
 
 
 def _wait(what: str, predicate, timeout: float = 120) -> float:
@@ -91,9 +92,10 @@ def run(iterations: int) -> dict:
                               str(ports[3]), "--osworld-port", str(ports[4]), "--vlc-port", str(ports[5])],
                              prefix="deskbox-bench-vscode-")
     session.start()
+    desk = Client.from_state_file(session.state_file)
     try:
         state = session.state
-        osworld, desktopd, runtime = f"http://127.0.0.1:{ports[4]}", state["desktopd"], state["runtime_dir"]
+        osworld, runtime = f"http://127.0.0.1:{ports[4]}", state["runtime_dir"]
         _call(osworld + "/setup/execute", {"command": ["python", "-c", f"open({FILE!r}, 'w').write({TEXT!r})"]})
         time.sleep(3)
         idle = _session_pss_mb(runtime)
@@ -101,11 +103,11 @@ def run(iterations: int) -> dict:
         def opened(launch: list[str], title: str, end: list[str], gone) -> tuple[float, float]:
             _call(osworld + "/setup/launch", {"command": launch})
             took = _wait(f"window {title!r}", lambda: any(title in (w.get("title") or "") and w.get("focused")
-                                                           for w in _windows(desktopd)))
+                                                           for w in _windows(desk)))
             time.sleep(3)
             memory = _session_pss_mb(runtime)
             _call(osworld + "/setup/execute", {"command": end})
-            _wait("the app gone", lambda: not any(gone(w) for w in _windows(desktopd)), 60)
+            _wait("the app gone", lambda: not any(gone(w) for w in _windows(desk)), 60)
             return took, memory
 
         rows = []
@@ -130,6 +132,7 @@ def run(iterations: int) -> dict:
         rows.append(_row("VS Code, first `code FILE` (code-server starts)", *zip(*first)))
         rows.append(_row("VS Code, `code FILE` again (code-server running)", *zip(*again)))
     finally:
+        desk.close()
         session.stop()
     return {"bench": "vscode", "iterations": iterations, "baseline": "LibreOffice Writer (baseline)",
             "idle_session_pss_mb": idle, "rows": rows, "cpus": os.cpu_count(),

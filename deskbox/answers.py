@@ -24,7 +24,7 @@ __all__ = ["Answer", "Display", "DisplayList", "Window", "WindowTree", "Element"
            "OpenAIReply", "GeminiReply", "SavedState", "Child", "SessionClaim", "SessionInfo", "SessionReset",
            "Deleted", "Extended", "Settled", "Released", "undeclared"]
 
-Box = list[float]  # [x, y, width, height], display-local device pixels
+Box = list[int | float]  # [x, y, width, height], display-local device pixels (ints stay ints)
 
 
 class Answer(BaseModel):

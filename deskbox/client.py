@@ -137,16 +137,18 @@ class AsyncClient:
 
     def __init__(self, scene: str | None = DEFAULT_URLS["scene"], desktopd: str | None = DEFAULT_URLS["desktopd"],
                  bridge: str | None = DEFAULT_URLS["bridge"], token: str | None = None, *,
-                 timeout: float = 60.0, interface: str | None = None) -> None:
+                 timeout: float = 60.0, interface: str | None = None, keep_alive: bool = True) -> None:
         self.urls: dict[str, str | None] = {"scene": scene, "desktopd": desktopd, "bridge": bridge}
         self.urls = {k: v.rstrip("/") if v else None for k, v in self.urls.items()}
         self.timeout = timeout
         # What the session's traces, audit log and allow/deny rules call this client.
         headers = {INTERFACE_HEADER: interface} if interface else {}
         # One core per service (deskbox.common.service_client), its errors passed on as
-        # they came.
+        # they came. keep_alive=False: a connection of its own for every call, for a caller
+        # whose calls are minutes apart and whose session may restart between them (a POST
+        # is not sent again on a kept connection the service has closed meanwhile).
         self._services = {name: ServiceClient(url, token, timeout, headers=headers, name=name, relays=False,
-                                              public=True)
+                                              public=True, keep_alive=keep_alive)
                           for name, url in self.urls.items() if url}
 
     @classmethod
@@ -499,8 +501,6 @@ class SyncBase:
     with 30 sessions has one such thread, not 30). ``close()`` closes the client's
     connections; the loop's thread is a daemon."""
 
-    _client: AsyncClient
-
     @classmethod
     def from_state_file(cls, path: str | Path, token: str | None = None, **kwargs: Any) -> Self:
         """The session ``deskbox up --state-file PATH`` wrote; the token (never in the
@@ -518,15 +518,28 @@ class SyncBase:
         return sync
 
     def _start(self, make: Callable[[], AsyncClient]) -> None:
+        self._make = make
+        self._pid = os.getpid()
         self._loop = _shared_loop()
-        self._client = make()
+        self._async = make()
         self._closed = False
+
+    @property
+    def _client(self) -> AsyncClient:
+        """The asyncio client the calls run on; in a forked child a new one on the child's
+        loop (the parent's loop has no thread there, and its connections are the parent's)."""
+        if self._pid != os.getpid():
+            self._pid, self._loop, self._async = os.getpid(), _shared_loop(), self._make()
+        return self._async
 
     @property
     def urls(self) -> dict[str, str | None]:
         return self._client.urls
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._closed:
+            coro.close()
+            raise RuntimeError("this deskbox Client is closed")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def __enter__(self) -> Self:
@@ -537,12 +550,21 @@ class SyncBase:
 
     def close(self) -> None:
         if not self._closed:
+            if self._pid == os.getpid():
+                asyncio.run_coroutine_threadsafe(self._async.close(), self._loop).result()
             self._closed = True
-            self._run(self._client.close())
 
 
 _LOOP_LOCK = threading.Lock()
 _LOOP: tuple[int, asyncio.AbstractEventLoop, threading.Thread] | None = None
+
+
+def _after_fork() -> None:
+    global _LOOP_LOCK
+    _LOOP_LOCK = threading.Lock()  # (another thread may have held it at the fork)
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _shared_loop() -> asyncio.AbstractEventLoop:

@@ -63,8 +63,9 @@ class Client(SyncBase):
 
     def __init__(self, scene: str | None = DEFAULT_URLS["scene"], desktopd: str | None = DEFAULT_URLS["desktopd"],
                  bridge: str | None = DEFAULT_URLS["bridge"], token: str | None = None, *,
-                 timeout: float = 60.0, interface: str | None = None) -> None:
-        self._start(lambda: AsyncClient(scene, desktopd, bridge, token, timeout=timeout, interface=interface))
+                 timeout: float = 60.0, interface: str | None = None, keep_alive: bool = True) -> None:
+        self._start(lambda: AsyncClient(scene, desktopd, bridge, token, timeout=timeout, interface=interface,
+                                        keep_alive=keep_alive))
 
     def request(self, service: Service, method: str, path: str, *, query: dict[str, Any] | None = None,
                 body: Any = None, raw: bool = False, timeout: float | None = None) -> Any:

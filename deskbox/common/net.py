@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import socket
+
 from aiohttp import ClientSession, ClientTimeout, DummyCookieJar
 
-__all__ = ["parse_listen", "outside_session"]
+__all__ = ["parse_listen", "outside_session", "free_ports"]
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -14,6 +16,21 @@ def parse_listen(value: str) -> tuple[str, int]:
         raise ValueError(f"listen address {value!r} is not host:port")
     host = host.strip("[]") or "127.0.0.1"
     return host, int(port)
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` loopback ports nothing listens on, all different: their sockets are held open
+    together until every one is chosen (one at a time, the kernel may hand the same port
+    out twice: a session's Chromium then took its bridge's port). Free when answered, not
+    reserved: another process may still take one before its user binds it."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def outside_session(timeout: ClientTimeout) -> ClientSession:

@@ -34,7 +34,7 @@ from json import loads as std_loads
 from typing import Any, Self
 
 import orjson
-from aiohttp import ClientError, ClientSession, ClientTimeout
+from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector
 
 from .errors import ConnectError, DeadlineExceededError, DeskboxError, from_answer
 from .web import INTERNAL_HEADER
@@ -78,8 +78,9 @@ class ServiceClient:
 
     def __init__(self, base: str, token: str | None, timeout: float = 30.0, *,
                  headers: dict[str, str] | None = None, name: str | None = None,
-                 relays: bool | None = None, public: bool | None = None) -> None:
+                 relays: bool | None = None, public: bool | None = None, keep_alive: bool = True) -> None:
         self.base = base.rstrip("/")
+        self.keep_alive = keep_alive
         self.timeout = timeout
         if name is not None:
             self.name = name
@@ -94,7 +95,8 @@ class ServiceClient:
     async def start(self) -> None:
         if self._http is None:
             self._http = ClientSession(timeout=ClientTimeout(total=self.timeout), headers=self._headers,
-                                       json_serialize=_dumps)
+                                       json_serialize=_dumps,
+                                       connector=None if self.keep_alive else TCPConnector(force_close=True))
 
     async def close(self) -> None:
         if self._http is not None:

@@ -27,6 +27,7 @@ puts either behind OSWorld's ``Provider`` interface (``DesktopEnv(provider_name=
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -40,7 +41,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..client_sync import Client
 from ..common.errors import DeskboxError
@@ -241,6 +242,7 @@ class Environment:
         self.stopped = False
         self._client: Client | None = None
         self._client_lock = threading.Lock()
+        self._closed = False
 
     # -- addresses ------------------------------------------------------------------------
 
@@ -286,7 +288,8 @@ class Environment:
         calls on the one event loop the process's clients share); its errors raise
         ProviderError, the family's error as their cause."""
         try:
-            return self.client.request("scene", method, path, body=body, timeout=timeout)
+            with self._scene_client() as desk:
+                return desk.request("scene", method, path, body=body, timeout=timeout)
         except DeskboxError as answer:
             if answer.status is None:  # (no answer: refused, cut, or past the time bound)
                 raise ProviderError(f"{self.name}: {method} {path}: {answer.message}") from answer
@@ -420,22 +423,36 @@ class Environment:
         raise NotImplementedError
 
     def stop(self) -> None:
+        """End the session, then close the environment's client."""
         try:
             self.end()
         finally:
-            with self._client_lock:
-                client, self._client = self._client, None
-            if client is not None:
-                client.close()
+            self.close()
 
-    @property
-    def client(self) -> Client:
-        """The session's scene through the sync client, made at the first call (the
-        scene's port may be known only once the session has started)."""
+    def close(self) -> None:
+        """Close the client of the session API, the session left running (an environment
+        given up before it was used: a claim refused). A call afterwards still goes, on a
+        client of its own."""
         with self._client_lock:
-            if self._client is None:
-                self._client = Client(self.url("scene"), None, None, self.spec.token)
-            return self._client
+            client, self._client, self._closed = self._client, None, True
+        if client is not None:
+            client.close()
+
+    @contextlib.contextmanager
+    def _scene_client(self) -> Iterator[Client]:
+        """The session's scene through the sync client: one kept from the first call (the
+        scene's port may be known only once the session has started) until :meth:`close`;
+        after it, one for the call alone. A connection of its own for every call: the
+        session may restart its scene between two calls minutes apart."""
+        with self._client_lock:
+            if not self._closed and self._client is None:
+                self._client = Client(self.url("scene"), None, None, self.spec.token, keep_alive=False)
+            kept = None if self._closed else self._client
+        if kept is not None:
+            yield kept
+            return
+        with Client(self.url("scene"), None, None, self.spec.token, keep_alive=False) as once:
+            yield once
 
     def copy_out(self, path: str, dest: Path) -> bool:
         """Copy a folder of the session (a trace, say) to ``dest`` on this machine; False

@@ -150,8 +150,10 @@ class ClaimedPool:
                     env.stop()
                 except SessionClaimed as exc:
                     seen[host] = str(exc).rpartition(": ")[2]  # "the session is claimed by 'x' for N s more"
+                    env.close()  # (not ours: its connections only)
                 except (ProviderError, OSError) as exc:
                     seen[host] = str(exc)[-200:]
+                    env.close()
                 with self._lock:
                     self._mine.discard(host)
             if time.monotonic() > deadline:

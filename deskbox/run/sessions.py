@@ -36,12 +36,12 @@ import fcntl
 import itertools
 import os
 import shutil
-import socket
 import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable
 
+from ..common.net import free_ports
 from ..common.settings import env
 from ..provider import Environment, EnvironmentSpec, ProviderError, new_token
 from ..provider.leftovers import Leftover
@@ -54,27 +54,13 @@ __all__ = ["Pool", "LocalEnvironment", "AttachedEnvironment", "session_factory",
 PROVIDERS = ("podman", "kubernetes", "local", "attach")
 
 
-def _free_ports(n: int) -> list[int]:
-    """``n`` ports nothing listens on, all different: their sockets are held open together
-    until every one is chosen (one at a time, the kernel may hand the same port out twice:
-    a session's Chromium then took its bridge's port)."""
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
 class LocalEnvironment(Environment):
     """A bare ``deskbox up --osworld`` on this machine."""
 
     backend = "local"
 
     def __init__(self, name: str, spec: EnvironmentSpec, user: str) -> None:
-        osworld, scene, desktopd, bridge, vlc, vnc, cdp = _free_ports(7)
+        osworld, scene, desktopd, bridge, vlc, vnc, cdp = free_ports(7)
         ports = {"osworld": osworld, "scene": scene, "desktopd": desktopd, "bridge": bridge, "chromium": 9222,
                  "vlc": vlc, "vnc": vnc}
         super().__init__(name, spec, "127.0.0.1", ports)

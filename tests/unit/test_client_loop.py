@@ -29,10 +29,13 @@ def test_many_clients_one_loop_and_one_thread():
     finally:
         for c in clients:
             c.close()
-    # Closing a client closes its connections, not the loop the others use.
+    # Closing a client closes its connections, not the loop the others use; a closed
+    # client says so rather than calling.
     with Client("http://127.0.0.1:9", None, None) as later:
         assert later._loop is clients[0]._loop and later._loop.is_running()
         later.close()  # (twice is harmless)
+    with pytest.raises(RuntimeError, match="closed"):
+        later.scene()
 
 
 def test_a_forked_child_runs_a_loop_of_its_own():
@@ -48,6 +51,13 @@ def test_a_forked_child_runs_a_loop_of_its_own():
                         child.scene()
                     except deskbox.ConnectError:
                         ok = own  # (on the parent's dead loop the call would hang: the parent gives up)
+                # The parent's own client, used in the child, moves to the child's loop too.
+                try:
+                    parent.scene()
+                except deskbox.ConnectError:
+                    pass  # (answered: on the parent's loop it would have hung)
+                else:
+                    ok = False
             finally:
                 os.write(write, b"1" if ok else b"0")
                 os._exit(0)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import socket
 
-from deskbox.run.sessions import _free_ports
+from deskbox.common.net import free_ports
 
 
 def test_the_ports_of_one_session_all_differ_and_are_free():
     for _ in range(20):
-        ports = _free_ports(7)
+        ports = free_ports(7)
         assert len(set(ports)) == 7
-    for port in _free_ports(7):
+    for port in free_ports(7):
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))  # free when answered

@@ -32,15 +32,15 @@ URLLIB = {
     "osworld/vscode.py": "VS Code's own health page (not a deskbox service)",
     "run/cache.py": "a task's downloads from the internet (not a deskbox service)",
 }
-# bench/ modules that still call over urllib: OSWorld's server's routes (its own client is
-# desktop-env's), and deskbox's not moved to the client yet. This list only shrinks.
-BENCH_BY_HAND = {"accessibility.py", "apps.py", "container.py", "execute.py", "full_read.py", "osworld.py",
-                 "reset.py", "vscode.py"}
+# bench/ modules that still call over urllib: OSWorld's server's routes (accessibility,
+# execute, osworld, vscode: its own client is desktop-env's), and deskbox's routes not moved
+# to the client yet (apps, container, reset). This list only shrinks.
+BENCH_BY_HAND = {"accessibility.py", "apps.py", "container.py", "execute.py", "osworld.py", "reset.py", "vscode.py"}
 # bench/ modules that write a deskbox service's URL by hand. What a bench times may be raw
 # HTTP on purpose (it measures the service, not the client: bridge, scene, toolset, trace,
 # view); what it does around that belongs to deskbox.Client. This list only shrinks.
-BENCH_ROUTES_BY_HAND = {"accessibility.py", "apps.py", "bridge.py", "container.py", "full_read.py", "osworld.py",
-                        "reset.py", "scene.py", "toolset.py", "trace.py", "view.py", "vscode.py"}
+BENCH_ROUTES_BY_HAND = {"apps.py", "bridge.py", "container.py", "reset.py", "scene.py", "toolset.py", "trace.py",
+                        "view.py"}
 BENCH_ROUTE_URL = re.compile(r'(\+\s*f?"/(api/v1/|layout|tabs|navigate|health)|\}/(api/v1/|layout|tabs|navigate|health))')
 # Who writes a bearer credential: the client core, the callers above that cannot use it,
 # those that check one, and two that are not a deskbox service.
