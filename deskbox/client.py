@@ -539,7 +539,8 @@ class SyncBase:
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         if self._closed:
             coro.close()
-            raise RuntimeError("this deskbox Client is closed")
+            raise UnavailableError("this deskbox Client is closed", code="client_closed", recoverable=False,
+                                   status=None)
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def __enter__(self) -> Self:

@@ -227,8 +227,7 @@ class Environment:
     """One running session, reached over HTTP at ``host`` and one port per service
     (``ports``: service -> port, the keys of ``CONTAINER_PORTS``). Back ends subclass it
     for ``alive``, ``logs`` and ``end``; the session API calls are the same for all, over
-    one ``deskbox.Client`` per environment (its connections kept between calls, closed at
-    ``stop()``)."""
+    one ``deskbox.Client`` per environment (made at the first call, closed by ``stop()``)."""
 
     backend = "?"
 

@@ -34,8 +34,9 @@ def test_many_clients_one_loop_and_one_thread():
     with Client("http://127.0.0.1:9", None, None) as later:
         assert later._loop is clients[0]._loop and later._loop.is_running()
         later.close()  # (twice is harmless)
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(deskbox.UnavailableError, match="closed") as closed:
         later.scene()
+    assert closed.value.code == "client_closed"
 
 
 def test_a_forked_child_runs_a_loop_of_its_own():
