@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from deskbox import AsyncClient, Client
+from deskbox.common.net import free_ports
 from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 from .apps import start_calc, stop_calc
@@ -157,7 +158,7 @@ def _rows(found: dict) -> list[dict]:
 
 
 def measure(rounds: int) -> dict:
-    ports = [str(free) for free in _free_ports(4)]
+    ports = [str(free) for free in free_ports(4)]
     session = SpawnedSession(["--output", "1920x1080", "--no-browser", "--desktopd-port", ports[0], "--cdp-port",
                               ports[1], "--bridge-port", ports[2], "--scene-port", ports[3]],
                              prefix="deskbox-bench-full-read-")
@@ -186,12 +187,6 @@ def measure(rounds: int) -> dict:
     return {"meta": {"when": time.strftime("%Y-%m-%d %H:%M:%S %z"), "rounds": rounds},
             "setup": "1920x1080, LibreOffice Calc on a sheet of 10,000 filled cells, no browser",
             "rows": _rows(found)}
-
-
-def _free_ports(n: int) -> list[int]:
-    from .page import free_port
-
-    return [free_port() for _ in range(n)]
 
 
 def _calc_window(desktopd: str, timeout: float = 120) -> tuple[int, dict]:

@@ -186,11 +186,11 @@ class PageServer:
 
 
 def free_port() -> int:
-    import socket
+    """One free loopback port (several for one session: ``deskbox.common.net.free_ports``,
+    which keeps them apart)."""
+    from deskbox.common.net import free_ports
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
 
 
 def serve_html(render) -> tuple[object, int]:

@@ -26,7 +26,6 @@ import contextlib
 import fcntl
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -36,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common.chromium import BASE_FLAGS, CODE_NAME, NO_SANDBOX_FLAGS, real_executable
+from ..common.net import free_ports
 from ..common.settings import env
 
 __all__ = ["CodeArgs", "parse_args", "install_dir", "window_url", "main", "HOST", "APP_NAME"]
@@ -131,12 +131,6 @@ def _answers(port: int) -> bool:
         return False
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def ensure_server() -> int:
     """The port of the session's code-server, started when it is not running."""
     state = _state_dir()
@@ -147,7 +141,7 @@ def ensure_server() -> int:
             if _answers(port):
                 return port
         node, entry = _node_and_entry()
-        port = _free_port()
+        (port,) = free_ports(1)
         argv = [str(node), str(entry), "--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
                 "--config", str(state / "config.yaml"), *_user_data(), "--app-name", APP_NAME,
                 "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",

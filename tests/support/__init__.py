@@ -9,7 +9,6 @@ import os
 import queue
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -24,6 +23,7 @@ from typing import Any, Callable
 from aiohttp import web
 
 from deskbox.common import waiting
+from deskbox.common.net import free_ports
 from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,9 +69,7 @@ def fuzz_seed() -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
 
 
 @dataclass
