@@ -171,16 +171,26 @@ def test_ocr_fills_in_the_text_of_gimps_canvas_and_vlcs_video_where_atspi_has_no
                             (["vlc", "--no-qt-privacy-ask", "--image-duration=-1", path], "VLC media player")):
             app = s.launch(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
-                def marker(title=title):
+                last = {}
+
+                def marker(title=title, last=last):
                     got = http("GET", s.scene + "/api/v1/scene").json()
                     window = next((w for a in got["apps"] for w in a["windows"] if title in w["title"]), None)
+                    last.update(windows=[(w["title"], w["bounds"]) for a in got["apps"] for w in a["windows"]],
+                                sources=got["sources"],
+                                ocr=[(o["text"], o["window_id"]) for o in got["ocr"]])
                     if window is None:
                         return None
                     words = [o for o in got["ocr"] if o["window_id"] == window["id"]]
+                    last["elements"] = [(e["role"], e["name"][:20], e["bbox"]) for e in got["ax"]
+                                        if e["window_id"] == window["id"]]
                     if not any("MARKER" in o["text"] for o in words):
                         return None
                     return window, words, [e for e in got["ax"] if e["window_id"] == window["id"]]
-                window, words, elements = wait_until(marker, 90, 1, what=f"the marker read on {title}'s surface")
+                try:
+                    window, words, elements = wait_until(marker, 90, 1, what=f"the marker read on {title}'s surface")
+                except AssertionError as exc:
+                    raise AssertionError(f"{exc}; the last scene had {last}") from None
                 line = next(o for o in words if "MARKER" in o["text"])
                 assert line["source"] == "ocr" and "CANVAS MARKER 42" in line["text"], line
                 assert inside(line["bbox"], window["bounds"]), (line, window)
@@ -190,6 +200,42 @@ def test_ocr_fills_in_the_text_of_gimps_canvas_and_vlcs_video_where_atspi_has_no
                 assert not any(any(_overlaps(o["bbox"], m) for m in menus) for o in words), words
             finally:
                 os.killpg(app.pid, signal.SIGKILL)
+    finally:
+        s.stop()
+
+
+def test_a_failed_atspi_walk_leaves_the_fill_in_reading_what_the_last_walk_found():
+    """``--ocr fill`` reads the parts the last AT-SPI walk found when this one fails (its
+    worker stopped): GIMP's canvas text stays in the Scene, and is read again once the
+    worker is back."""
+    from PIL import ImageDraw, ImageFont
+
+    s = Session(["1280x800"], browser=False, extra_args=["--xwayland"], extra_env={"DESKBOX_OCR": "fill"}).start()
+    try:
+        image = Image.new("RGB", (640, 400), "white")
+        font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 48)
+        ImageDraw.Draw(image).text((40, 150), "CANVAS MARKER 42", font=font, fill="black")
+        path = os.path.join(s.state["env"]["HOME"], "marker.png")
+        image.save(path)
+        os.chown(path, s.state["user"]["uid"], s.state["user"]["gid"])
+        app = s.launch(["gimp", "--no-splash", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            def read(mode="agent-turn"):
+                return http("GET", s.scene + f"/api/v1/scene?mode={mode}").json()
+
+            wait_until(lambda: any("MARKER" in o["text"] for o in read()["ocr"]), 90, 1, what="GIMP's canvas read")
+            workers = subprocess.run(["pgrep", "-P", str(s.state["pids"]["scene"]), "-f", "deskbox.atspi.worker"],
+                                     capture_output=True, text=True).stdout.split()
+            assert len(workers) == 1, workers
+            os.kill(int(workers[0]), signal.SIGSTOP)  # the next walk times out, and its worker is killed
+            failed = read()
+            assert failed["sources"]["atspi"], failed["sources"]
+            assert any("MARKER" in o["text"] for o in failed["ocr"]), (failed["sources"], failed["ocr"])
+            assert any(e["source"] == "atspi" for e in failed["ax"]), "the last walk's elements were dropped"
+            back = read()
+            assert back["sources"]["atspi"] is None and any("MARKER" in o["text"] for o in back["ocr"]), back["sources"]
+        finally:
+            os.killpg(app.pid, signal.SIGKILL)
     finally:
         s.stop()
 

@@ -11,9 +11,10 @@ import time
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
+from deskbox.scene.fill import FillIn, Opaque
 from deskbox.scene.frames import changed_regions, signature_of
 from deskbox.scene.marks import draw_marks, layout_marks
-from deskbox.scene.ocr import OcrChain, OcrWord, TesseractProvider, _lines, _parse_tsv
+from deskbox.scene.ocr import OcrChain, OcrError, OcrWord, TesseractProvider, _lines, _parse_tsv
 from tests.conftest import open_fixture
 from tests.support import css_to_device, wait_until
 
@@ -175,6 +176,22 @@ def test_a_failed_read_keeps_the_previous_lines_and_is_tried_again_next_time():
     lines = chain.update(0, after, [])
     assert line(lines, "Offline mode")
     assert len(lines) == len(first) + 1
+
+
+def test_a_fill_in_part_whose_read_failed_is_read_on_the_next_call_though_nothing_changed_since():
+    """``--ocr fill``: a part whose pixels changed, read when OCR failed, is not kept
+    with its old text once the change is past."""
+    provider = TesseractProvider()
+    fill = FillIn(OcrChain([provider]))
+    part = Opaque(0, "w1", (100, 100, 900, 500))
+    blank = Image.new("RGB", (1280, 800), "white")
+    assert fill.update([part], lambda _: blank, {}) == []
+    shown, _ = render([("Video frame 42", (300, 300), 28)], image=blank)
+    provider.timeout = 0.0001  # the real binary, killed before it can answer
+    with pytest.raises(OcrError):
+        fill.update([part], lambda _: shown, {0: changed_regions(signature_of(blank), signature_of(shown))})
+    provider.timeout = 60
+    assert [w.text for _, w in fill.update([part], lambda _: shown, {})] == ["Video frame 42"]
 
 
 def test_a_failing_provider_hands_over_to_the_next_one():

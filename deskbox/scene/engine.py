@@ -383,11 +383,10 @@ class SceneEngine:
             b.sources["atspi"] = "disabled"
         pointer = await self._pointer_for_popups(self._native_cache or [])
         t0 = time.perf_counter()
-        if self.atspi is not None and not b.native_failed:
-            native, b.opaque = self._native_elements(self._native_cache or [], b.tree, pointer)
-            b.elements += native
-        elif self._native_cache:
-            b.elements += self._native_elements(self._native_cache, b.tree, pointer)[0]
+        # When this walk failed, the last one's elements and opaque parts stand (absence of
+        # evidence is not a removal): ``--ocr fill`` goes on reading what it showed.
+        native, b.opaque = self._native_elements(self._native_cache or [], b.tree, pointer)
+        b.elements += native
         b.timings["native_elements"] = (time.perf_counter() - t0) * 1000
 
     async def _text_stage(self, b: _Build) -> None:

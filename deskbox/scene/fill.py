@@ -75,13 +75,21 @@ class FillIn:
         """Every line of text in ``parts``, given each display's current frame (asked of
         ``image_of`` only when a part on it must be read) and the regions that changed
         on it since the previous call. Parts not named again are forgotten. Raises
-        ``OcrError`` when no provider could read."""
+        ``OcrError`` when no provider could read: the parts it was to read are then
+        forgotten too, so the next call reads them whatever changed by then (the change
+        that made them due is not seen twice)."""
         parts = list(dict.fromkeys(parts))
         todo = [p for p in parts if p not in self._read
                 or any(regions_intersect(p.box, r) for r in changed.get(p.display_id, ()))]
         for display_id in {p.display_id for p in todo}:
             mine = [p for p in todo if p.display_id == display_id]
-            for part, lines in zip(mine, self.chain.read(image_of(display_id), [p.box for p in mine])):
+            try:
+                read = self.chain.read(image_of(display_id), [p.box for p in mine])
+            except Exception:
+                for part in todo:
+                    self._read.pop(part, None)
+                raise
+            for part, lines in zip(mine, read):
                 self._read[part] = lines
         self._read = {p: self._read[p] for p in parts if p in self._read}
         return [(p, line) for p in parts for line in self._read.get(p, [])]
