@@ -40,10 +40,11 @@ from pathlib import Path
 
 from aiohttp import ClientSession, ClientTimeout
 
+from deskbox import AsyncClient
+from deskbox.common.net import free_ports
 from deskbox.session.spawn import SessionFailed, SpawnedSession
 
 from .bridge import serve_generated_pages
-from .page import free_port
 from .report import write_results
 from .scene import _wait
 from .stats import summarize
@@ -88,7 +89,8 @@ def stop_calc(calc: subprocess.Popen | None) -> None:
 
 
 async def _agent_turns(http: ClientSession, scene: str, n: int, between=None) -> tuple[dict, dict]:
-    """``n`` agent-turn scenes, timed; ``between(i)`` (untimed) runs before each."""
+    """``n`` agent-turn scenes, timed; ``between(i)`` (untimed) runs before each. The
+    scene is asked bare (not through the client): what is timed is the service."""
     times, stages = [], {}
     for i in range(n):
         if between is not None:
@@ -106,7 +108,7 @@ async def scene_rows(iterations: int, *, env: dict[str, str] | None = None, suff
     """The Scene rows, in a session of their own (``env``: additions to its environment;
     ``suffix``: added to each row's name, which is then a comparison, not the goal's)."""
     runner, port = await serve_generated_pages()
-    ports = [free_port() for _ in range(4)]
+    ports = free_ports(4)
     session = SpawnedSession(["--output", "1920x1080", "--desktopd-port", str(ports[0]), "--cdp-port", str(ports[1]),
                               "--bridge-port", str(ports[2]), "--scene-port", str(ports[3])],
                              env=env, prefix="deskbox-bench-apps-")
@@ -115,15 +117,13 @@ async def scene_rows(iterations: int, *, env: dict[str, str] | None = None, suff
     try:
         await asyncio.to_thread(session.start)
         state = session.state
-        scene, bridge = state["scene"], state["bridge"]
-        async with ClientSession(timeout=ClientTimeout(total=300)) as http:
-            async with http.post(bridge + "/navigate", json={"url": f"http://127.0.0.1:{port}/page/1000"}) as resp:
-                await resp.read()
+        scene = state["scene"]
+        async with (ClientSession(timeout=ClientTimeout(total=300)) as http,
+                    AsyncClient(scene, state["desktopd"], state["bridge"], timeout=300) as client):
+            await client.navigate(f"http://127.0.0.1:{port}/page/1000")
 
             async def page_there():
-                async with http.get(scene + "/api/v1/scene?mode=agent-turn") as resp:
-                    data = await resp.json()
-                return sum(e["source"] == "cdp" for e in data["ax"]) > 500
+                return sum(e.source == "cdp" for e in (await client.scene("agent-turn")).ax) > 500
             await _wait(page_there, 60, "the 1,000-element page in the Scene")
             alone, alone_stages = await _agent_turns(http, scene, iterations)
             rows.append({"row": "scene agent-turn, Chromium alone (baseline)", **alone, "stages_ms": alone_stages})
@@ -131,24 +131,20 @@ async def scene_rows(iterations: int, *, env: dict[str, str] | None = None, suff
             calc = start_calc(state)
 
             async def cells_there():
-                async with http.get(scene + "/api/v1/scene?mode=agent-turn") as resp:
-                    data = await resp.json()
-                return sum(e["role"] == "cell" for e in data["ax"]) > 100 and data
+                got = await client.scene("agent-turn")
+                return sum(e.role == "cell" for e in got.ax) > 100 and got
             first = await _wait(cells_there, 120, "Calc's cells in the Scene")
             await asyncio.sleep(5)  # Calc settles after loading
             both, both_stages = await _agent_turns(http, scene, iterations)
             rows.append({"row": "scene agent-turn, Chromium + Calc (10,000 cells), sheet unchanged", **both,
-                         "stages_ms": both_stages, "cells_in_scene": sum(e["role"] == "cell" for e in first["ax"]),
+                         "stages_ms": both_stages, "cells_in_scene": sum(e.role == "cell" for e in first.ax),
                          "x_baseline": both["median_ms"] / alone["median_ms"] if alone["median_ms"] else None})
 
             async def typed(i: int) -> None:
                 # What an agent does most on a sheet: a value typed into the active cell
                 # (Calc has the focus), Enter moving to the next row.
-                desktopd = state["desktopd"] + "/api/v1/keyboard"
-                async with http.post(desktopd, json={"action": "type", "text": str(i + 1)}):
-                    pass
-                async with http.post(desktopd, json={"action": "key", "keys": "Return"}):
-                    pass
+                await client.keyboard("type", text=str(i + 1))
+                await client.keyboard("key", keys="Return")
                 await asyncio.sleep(0.5)
             edited, edited_stages = await _agent_turns(http, scene, iterations, between=typed)
             rows.append({"row": "scene agent-turn, Chromium + Calc, a value typed into a cell before each turn",
@@ -158,8 +154,7 @@ async def scene_rows(iterations: int, *, env: dict[str, str] | None = None, suff
             async def scroll(i: int) -> None:
                 # Page down and up in turn (Calc has the focus): every cell in view is new.
                 key = "Page_Down" if i % 2 == 0 else "Page_Up"
-                async with http.post(state["desktopd"] + "/api/v1/keyboard", json={"action": "key", "keys": key}):
-                    pass
+                await client.keyboard("key", keys=key)
                 await asyncio.sleep(0.5)
             moved, moved_stages = await _agent_turns(http, scene, iterations, between=scroll)
             rows.append({"row": "scene agent-turn, Chromium + Calc, the sheet scrolled before each turn", **moved,

@@ -34,6 +34,8 @@ import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
 
+from deskbox import Client, DeskboxError
+
 from .report import write_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,12 +100,9 @@ class Container:
         """A fresh screenshot: the pointer moves first, which invalidates desktopd's cache,
         so the time is a real capture and encode, not a cached answer."""
         self._moves = getattr(self, "_moves", 0) + 1
-        move = json.dumps({"action": "move", "x": 100 + self._moves % 200, "y": 100}).encode()
-        req = urllib.request.Request(self.urls["desktopd"] + "/api/v1/pointer", data=move, method="POST",
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            resp.read()
-        t0 = time.perf_counter()
+        with Client(None, self.urls["desktopd"], None, timeout=timeout) as client:
+            client.pointer("move", 100 + self._moves % 200, 100)
+        t0 = time.perf_counter()  # (the screenshot asked bare: what is timed is desktopd)
         try:
             with urllib.request.urlopen(self.urls["desktopd"] + "/api/v1/screenshot", timeout=timeout) as resp:
                 body, cache = resp.read(), resp.headers.get("X-Deskbox-Cache")
@@ -339,7 +338,7 @@ def run(args: argparse.Namespace) -> dict:
                 c.wait_healthy(args.healthy_timeout)
                 time.sleep(args.settle_s)
                 times = [s.screenshot_ms(args.screenshot_timeout) for s in running]
-            except (RuntimeError, OSError) as exc:
+            except (RuntimeError, OSError, DeskboxError) as exc:
                 stopped_by = f"session {n}: {exc}"
                 print(f"density: stopped at session {n}: {exc}", flush=True)
                 break

@@ -40,12 +40,11 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
-from bench.page import free_port
+from deskbox import Client, DeskboxError
+from deskbox.common.net import free_ports
 from deskbox.common.waiting import wait_until
 from deskbox.session.spawn import SessionFailed, SpawnedSession
 
@@ -68,28 +67,8 @@ def _tab_page(n: int) -> str:
     return "data:text/html," + urllib.parse.quote(f"<title>bench tab {n}</title><h1>Tab {n}</h1>{rows}")
 
 
-def _http(method: str, url: str, body: object = None, *, raw: bytes | None = None, headers: dict | None = None,
-          timeout: float = 30) -> tuple[int, dict, bytes]:
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
-    if data is not None and raw is None:
-        req.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
-    except urllib.error.HTTPError as err:
-        return err.code, {k.lower(): v for k, v in err.headers.items()}, err.read()
-
-
-def _ok(method: str, url: str, body: object = None, **kw: object) -> dict:
-    status, _, raw = _http(method, url, body, **kw)
-    if status != 200:
-        raise RuntimeError(f"{method} {url} -> {status}: {raw[:300]!r}")
-    return json.loads(raw) if raw else {}
-
-
 def _wait(predicate, timeout: float, what: str, interval: float = 0.1):
-    return wait_until(predicate, timeout, interval, what, tolerate=(OSError, RuntimeError, ValueError),
+    return wait_until(predicate, timeout, interval, what, tolerate=(OSError, RuntimeError, ValueError, DeskboxError),
                       error=RuntimeError)
 
 
@@ -113,22 +92,21 @@ def _compare(a: float, b: float) -> str:
 
 
 class _Desk:
-    """What a round needs of a session, bare or in a container: its URLs and a way to
-    start the GTK app inside it."""
+    """What a round needs of a session, bare or in a container: a client of its services
+    and a way to start the GTK app inside it."""
 
-    def __init__(self, desktopd: str, bridge: str, scene: str, headers: dict | None = None) -> None:
-        self.desktopd, self.bridge, self.scene = desktopd, bridge, scene
-        self.headers = headers or {}
+    def __init__(self, client: Client) -> None:
+        self.client = client
 
-    def windows(self) -> list[dict]:
-        return _ok("GET", self.desktopd + "/api/v1/tree", headers=self.headers)["windows"]
+    def windows(self) -> list:
+        return self.client.windows()
 
-    def tabs(self) -> list[dict]:
-        return _ok("GET", self.bridge + "/tabs", headers=self.headers)
+    def tabs(self) -> list:
+        return self.client.tabs()
 
     def open_tabs(self, n: int) -> None:
         for i in range(n):
-            _ok("POST", self.bridge + "/tabs", {"action": "new", "url": _tab_page(i)}, headers=self.headers)
+            self.client.new_tab(_tab_page(i))
 
     def start_app(self, title: str) -> None:
         raise NotImplementedError
@@ -139,13 +117,13 @@ class _Desk:
         self.open_tabs(2)
         title = f"bench app {round_no}"
         self.start_app(title)
-        _wait(lambda: any(w.get("title") == title for w in self.windows()), 30, f"the GTK window {title!r}")
+        _wait(lambda: any(w.title == title for w in self.windows()), 30, f"the GTK window {title!r}")
         _wait(lambda: len(self.tabs()) >= before + 2, 20, "the two new tabs")
         return {"tabs": len(self.tabs()), "windows": len(self.windows())}
 
     def reset(self) -> dict:
         t0 = time.perf_counter()
-        done = _ok("POST", self.scene + "/api/v1/session/reset", None, headers=self.headers, timeout=180)
+        done = self.client.session_reset().model_dump()
         done["client_ms"] = (time.perf_counter() - t0) * 1000
         return done
 
@@ -155,8 +133,7 @@ class _Desk:
 
 class _BareDesk(_Desk):
     def __init__(self, session: SpawnedSession, ports: dict[str, int]) -> None:
-        super().__init__(f"http://127.0.0.1:{ports['desktopd']}", f"http://127.0.0.1:{ports['bridge']}",
-                         f"http://127.0.0.1:{ports['scene']}")
+        super().__init__(Client(*(f"http://127.0.0.1:{ports[s]}" for s in ("scene", "desktopd", "bridge"))))
         self.session = session
 
     def start_app(self, title: str) -> None:
@@ -198,7 +175,7 @@ class _ContainerDesk(_Desk):
     environment (from the state file ``deskbox up`` writes in the container)."""
 
     def __init__(self, env, backend) -> None:  # deskbox.provider.Environment, PodmanBackend
-        super().__init__(env.url("desktopd"), env.url("bridge"), env.url("scene"))
+        super().__init__(Client(env.url("scene"), env.url("desktopd"), env.url("bridge"), env.spec.token))
         self.env, self.backend = env, backend
         self.app: str | None = None
         self._argv: list[str] = []
@@ -245,19 +222,20 @@ def _rounds(desk: _Desk, rounds: int, label: str) -> list[dict]:
 
 
 def bare_resets(rounds: int) -> dict:
-    ports = {k: free_port() for k in ("desktopd", "cdp", "bridge", "scene")}
+    ports = dict(zip(("desktopd", "cdp", "bridge", "scene"), free_ports(4)))
     session = SpawnedSession(["--output", OUTPUT, "--url", "about:blank", "--desktopd-port", str(ports["desktopd"]),
                               "--cdp-port", str(ports["cdp"]), "--bridge-port", str(ports["bridge"]),
                               "--scene-port", str(ports["scene"])], prefix="deskbox-bench-reset-")
     session.start(120)
+    desk = _BareDesk(session, ports)
     try:
-        desk = _BareDesk(session, ports)
-        _wait(lambda: _http("GET", desk.bridge + "/health")[0] == 200, 60, "the bridge")
+        _wait(lambda: desk.client.health("bridge"), 60, "the bridge")
         rows = _rounds(desk, rounds, "bare")
     except Exception:
         print(session.log_tail(), file=sys.stderr)
         raise
     finally:
+        desk.client.close()
         session.stop()
     timed = [r["client_ms"] for r in rows if not r["warmup"]]
     return {"rounds": rows, "reset_ms": _summary(timed),
@@ -291,13 +269,17 @@ def container_resets(image: str, rounds: int, recreates: int, idle_s: float) -> 
     result: dict = {"first_start_s": round(env.healthy_s or 0, 2)}
     try:
         # (c) idle memory, before anything ran in it
-        _ok("GET", env.url("desktopd") + "/api/v1/health")
+        with Client(None, env.url("desktopd"), None, env.spec.token) as client:
+            client.health("desktopd")
         time.sleep(idle_s)
         result["idle_memory"] = _cgroup_mb(backend, env.name)
         print(f"container: idle memory {result['idle_memory']}", file=sys.stderr, flush=True)
 
         desk = _ContainerDesk(env, backend)
-        rows = _rounds(desk, rounds, "container")
+        try:
+            rows = _rounds(desk, rounds, "container")
+        finally:
+            desk.client.close()
         result["rounds"] = rows
         result["reset_ms"] = _summary([r["client_ms"] for r in rows if not r["warmup"]])
         result["server_reset_ms"] = _summary([r["server_ms"] for r in rows if not r["warmup"] and r["server_ms"]])
@@ -340,10 +322,12 @@ class _Counter:
 
 class _Load:
     """One session under load: a reset every RESET_EVERY_S (from ``offset``), a fresh
-    screenshot about once a second."""
+    screenshot about once a second. The screenshot is asked bare (not through the
+    client): what is timed is desktopd."""
 
     def __init__(self, env, offset: float, resetting: "_Counter") -> None:
         self.env = env
+        self.client = Client(env.url("scene"), env.url("desktopd"), None, env.spec.token)
         self.offset = offset
         self.resetting = resetting  # resets in flight, all sessions
         self.shots: list[tuple[float, float, bool]] = []  # (when, ms, while some session was resetting)
@@ -358,24 +342,23 @@ class _Load:
         threading.Thread(target=self._reset, daemon=True).start()
 
     def _shoot(self) -> None:
-        desktopd = self.env.url("desktopd")
         while not self.stop.is_set():
             self.moves += 1
             try:
-                _http("POST", desktopd + "/api/v1/pointer", {"action": "move", "x": 100 + self.moves % 400, "y": 200},
-                      timeout=10)
+                self.client.pointer("move", 100 + self.moves % 400, 200)
                 busy = self.resetting.value > 0
                 t0 = time.perf_counter()
-                status, headers, body = _http("GET", desktopd + "/api/v1/screenshot", timeout=10)
+                with self.env.open("GET", "desktopd", "/api/v1/screenshot", timeout=10) as resp:
+                    status, headers, body = resp.status, resp.headers, resp.read()
                 ms = (time.perf_counter() - t0) * 1000
                 busy = busy or self.resetting.value > 0
                 if status != 200 or not body.startswith(b"\x89PNG"):
                     self.shot_errors.append(f"status {status}")
-                elif headers.get("x-deskbox-cache") == "hit":
+                elif headers.get("X-Deskbox-Cache") == "hit":
                     self.shot_errors.append("a cached screenshot")
                 else:
                     self.shots.append((time.monotonic(), ms, busy))
-            except OSError as exc:
+            except (OSError, DeskboxError) as exc:
                 self.shot_errors.append(str(exc))
             self.stop.wait(SHOT_EVERY_S)
 
@@ -386,9 +369,9 @@ class _Load:
             t0 = time.monotonic()
             self.resetting.add(1)
             try:
-                done = _ok("POST", self.env.url("scene") + "/api/v1/session/reset", None, timeout=120)
-                self.resets.append((t0, (time.monotonic() - t0) * 1000, bool(done.get("healthy"))))
-            except (OSError, RuntimeError) as exc:
+                done = self.client.session_reset()
+                self.resets.append((t0, (time.monotonic() - t0) * 1000, done.healthy))
+            except (OSError, DeskboxError) as exc:
                 self.reset_errors.append(str(exc))
             finally:
                 self.resetting.add(-1)
@@ -457,6 +440,7 @@ def density(image: str, max_sessions: int, window_s: float, keep_going: bool = F
             load.stop.set()
         time.sleep(0.5)
         for load in loads:
+            load.client.close()
             load.env.stop()
         backend.cleanup(owner_pid=os.getpid())
     held = 0
