@@ -118,6 +118,7 @@ class Checks(Passed):
                                  "--provider", "podman", "--image", self.image, "--sessions", "2",
                                  "--out", str(out)],
                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr, text=True,
+                                env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # (a hang says where: below)
                                 start_new_session=True)  # its own process group, as a shell's foreground job
         try:
             self._stop(proc, how, out, planted, stderr)
@@ -164,7 +165,13 @@ class Checks(Passed):
         try:
             proc.wait(timeout=400)
         except subprocess.TimeoutExpired:
-            raise CheckFailed(f"{how}: the run had not exited 400 s after the signal") from None
+            proc.send_signal(signal.SIGABRT)  # every thread's stack, on its stderr
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+            raise CheckFailed(f"{how}: the run had not exited 400 s after the signal; where it was:\n"
+                              f"{said()[-8000:]}") from None
         took = time.monotonic() - t0
         err = said()
         left = owned_by(proc.pid)
