@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from tests.container.documents import pptx
-from tests.support import ROOT, Process, Session, free_port, http, osworld_upload, require_apps, wait_until
+from tests.support import ROOT, Process, Session, free_ports, http, osworld_upload, require_apps, wait_until
 
 pytestmark = pytest.mark.desktop
 
@@ -29,7 +29,7 @@ HOME = "/home/user"
 
 def apps_session() -> Session:
     """An OSWorld-mode session without a browser, its OSWorld server and VLC port noted."""
-    port, vlc = free_port(), free_port()
+    port, vlc = free_ports(2)
     s = Session(["1280x800"], browser=False,
                 extra_args=["--osworld", "--osworld-port", str(port), "--vlc-port", str(vlc)])
     s.osworld = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]

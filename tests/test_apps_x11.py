@@ -157,16 +157,9 @@ def test_the_terminal_as_osworlds_tasks_start_activate_and_end_it(session):
 def test_ocr_fills_in_the_text_of_gimps_canvas_and_vlcs_video_where_atspi_has_none(tmp_path):
     """``--ocr fill``: the text an image shows on GIMP's canvas and in VLC's video is in
     the Scene's ocr list, read there alone, with the window it was read in."""
-    from PIL import ImageDraw, ImageFont
-
     s = Session(["1280x800"], browser=False, extra_args=["--xwayland"], extra_env={"DESKBOX_OCR": "fill"}).start()
     try:
-        image = Image.new("RGB", (640, 400), "white")
-        font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 48)
-        ImageDraw.Draw(image).text((40, 150), "CANVAS MARKER 42", font=font, fill="black")
-        path = os.path.join(s.state["env"]["HOME"], "marker.png")
-        image.save(path)
-        os.chown(path, s.state["user"]["uid"], s.state["user"]["gid"])
+        path = _marker_image(s)
         for argv, title in ((["gimp", "--no-splash", path], "GIMP"),
                             (["vlc", "--no-qt-privacy-ask", "--image-duration=-1", path], "VLC media player")):
             app = s.launch(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -208,16 +201,9 @@ def test_a_failed_atspi_walk_leaves_the_fill_in_reading_what_the_last_walk_found
     """``--ocr fill`` reads the parts the last AT-SPI walk found when this one fails (its
     worker stopped): GIMP's canvas text stays in the Scene, and is read again once the
     worker is back."""
-    from PIL import ImageDraw, ImageFont
-
     s = Session(["1280x800"], browser=False, extra_args=["--xwayland"], extra_env={"DESKBOX_OCR": "fill"}).start()
     try:
-        image = Image.new("RGB", (640, 400), "white")
-        font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 48)
-        ImageDraw.Draw(image).text((40, 150), "CANVAS MARKER 42", font=font, fill="black")
-        path = os.path.join(s.state["env"]["HOME"], "marker.png")
-        image.save(path)
-        os.chown(path, s.state["user"]["uid"], s.state["user"]["gid"])
+        path = _marker_image(s)
         app = s.launch(["gimp", "--no-splash", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             def read(mode="agent-turn"):
@@ -238,6 +224,19 @@ def test_a_failed_atspi_walk_leaves_the_fill_in_reading_what_the_last_walk_found
             os.killpg(app.pid, signal.SIGKILL)
     finally:
         s.stop()
+
+
+def _marker_image(s: Session) -> str:
+    """An image showing "CANVAS MARKER 42" in the session user's home, for its apps to open."""
+    from PIL import ImageDraw, ImageFont
+
+    image = Image.new("RGB", (640, 400), "white")
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 48)
+    ImageDraw.Draw(image).text((40, 150), "CANVAS MARKER 42", font=font, fill="black")
+    path = os.path.join(s.state["env"]["HOME"], "marker.png")
+    image.save(path)
+    os.chown(path, s.state["user"]["uid"], s.state["user"]["gid"])
+    return path
 
 
 def _overlaps(a, b) -> bool:

@@ -34,7 +34,7 @@ import pytest
 from deskbox.provider import Environment
 from deskbox.run.episode import Episode
 from deskbox.run.tasks import Task
-from tests.support import Session, free_port, osworld_environment, osworld_session, require_apps, wait_until
+from tests.support import Session, osworld_environment, osworld_session, require_apps, wait_until
 from tests.test_osworld_tasks import FileServer
 from tests.ui_agent import ATTRIBUTE, Agent
 
@@ -44,9 +44,6 @@ require_apps("soffice", "gimp", "vlc", "gedit", "gnome-terminal", "thunderbird",
 
 HOME = "/home/user"
 SCREEN = (1280, 800)
-# OSWorld's Chrome tasks publish DevTools with socat; machine-wide ports, so free ones
-# here (the session relays whichever debugging port google-chrome is given).
-DEBUG_PORT, RELAY_PORT = free_port(), free_port()
 
 
 # -- the session, as a deskbox.provider.Environment ---------------------------------------
@@ -61,7 +58,7 @@ def session():
 
 @pytest.fixture(scope="module")
 def env(session) -> Environment:
-    return osworld_environment(session, "graded", chromium=RELAY_PORT, vlc=session.vlc_port)
+    return osworld_environment(session, "graded", chromium=session.chrome_relay_port, vlc=session.vlc_port)
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +116,8 @@ class Context:
     files: FileServer
     uid: int  # the session user's, whose login bus the terminal is told
     folder: Path
+    debug_port: int  # what google-chrome is given, and socat relays on relay_port
+    relay_port: int
 
     @cached_property
     def deck(self) -> tuple[bytes, bytes]:
@@ -172,8 +171,10 @@ def chrome_task(ctx: Context) -> GradedTask:
     hours = ctx.files.serve("chrome/hours.html",
                             b"<!doctype html><title>Opening hours</title><h1>Opening hours</h1><p>Mon-Sat 6-18</p>")
     config = task("chrome", "On the Corner Bakery's page, open its opening hours.", [
-        launch("google-chrome", f"--remote-debugging-port={DEBUG_PORT}"),
-        launch("socat", f"tcp-listen:{RELAY_PORT},fork", f"tcp:localhost:{DEBUG_PORT}"),
+        # (OSWorld's Chrome tasks publish DevTools with socat, on machine-wide ports: the
+        # session's free ones here; it relays whichever debugging port google-chrome is given.)
+        launch("google-chrome", f"--remote-debugging-port={ctx.debug_port}"),
+        launch("socat", f"tcp-listen:{ctx.relay_port},fork", f"tcp:localhost:{ctx.debug_port}"),
         {"type": "chrome_open_tabs", "parameters": {"urls_to_open": [home]}},
         {"type": "activate_window", "parameters": {"window_name": "Google Chrome"}},
     ], {"func": "is_expected_active_tab", "result": {"type": "active_url_from_accessTree", "goto_prefix": "http://"},
@@ -467,7 +468,8 @@ def club_deck(folder: Path) -> tuple[bytes, bytes]:
 
 @pytest.fixture(scope="module")
 def context(session, files, tmp_path_factory) -> Context:
-    return Context(files, session.state["user"]["uid"], tmp_path_factory.mktemp("deck"))
+    return Context(files, session.state["user"]["uid"], tmp_path_factory.mktemp("deck"), session.chrome_debug_port,
+                   session.chrome_relay_port)
 
 
 def running(agent: Agent, name: str) -> bool:

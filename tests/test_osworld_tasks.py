@@ -16,7 +16,7 @@ import lxml.etree
 import pytest
 from PIL import Image
 
-from tests.support import LoopbackHTTP, PageServer, Session, free_port, http, wait_until
+from tests.support import LoopbackHTTP, PageServer, Session, http, osworld_session, wait_until
 from tests.support.desktop_env import load
 
 pytestmark = pytest.mark.desktop
@@ -47,19 +47,23 @@ def download(**files: str) -> dict:
 
 
 # OSWorld's tasks run Chrome with DevTools on 1337 and publish it on 9222 with socat.
-# Both ports are machine-wide and other sessions may hold them: this module takes free
-# ones (the session relays whichever debugging port google-chrome is given).
-DEBUG_PORT, RELAY_PORT = free_port(), free_port()
+# Both ports are machine-wide and other sessions may hold them: the session's are free
+# ones (``osworld_session``; the session relays whichever debugging port google-chrome
+# is given).
 ACTIVATE_CHROME = {"type": "activate_window", "parameters": {"window_name": "Google Chrome"}}
-START_CHROME = launch("google-chrome", f"--remote-debugging-port={DEBUG_PORT}")
 # What OSWorld's Chrome postconfigs do before reading the profile.
 PKILL_CHROME = [launch("pkill", "chrome"), {"type": "sleep", "parameters": {"seconds": 2}}]
 
 
-def chrome_task(*urls: str) -> list[dict]:
+def start_chrome(session: Session) -> dict:
+    return launch("google-chrome", f"--remote-debugging-port={session.chrome_debug_port}")
+
+
+def chrome_task(session: Session, *urls: str) -> list[dict]:
     """The opening of OSWorld's Chrome tasks."""
-    return [START_CHROME, launch("socat", f"tcp-listen:{RELAY_PORT},fork", f"tcp:localhost:{DEBUG_PORT}"),
-            open_tabs(*urls), ACTIVATE_CHROME]
+    relay = launch("socat", f"tcp-listen:{session.chrome_relay_port},fork",
+                   f"tcp:localhost:{session.chrome_debug_port}")
+    return [start_chrome(session), relay, open_tabs(*urls), ACTIVATE_CHROME]
 
 
 @dataclass
@@ -105,11 +109,7 @@ class FileServer:
 @pytest.fixture(scope="module")
 def session():
     # --sudo: the session user may `echo password | sudo -S`, as in OSWorld's VM.
-    port = free_port()
-    s = Session(["1280x800"], extra_args=["--osworld", "--osworld-port", str(port), "--sudo"])
-    s.osworld_port = port  # type: ignore[attr-defined]
-    s.start()
-    s.browser_window()
+    s = osworld_session(["1280x800"], "--sudo")
     yield s
     s.stop()
 
@@ -121,7 +121,8 @@ def cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def setup(session, cache):
-    return OSWORLD.SetupController("127.0.0.1", server_port=session.osworld_port, chromium_port=RELAY_PORT,
+    return OSWORLD.SetupController("127.0.0.1", server_port=session.osworld_port,
+                                   chromium_port=session.chrome_relay_port,
                                    cache_dir=str(cache), client_password="password",
                                    screen_width=1280, screen_height=800)
 
@@ -129,7 +130,7 @@ def setup(session, cache):
 @pytest.fixture(scope="module")
 def env(session, cache) -> GraderEnv:
     return GraderEnv(OSWORLD.PythonController("127.0.0.1", session.osworld_port), server_port=session.osworld_port,
-                     chromium_port=RELAY_PORT, cache_dir=str(cache))
+                     chromium_port=session.chrome_relay_port, cache_dir=str(cache))
 
 
 @pytest.fixture(autouse=True)
@@ -178,7 +179,7 @@ def page_urls(session: Session) -> list[str]:
 
 
 def bring_chrome_back(session: Session, setup) -> None:
-    assert setup.setup([START_CHROME])
+    assert setup.setup([start_chrome(session)])
     wait_until(lambda: http("GET", session.bridge + "/health").status == 200, 30, 0.3, what="the bridge seeing Chromium")
     wait_until(lambda: page_urls(session), 20, 0.3, what="a page target on the CDP port")
 
@@ -243,7 +244,7 @@ def test_a_chrome_task_config_opens_its_tabs_and_the_getters_read_them(session, 
     resp = http("POST", session.scene + "/api/v1/session/reset", timeout=120)
     assert resp.status == 200 and resp.json()["healthy"], resp.body[:300]
     first, second = pages.url("osworld.html?tab=first"), pages.url("input.html?tab=second")
-    assert setup.setup(chrome_task(first, second)) is True
+    assert setup.setup(chrome_task(session, first, second)) is True
     # chrome_open_tabs closed the tab the browser had and left the two it opened.
     tabs = GET.get_open_tabs_info(env, {})
     assert sorted((t["url"], t["title"]) for t in tabs) == [(second, "deskbox input fixture"),
@@ -258,7 +259,7 @@ def test_a_bookmark_added_with_ctrl_d_is_in_the_profile_after_pkill_chrome(sessi
     url = pages.url(f"osworld.html?bookmark={secrets.token_hex(4)}")
     # The whole opening of a Chrome task: its tabs are opened over the socat relay, which
     # no earlier test may have started.
-    assert setup.setup(chrome_task(url))
+    assert setup.setup(chrome_task(session, url))
     # As an agent does it: pyautogui through OSWorld's PythonController.
     assert env.controller.execute_python_command("pyautogui.hotkey('ctrl', 'd')")["returncode"] == 0
     visible(session, "button", "Done")  # the "Bookmark added" bubble
@@ -294,7 +295,7 @@ def test_chrome_tasks_one_after_another_across_a_reset_each_relay_devtools(sessi
     socat must bind it all the same (the session's socat gives listeners reuseaddr)."""
     for turn in range(2):
         url = pages.url(f"osworld.html?turn={turn}-{secrets.token_hex(3)}")
-        assert setup.setup(chrome_task(url))
+        assert setup.setup(chrome_task(session, url))
         assert url in [t["url"] for t in GET.get_open_tabs_info(env, {})]
         resp = http("POST", session.scene + "/api/v1/session/reset", timeout=120)
         assert resp.status == 200 and resp.json()["healthy"], resp.body[:300]
@@ -350,7 +351,7 @@ def test_settings_changed_in_chrome_settings_are_read_from_the_preferences(sessi
 
 def test_a_visited_page_is_in_the_history_the_getter_copies(session, setup, env, pages, cache):
     url = pages.url(f"osworld.html?visit={secrets.token_hex(4)}")
-    assert setup.setup(chrome_task(url))
+    assert setup.setup(chrome_task(session, url))
     written(env, "Default/History", url)
     kill_chrome(setup, env)
     history = GET.get_history(env, {"dest": "History"})
@@ -431,6 +432,6 @@ def test_a_url_given_to_google_chrome_while_the_browser_starts_is_opened_too(ses
     # waited for), the next one, arriving while it starts, hands it a page.
     kill_chrome(setup, env)
     url = pages.url(f"osworld.html?while=starting-{secrets.token_hex(3)}")
-    assert setup.setup([START_CHROME, execute(["google-chrome", url], stderr="while-starting.err")])
+    assert setup.setup([start_chrome(session), execute(["google-chrome", url], stderr="while-starting.err")])
     said = (cache / "while-starting.err").read_text()
     wait_until(lambda: url in page_urls(session), 30, 0.3, what=f"{url} open in the browser; google-chrome: {said!r}")

@@ -15,7 +15,7 @@ import pytest
 from deskbox.common import waiting
 from deskbox.session import processes
 from deskbox.session.supervisor import ChildSpec, Supervisor
-from tests.support import free_port
+from tests.support import free_ports
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -64,7 +64,7 @@ def started_by(sup: Supervisor) -> set[int]:
 
 @pytest.fixture
 async def session():
-    ports = {name: free_port() for name in ("base", "middle", "top", "manual")}
+    ports = dict(zip(("base", "middle", "top", "manual"), free_ports(4)))
     sup = Supervisor([
         spec("base", ports["base"]),
         spec("middle", ports["middle"], needs=("base",)),
@@ -113,7 +113,7 @@ async def test_a_child_started_on_request_that_goes_with_what_it_needs_comes_bac
     compositor is gone, at times while the supervisor is still ending the compositor's
     group: then both exits are handled in one round. It went with the compositor, not
     because a task ended it, so it comes back with it."""
-    ports = [free_port(), free_port()]
+    ports = free_ports(2)
     crash = asyncio.Event()
 
     async def browser_exits_meanwhile():
@@ -157,7 +157,7 @@ async def test_a_child_that_cannot_start_is_retried_without_leaking(session):
 
 
 async def test_stopping_ends_each_child_with_what_it_started_but_leaves_the_apps_of_a_host():
-    ports = [free_port(), free_port()]
+    ports = free_ports(2)
     sup = Supervisor([spec("a", ports[0]), spec("b", ports[1], needs=("a",), hosts_apps=True)])
     await sup.start_all()
     table = processes.process_table()

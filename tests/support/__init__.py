@@ -271,10 +271,7 @@ class Session(SpawnedSession):
     def __init__(self, outputs: list[str], *, extra_env: dict[str, str] | None = None, browser: bool = True,
                  extra_args: list[str] | None = None, **spawn: Any) -> None:
         self.outputs = outputs
-        self.desktopd_port = free_port()
-        self.cdp_port = free_port()
-        self.bridge_port = free_port()
-        self.scene_port = free_port()
+        self.desktopd_port, self.cdp_port, self.bridge_port, self.scene_port = free_ports(4)
         args = ["--desktopd-port", str(self.desktopd_port), "--cdp-port", str(self.cdp_port),
                 "--bridge-port", str(self.bridge_port), "--scene-port", str(self.scene_port)]
         for output in outputs:
@@ -299,9 +296,9 @@ class Session(SpawnedSession):
         return self
 
     def _new_ports(self) -> None:
-        for i, arg in enumerate(self.args[:-1]):
-            if arg.startswith("--") and arg.endswith("-port"):
-                self.args[i + 1] = str(free_port())
+        at = [i + 1 for i, arg in enumerate(self.args[:-1]) if arg.startswith("--") and arg.endswith("-port")]
+        for i, port in zip(at, free_ports(len(at))):
+            self.args[i] = str(port)
         ports = dict(zip(self.args, self.args[1:]))
         self.desktopd_port, self.cdp_port = int(ports["--desktopd-port"]), int(ports["--cdp-port"])
         self.bridge_port, self.scene_port = int(ports["--bridge-port"]), int(ports["--scene-port"])
@@ -518,13 +515,18 @@ class Process:
 
 def osworld_session(outputs: list[str], *extra_args: str) -> Session:
     """``deskbox up --osworld`` on free ports (OSWorld's server's and VLC's too), started,
-    with its browser's window up."""
-    port, vlc = free_port(), free_port()
+    with its browser's window up. ``chrome_debug_port`` and ``chrome_relay_port``: what an
+    OSWorld Chrome task gives google-chrome and socat (1337 and 9222 in OSWorld's VM,
+    machine-wide here), picked once the session's services hold their own ports: chosen
+    earlier and let go, one was once handed to the session's scene, and socat could not
+    listen on it."""
+    port, vlc = free_ports(2)
     session = Session(outputs, extra_args=["--osworld", "--osworld-port", str(port), "--vlc-port", str(vlc),
                                            *extra_args])
     session.osworld_port, session.vlc_port = port, vlc  # type: ignore[attr-defined]
     session.start(120)
     session.browser_window()
+    session.chrome_debug_port, session.chrome_relay_port = free_ports(2)  # type: ignore[attr-defined]
     return session
 
 
