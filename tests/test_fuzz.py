@@ -122,7 +122,14 @@ def test_the_session_is_healthy_afterwards_and_holds_no_key(session, pages):
                             for t in http("GET", session.bridge + "/tabs").json()],
         }, indent=1, default=str)) from None
     field = fields[0]
-    resp = http("POST", session.scene + "/api/v1/act", {"target": field["id"], "action": "type", "text": "ab"})
-    assert resp.status == 200, resp.body
+    for _ in range(3):
+        resp = http("POST", session.scene + "/api/v1/act", {"target": field["id"], "action": "type", "text": "ab"})
+        if resp.status != 409 or resp.json()["error"]["code"] != "not_focused":
+            break
+        # Another popup of the browser's own that the sweep opened took the click (one
+        # run's seed left one the two Escapes above did not close; recoverable): its
+        # client closes it and tries again. No key was sent.
+        assert session.post("/api/v1/keyboard", {"action": "key", "keys": ["Escape"]}).status == 200
+    assert resp.status == 200, (resp.body, session.get("/api/v1/tree").json().get("windows"))
     # Typed as asked: the input path works, and no modifier is stuck.
     assert pages.wait_for(type="input", value="ab", timeout=10)
